@@ -1,0 +1,54 @@
+// The parts of the C API that need no model: status names, the thread-local
+// last error, the version.
+#include <string>
+
+#include "api/c_api_internal.h"
+
+namespace ember {
+
+namespace {
+thread_local std::string g_last_error;
+}
+
+ember_status set_last_error(const Status& status) {
+  g_last_error = status.is_ok() ? std::string() : status.message();
+  return status.code();
+}
+
+void clear_last_error() { g_last_error.clear(); }
+
+const char* g_last_error_ptr() { return g_last_error.c_str(); }
+
+}  // namespace ember
+
+extern "C" {
+
+const char* ember_status_string(ember_status status) {
+  switch (status) {
+    case EMBER_OK: return "EMBER_OK";
+    case EMBER_ERR_INVALID_ARGUMENT: return "EMBER_ERR_INVALID_ARGUMENT";
+    case EMBER_ERR_TOKEN_OUT_OF_RANGE: return "EMBER_ERR_TOKEN_OUT_OF_RANGE";
+    case EMBER_ERR_UNSUPPORTED: return "EMBER_ERR_UNSUPPORTED";
+    case EMBER_ERR_NO_MEMORY: return "EMBER_ERR_NO_MEMORY";
+    case EMBER_ERR_CONTEXT_FULL: return "EMBER_ERR_CONTEXT_FULL";
+    case EMBER_ERR_IO: return "EMBER_ERR_IO";
+    case EMBER_ERR_FORMAT: return "EMBER_ERR_FORMAT";
+    case EMBER_ERR_VERSION: return "EMBER_ERR_VERSION";
+    case EMBER_ERR_TRUNCATED: return "EMBER_ERR_TRUNCATED";
+    case EMBER_ERR_BAD_TENSOR: return "EMBER_ERR_BAD_TENSOR";
+    case EMBER_ERR_BAD_HPARAMS: return "EMBER_ERR_BAD_HPARAMS";
+    case EMBER_ERR_BAD_TOKENIZER: return "EMBER_ERR_BAD_TOKENIZER";
+    case EMBER_ERR_MISSING_TENSOR: return "EMBER_ERR_MISSING_TENSOR";
+    case EMBER_ERR_BACKEND: return "EMBER_ERR_BACKEND";
+    case EMBER_ERR_INTERNAL: return "EMBER_ERR_INTERNAL";
+    case EMBER_ERR_INTEGRITY: return "EMBER_ERR_INTEGRITY";
+    case EMBER_ERR_SIGNATURE: return "EMBER_ERR_SIGNATURE";
+  }
+  return "EMBER_ERR_UNKNOWN";
+}
+
+const char* ember_last_error(void) { return ember::g_last_error_ptr(); }
+
+const char* ember_version(void) { return EMBER_VERSION_STRING; }
+
+}  // extern "C"

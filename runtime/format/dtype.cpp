@@ -1,0 +1,221 @@
+#include "format/dtype.h"
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+
+namespace ember {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::Q8_0: return "q8_0";
+    case DType::Q4_0: return "q4_0";
+  }
+  return "unknown";
+}
+
+bool dtype_from_name(const char* name, DType* out) {
+  for (int i = 0; i < kDTypeCount; ++i) {
+    if (std::strcmp(name, dtype_name(static_cast<DType>(i))) == 0) {
+      *out = static_cast<DType>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool dtype_is_valid(uint8_t raw) { return raw < kDTypeCount; }
+
+bool dtype_is_quantized(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+
+int dtype_block_elements(DType t) { return dtype_is_quantized(t) ? kQuantBlock : 1; }
+
+int dtype_block_bytes(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::Q8_0: return sizeof(BlockQ8_0);
+    case DType::Q4_0: return sizeof(BlockQ4_0);
+  }
+  return 0;
+}
+
+double dtype_bits(DType t) {
+  return 8.0 * dtype_block_bytes(t) / dtype_block_elements(t);
+}
+
+bool dtype_bytes(DType t, uint64_t n, uint64_t* out) {
+  const uint64_t be = dtype_block_elements(t);
+  if (n % be != 0) return false;
+  const uint64_t blocks = n / be;
+  const uint64_t bb = dtype_block_bytes(t);
+  if (bb == 0 || blocks > UINT64_MAX / bb) return false;
+  *out = blocks * bb;
+  return true;
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ff;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = (x >> 16) & 0x8000;
+  const uint32_t absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u) {  // inf or nan
+    return sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0);
+  }
+  if (absx >= 0x477ff000u) return sign | 0x7c00;  // overflow to inf
+  if (absx < 0x38800000u) {                       // subnormal or zero in f16
+    if (absx < 0x33000000u) return sign;
+    const uint32_t e = absx >> 23;
+    const uint32_t m = (absx & 0x7fffff) | 0x800000;
+    const uint32_t shift = 126 - e;  // 14..24: units of 2^-24
+    uint32_t v = m >> shift;
+    // round to nearest even on the bits shifted out
+    const uint32_t rem = m & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (v & 1))) ++v;
+    return sign | static_cast<uint16_t>(v);
+  }
+  uint32_t v = ((absx - 0x38000000u) >> 13);
+  const uint32_t rem = absx & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (v & 1))) ++v;
+  return sign | static_cast<uint16_t>(v);
+}
+
+float bf16_to_f32(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+  switch (t) {
+    case DType::F32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case DType::F16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+      return;
+    }
+    case DType::BF16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      return;
+    }
+    case DType::Q8_0: {
+      const BlockQ8_0* b = static_cast<const BlockQ8_0*>(src);
+      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
+        const float d = f16_to_f32(b[i].scale);
+        for (int j = 0; j < kQuantBlock; ++j) dst[i * kQuantBlock + j] = d * b[i].q[j];
+      }
+      return;
+    }
+    case DType::Q4_0: {
+      const BlockQ4_0* b = static_cast<const BlockQ4_0*>(src);
+      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
+        const float d = f16_to_f32(b[i].scale);
+        for (int j = 0; j < kQuantBlock / 2; ++j) {
+          dst[i * kQuantBlock + j] = d * ((b[i].q[j] & 0x0f) - 8);
+          dst[i * kQuantBlock + j + 16] = d * ((b[i].q[j] >> 4) - 8);
+        }
+      }
+      return;
+    }
+  }
+}
+
+void quantize_row(DType t, const float* src, void* dst, int64_t n) {
+  switch (t) {
+    case DType::F32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case DType::F16: {
+      uint16_t* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
+      return;
+    }
+    case DType::BF16: {
+      uint16_t* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &src[i], 4);
+        bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest even
+        d[i] = static_cast<uint16_t>(bits >> 16);
+      }
+      return;
+    }
+    case DType::Q8_0: {
+      BlockQ8_0* b = static_cast<BlockQ8_0*>(dst);
+      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
+        const float* x = src + i * kQuantBlock;
+        float amax = 0;
+        for (int j = 0; j < kQuantBlock; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].scale = f32_to_f16(d);
+        for (int j = 0; j < kQuantBlock; ++j) {
+          b[i].q[j] = static_cast<int8_t>(std::lround(x[j] * id));
+        }
+      }
+      return;
+    }
+    case DType::Q4_0: {
+      BlockQ4_0* b = static_cast<BlockQ4_0*>(dst);
+      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
+        const float* x = src + i * kQuantBlock;
+        // Scale from the element of largest magnitude, keeping its sign, so
+        // that it maps to -8 exactly (the same convention as GGUF Q4_0).
+        float amax = 0, max = 0;
+        for (int j = 0; j < kQuantBlock; ++j) {
+          if (std::fabs(x[j]) > amax) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+          }
+        }
+        const float d = max / -8.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].scale = f32_to_f16(d);
+        for (int j = 0; j < kQuantBlock / 2; ++j) {
+          const int lo = std::min(15, static_cast<int>(x[j] * id + 8.5f));
+          const int hi = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
+          b[i].q[j] = static_cast<uint8_t>(lo | (hi << 4));
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,327 @@
+#include "format/model_file.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ember_generated.h"
+
+namespace ember {
+namespace {
+
+constexpr uint64_t kMaxDimSize = uint64_t(1) << 40;
+// FlatBuffers verifier limits: depth and table count far above what a real
+// model needs (a 256k vocabulary is strings, not tables), low enough that a
+// hostile file cannot make verification slow.
+constexpr flatbuffers::uoffset_t kMaxDepth = 16;
+constexpr flatbuffers::uoffset_t kMaxTables = 1u << 20;
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+uint32_t read_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;  // little-endian targets only (x86_64, aarch64, armhf)
+}
+
+Status check_hparams(const HParams& hp) {
+  auto bad = [](const char* field, uint32_t v, const char* why) {
+    return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.%s = %u: %s", field, v, why);
+  };
+  if (hp.n_layers == 0 || hp.n_layers > kMaxLayers) return bad("n_layers", hp.n_layers, "must be in 1..1024");
+  if (hp.dim == 0 || hp.dim > kMaxDim) return bad("dim", hp.dim, "must be in 1..65536");
+  if (hp.hidden_dim == 0 || hp.hidden_dim > kMaxHiddenDim) return bad("hidden_dim", hp.hidden_dim, "must be in 1..262144");
+  if (hp.n_heads == 0 || hp.n_heads > kMaxHeads) return bad("n_heads", hp.n_heads, "must be in 1..1024");
+  if (hp.n_kv_heads == 0 || hp.n_kv_heads > hp.n_heads) return bad("n_kv_heads", hp.n_kv_heads, "must be in 1..n_heads");
+  if (hp.dim % hp.n_heads != 0) {
+    return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.n_heads = %u does not divide dim = %u", hp.n_heads, hp.dim);
+  }
+  if (hp.head_dim() % 2 != 0) return bad("dim", hp.dim, "head dimension (dim / n_heads) must be even for RoPE");
+  if (hp.n_heads % hp.n_kv_heads != 0) {
+    return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.n_kv_heads = %u does not divide n_heads = %u",
+                         hp.n_kv_heads, hp.n_heads);
+  }
+  if (hp.vocab_size == 0 || hp.vocab_size > kMaxVocab) return bad("vocab_size", hp.vocab_size, "must be in 1..1048576");
+  if (hp.max_seq_len == 0 || hp.max_seq_len > kMaxSeqLen) return bad("max_seq_len", hp.max_seq_len, "must be in 1..1048576");
+  if (!(hp.norm_eps > 0.0f && hp.norm_eps < 1.0f)) {
+    return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.norm_eps = %g: must be in (0, 1)", hp.norm_eps);
+  }
+  if (!(hp.rope_theta > 1.0f && hp.rope_theta < 1e12f)) {
+    return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.rope_theta = %g: must be in (1, 1e12)", hp.rope_theta);
+  }
+  if (static_cast<uint8_t>(hp.rope_style) > 1) return bad("rope_style", static_cast<uint8_t>(hp.rope_style), "unknown value");
+  return Status::ok();
+}
+
+Status check_vocab(const Vocab& v, uint32_t vocab_size) {
+  const size_t n = v.pieces.size();
+  if (n != vocab_size) {
+    return Status::error(EMBER_ERR_BAD_TOKENIZER,
+                         "tokenizer.pieces has %zu entries but hparams.vocab_size = %u", n, vocab_size);
+  }
+  if (!v.scores.empty() && v.scores.size() != n) {
+    return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.scores has %zu entries, expected %zu", v.scores.size(), n);
+  }
+  if (!v.types.empty() && v.types.size() != n) {
+    return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.types has %zu entries, expected %zu", v.types.size(), n);
+  }
+  const struct { const char* name; int32_t id; } specials[] = {
+      {"bos_id", v.bos_id}, {"eos_id", v.eos_id}, {"unk_id", v.unk_id}, {"pad_id", v.pad_id}};
+  for (const auto& s : specials) {
+    if (s.id < -1 || s.id >= static_cast<int64_t>(n)) {
+      return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.%s = %d is outside the vocabulary (0..%zu)",
+                           s.name, s.id, n - 1);
+    }
+  }
+  return Status::ok();
+}
+
+Status check_tensors(std::vector<TensorView>& tensors, uint64_t data_size) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TensorView& t = tensors[i];
+    const char* name = t.name.c_str();
+    uint64_t elements = 1;
+    for (int d = 0; d < t.n_dims; ++d) {
+      const uint64_t dim = static_cast<uint64_t>(t.shape[d]);
+      if (dim == 0 || dim > kMaxDimSize) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': shape[%d] = %llu is out of range (1..2^40)", name, d,
+                             static_cast<unsigned long long>(dim));
+      }
+      if (elements > UINT64_MAX / dim) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': element count overflows", name);
+      }
+      elements *= dim;
+    }
+    const int64_t inner = t.shape[t.n_dims - 1];
+    if (dtype_is_quantized(t.dtype) && inner % kQuantBlock != 0) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %s rows need a multiple of 32 elements, got %lld",
+                           name, dtype_name(t.dtype), static_cast<long long>(inner));
+    }
+    uint64_t expected = 0;
+    if (!dtype_bytes(t.dtype, elements, &expected) || expected != t.size) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': size = %llu bytes but %s x %llu elements need %llu",
+                           name, static_cast<unsigned long long>(t.size), dtype_name(t.dtype),
+                           static_cast<unsigned long long>(elements), static_cast<unsigned long long>(expected));
+    }
+    if (t.offset % kTensorAlignment != 0) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': offset = %llu is not 64-byte aligned", name,
+                           static_cast<unsigned long long>(t.offset));
+    }
+    if (t.offset > data_size || t.size > data_size - t.offset) {
+      return Status::error(EMBER_ERR_BAD_TENSOR,
+                           "tensor '%s': offset %llu + size %llu is past the data segment (%llu bytes)", name,
+                           static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.size),
+                           static_cast<unsigned long long>(data_size));
+    }
+  }
+  // Names unique, byte ranges disjoint.
+  std::vector<const TensorView*> order;
+  order.reserve(tensors.size());
+  for (const auto& t : tensors) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (order[i]->name == order[i - 1]->name) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s' appears twice", order[i]->name.c_str());
+    }
+  }
+  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (order[i - 1]->offset + order[i - 1]->size > order[i]->offset) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensors '%s' and '%s' overlap", order[i - 1]->name.c_str(),
+                           order[i]->name.c_str());
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+uint64_t TensorView::elements() const {
+  uint64_t n = 1;
+  for (int d = 0; d < n_dims; ++d) n *= static_cast<uint64_t>(shape[d]);
+  return n;
+}
+
+Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
+  // 1. Framing: size prefix, identifier, metadata inside the file.
+  if (size < 12) {
+    return Status::error(EMBER_ERR_TRUNCATED, "file is %zu bytes, too short for the .ember header (12)", size);
+  }
+  const uint64_t fb_size = read_u32(data);
+  if (!flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier(), /*size_prefixed=*/true)) {
+    return Status::error(EMBER_ERR_FORMAT, "file identifier is not \"EMBR\": not an .ember file");
+  }
+  if (fb_size < 8 || 4 + fb_size > size) {
+    return Status::error(EMBER_ERR_TRUNCATED, "metadata size prefix = %llu but the file has %zu bytes",
+                         static_cast<unsigned long long>(fb_size), size);
+  }
+  // 2. FlatBuffers structure, with explicit limits.
+  flatbuffers::Verifier verifier(data, 4 + fb_size, kMaxDepth, kMaxTables);
+  if (!fb::VerifySizePrefixedModelBuffer(verifier)) {
+    return Status::error(EMBER_ERR_FORMAT, "metadata fails the FlatBuffers verifier (%llu bytes)",
+                         static_cast<unsigned long long>(fb_size));
+  }
+  const fb::Model* m = fb::GetSizePrefixedModel(data);
+  if (m->schema_version() != kSchemaVersion) {
+    return Status::error(EMBER_ERR_VERSION, "schema_version = %u; this build reads version %u",
+                         m->schema_version(), kSchemaVersion);
+  }
+  if (m->arch() != fb::Arch::Llama) {
+    return Status::error(EMBER_ERR_FORMAT, "arch = %u is not a known architecture", static_cast<unsigned>(m->arch()));
+  }
+  // 3. Data segment bounds.
+  const uint64_t data_offset = align_up(4 + fb_size, kDataAlignment);
+  const uint64_t data_size = m->data_size();
+  if (data_offset > size || data_size > size - data_offset) {
+    return Status::error(EMBER_ERR_TRUNCATED, "data segment [%llu, +%llu) ends past the file end (%zu bytes)",
+                         static_cast<unsigned long long>(data_offset), static_cast<unsigned long long>(data_size),
+                         size);
+  }
+  if (size != data_offset + data_size) {
+    return Status::error(EMBER_ERR_FORMAT, "%llu bytes of trailing data after the data segment",
+                         static_cast<unsigned long long>(size - data_offset - data_size));
+  }
+  for (uint64_t i = 4 + fb_size; i < data_offset; ++i) {
+    if (data[i] != 0) {
+      return Status::error(EMBER_ERR_FORMAT, "non-zero byte in the padding before the data segment at %llu",
+                           static_cast<unsigned long long>(i));
+    }
+  }
+  if (!m->data_sha256() || m->data_sha256()->size() != 32) {
+    return Status::error(EMBER_ERR_FORMAT, "data_sha256 must hold 32 bytes");
+  }
+
+  // 4. Hyper-parameters.
+  const fb::HParams* h = m->hparams();
+  if (!h) return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams table is missing");
+  if (static_cast<uint8_t>(h->rope_style()) > 1) {
+    return Status::error(EMBER_ERR_FORMAT, "hparams.rope_style = %u is not a known value",
+                         static_cast<unsigned>(h->rope_style()));
+  }
+  HParams hp;
+  hp.dim = h->dim();
+  hp.hidden_dim = h->hidden_dim();
+  hp.n_layers = h->n_layers();
+  hp.n_heads = h->n_heads();
+  hp.n_kv_heads = h->n_kv_heads();
+  hp.vocab_size = h->vocab_size();
+  hp.max_seq_len = h->max_seq_len();
+  hp.norm_eps = h->norm_eps();
+  hp.rope_theta = h->rope_theta();
+  hp.rope_style = static_cast<RopeStyle>(h->rope_style());
+  hp.tied_embeddings = h->tied_embeddings();
+  EMBER_TRY(check_hparams(hp));
+
+  // 5. Tokenizer.
+  const fb::Tokenizer* tk = m->tokenizer();
+  if (!tk || !tk->pieces()) return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer table or its pieces are missing");
+  if (static_cast<uint8_t>(tk->kind()) > 1) {
+    return Status::error(EMBER_ERR_FORMAT, "tokenizer.kind = %u is not a known value", static_cast<unsigned>(tk->kind()));
+  }
+  Vocab vocab;
+  vocab.kind = static_cast<TokenizerKind>(tk->kind());
+  if (tk->pieces()->size() > kMaxVocab) {
+    return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.pieces has %u entries (max %u)", tk->pieces()->size(), kMaxVocab);
+  }
+  vocab.pieces.reserve(tk->pieces()->size());
+  for (const auto* s : *tk->pieces()) vocab.pieces.emplace_back(s->data(), s->size());
+  if (tk->scores()) vocab.scores.assign(tk->scores()->begin(), tk->scores()->end());
+  if (tk->types()) vocab.types.assign(tk->types()->begin(), tk->types()->end());
+  if (tk->merges()) {
+    vocab.merges.reserve(tk->merges()->size());
+    for (const auto* s : *tk->merges()) vocab.merges.emplace_back(s->data(), s->size());
+  }
+  vocab.bos_id = tk->bos_id();
+  vocab.eos_id = tk->eos_id();
+  vocab.unk_id = tk->unk_id();
+  vocab.pad_id = tk->pad_id();
+  vocab.add_bos = tk->add_bos();
+  vocab.add_eos = tk->add_eos();
+  vocab.add_space_prefix = tk->add_space_prefix();
+  vocab.byte_fallback = tk->byte_fallback();
+  EMBER_TRY(check_vocab(vocab, hp.vocab_size));
+
+  // 6. Tensor table.
+  std::vector<TensorView> tensors;
+  if (m->tensors()) {
+    tensors.reserve(m->tensors()->size());
+    for (const fb::Tensor* ft : *m->tensors()) {
+      TensorView t;
+      if (!ft->name() || ft->name()->size() == 0) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor #%zu has no name", tensors.size());
+      }
+      t.name.assign(ft->name()->data(), ft->name()->size());
+      if (!dtype_is_valid(static_cast<uint8_t>(ft->dtype()))) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': dtype = %u is not a known type", t.name.c_str(),
+                             static_cast<unsigned>(ft->dtype()));
+      }
+      if (static_cast<uint8_t>(ft->layout()) != 0) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': layout = %u is not a known layout", t.name.c_str(),
+                             static_cast<unsigned>(ft->layout()));
+      }
+      t.dtype = static_cast<DType>(ft->dtype());
+      const auto* shape = ft->shape();
+      if (!shape || shape->size() == 0 || shape->size() > kMaxDims) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %u dimensions (must be 1..4)", t.name.c_str(),
+                             shape ? shape->size() : 0);
+      }
+      t.n_dims = static_cast<int>(shape->size());
+      for (int d = 0; d < t.n_dims; ++d) {
+        const uint64_t dim = shape->Get(d);
+        if (dim == 0 || dim > kMaxDimSize) {
+          return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': shape[%d] = %llu is out of range (1..2^40)",
+                               t.name.c_str(), d, static_cast<unsigned long long>(dim));
+        }
+        t.shape[d] = static_cast<int64_t>(dim);
+      }
+      t.offset = ft->offset();
+      t.size = ft->size();
+      tensors.push_back(std::move(t));
+    }
+  }
+  EMBER_TRY(check_tensors(tensors, data_size));
+  for (auto& t : tensors) t.data = data + data_offset + t.offset;
+
+  // 7. Provenance (informational).
+  Provenance prov;
+  if (const fb::Provenance* p = m->provenance()) {
+    if (p->source_file()) prov.source_file = p->source_file()->str();
+    if (p->source_sha256()) prov.source_sha256.assign(p->source_sha256()->begin(), p->source_sha256()->end());
+    if (p->converter()) prov.converter = p->converter()->str();
+    if (p->quantization()) prov.quantization = p->quantization()->str();
+  }
+
+  out->hparams = hp;
+  out->vocab = std::move(vocab);
+  out->tensors = std::move(tensors);
+  out->provenance = std::move(prov);
+  out->data_offset = data_offset;
+  out->data_size = data_size;
+  out->data_sha256.assign(m->data_sha256()->begin(), m->data_sha256()->end());
+  return Status::ok();
+}
+
+Result<std::unique_ptr<ModelFile>> ModelFile::open(const std::string& path, const Options& options) {
+  EMBER_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  auto model = std::unique_ptr<ModelFile>(new ModelFile());
+  model->file_ = std::move(file);
+  EMBER_TRY(verify_model(model->file_.data(), model->file_.size(), &model->contents_)
+                .with_context("'" + path + "'"));
+  if (options.verify_digest) {
+    const ModelContents& c = model->contents_;
+    const Sha256Digest d = sha256(model->file_.data() + c.data_offset, c.data_size);
+    if (std::memcmp(d.data(), c.data_sha256.data(), 32) != 0) {
+      return Status::error(EMBER_ERR_INTEGRITY, "'%s': data segment SHA-256 is %s but the metadata records %s",
+                           path.c_str(), to_hex(d.data(), 32).c_str(), to_hex(c.data_sha256.data(), 32).c_str());
+    }
+  }
+  return model;
+}
+
+const TensorView* ModelFile::find(std::string_view name) const {
+  for (const auto& t : contents_.tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace ember

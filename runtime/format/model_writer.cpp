@@ -1,0 +1,90 @@
+// Writes the .ember layout: size-prefixed metadata, zero padding to a page,
+// then each tensor 64-byte aligned. The data segment is hashed first because
+// its digest lives in the metadata that precedes it.
+#include <cstring>
+
+#include "ember_generated.h"
+#include "format/model_file.h"
+
+namespace ember {
+namespace {
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
+  // Lay out the data segment.
+  std::vector<uint64_t> offsets(spec.tensors.size());
+  uint64_t data_size = 0;
+  for (size_t i = 0; i < spec.tensors.size(); ++i) {
+    offsets[i] = align_up(data_size, kTensorAlignment);
+    data_size = offsets[i] + spec.tensors[i].size;
+  }
+  // Hash the data segment as it will be laid out (zero padding included).
+  Sha256 hasher;
+  {
+    static const uint8_t kZeros[kTensorAlignment] = {};
+    uint64_t at = 0;
+    for (size_t i = 0; i < spec.tensors.size(); ++i) {
+      if (offsets[i] > at) hasher.update(kZeros, offsets[i] - at);
+      hasher.update(spec.tensors[i].data, spec.tensors[i].size);
+      at = offsets[i] + spec.tensors[i].size;
+    }
+  }
+  const Sha256Digest digest = hasher.finish();
+
+  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  const HParams& hp = spec.hparams;
+  auto hparams = fb::CreateHParams(fbb, hp.dim, hp.hidden_dim, hp.n_layers, hp.n_heads, hp.n_kv_heads,
+                                   hp.vocab_size, hp.max_seq_len, hp.norm_eps, hp.rope_theta,
+                                   static_cast<fb::RopeStyle>(hp.rope_style), hp.tied_embeddings);
+  const Vocab& v = spec.vocab;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> pieces, merges;
+  pieces.reserve(v.pieces.size());
+  for (const auto& p : v.pieces) pieces.push_back(fbb.CreateString(p.data(), p.size()));
+  for (const auto& m : v.merges) merges.push_back(fbb.CreateString(m.data(), m.size()));
+  auto tokenizer = fb::CreateTokenizer(
+      fbb, static_cast<fb::TokenizerKind>(v.kind), fbb.CreateVector(pieces),
+      v.scores.empty() ? 0 : fbb.CreateVector(v.scores), v.types.empty() ? 0 : fbb.CreateVector(v.types),
+      merges.empty() ? 0 : fbb.CreateVector(merges), v.bos_id, v.eos_id, v.unk_id, v.pad_id, v.add_bos, v.add_eos,
+      v.add_space_prefix, v.byte_fallback);
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  for (size_t i = 0; i < spec.tensors.size(); ++i) {
+    const TensorSource& t = spec.tensors[i];
+    std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
+    tensors.push_back(fb::CreateTensor(fbb, fbb.CreateString(t.name), static_cast<fb::DType>(t.dtype),
+                                       fbb.CreateVector(shape), offsets[i], t.size));
+  }
+  const Provenance& p = spec.provenance;
+  auto provenance = fb::CreateProvenance(
+      fbb, fbb.CreateString(p.source_file), p.source_sha256.empty() ? 0 : fbb.CreateVector(p.source_sha256),
+      fbb.CreateString(p.converter), fbb.CreateString(p.quantization));
+  auto model = fb::CreateModel(fbb, kSchemaVersion, fb::Arch::Llama, hparams, tokenizer,
+                               fbb.CreateVector(tensors), provenance, data_size,
+                               fbb.CreateVector(digest.data(), digest.size()));
+  fb::FinishSizePrefixedModelBuffer(fbb, model);
+
+  const uint64_t meta = fbb.GetSize();
+  const uint64_t data_offset = align_up(meta, kDataAlignment);
+  std::vector<uint8_t> out;
+  out.reserve(data_offset + data_size);
+  out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + meta);
+  out.resize(data_offset + data_size, 0);
+  for (size_t i = 0; i < spec.tensors.size(); ++i) {
+    if (spec.tensors[i].size) {
+      std::memcpy(out.data() + data_offset + offsets[i], spec.tensors[i].data, spec.tensors[i].size);
+    }
+  }
+  // The writer never produces a file the loader refuses.
+  ModelContents check;
+  EMBER_TRY(verify_model(out.data(), out.size(), &check).with_context("refusing to write an invalid model"));
+  return out;
+}
+
+Status write_model(const ModelSpec& spec, const std::string& path) {
+  EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_model(spec));
+  return write_file_atomic(path, bytes.data(), bytes.size());
+}
+
+}  // namespace ember

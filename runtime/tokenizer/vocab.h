@@ -1,0 +1,34 @@
+// A tokenizer vocabulary as the runtime holds it, independent of where it came
+// from (.ember metadata, a GGUF file, a llama2.c tokenizer.bin).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+enum class TokenizerKind : uint8_t { SentencePiece = 0, BytePairBPE = 1 };
+
+// GGUF token types (tokenizer.ggml.token_type).
+enum class TokenType : uint8_t {
+  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6
+};
+
+struct Vocab {
+  TokenizerKind kind = TokenizerKind::SentencePiece;
+  std::vector<std::string> pieces;  // SPM: spaces stored as U+2581 "▁"
+  std::vector<float> scores;        // empty or one per piece
+  std::vector<uint8_t> types;       // empty or one per piece (TokenType)
+  std::vector<std::string> merges;  // BPE only: "left right" by priority
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+  int32_t pad_id = -1;
+  bool add_bos = true;
+  bool add_eos = false;
+  bool add_space_prefix = true;
+  bool byte_fallback = true;
+};
+
+}  // namespace ember

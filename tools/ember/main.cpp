@@ -1,0 +1,46 @@
+// The `ember` command: one binary, one subcommand per task.
+#include <cstdio>
+#include <cstring>
+
+#include "tools/ember/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int argc, char** argv);
+  const char* help;
+};
+
+const Command kCommands[] = {
+    {"run", ember::cli::cmd_run, "generate text: run -m M.ember -p PROMPT -n N"},
+    {"demo", ember::cli::cmd_demo, "convert the bundled test model (or make one) and generate"},
+    {"convert", ember::cli::cmd_convert, "convert a llama2.c checkpoint or GGUF file: convert IN -o OUT.ember"},
+    {"info", ember::cli::cmd_info, "show a model's hyper-parameters, tokenizer, tensors, provenance"},
+    {"tokenize", ember::cli::cmd_tokenize, "tokenize FILE (--text T | --file F)"},
+};
+
+void usage() {
+  std::fprintf(stderr, "usage: ember COMMAND [options]\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(stderr, "  %-10s %s\n", c.name, c.help);
+  std::fprintf(stderr, "\n`ember COMMAND --help` describes a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("ember %s\n", ember_version());
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (!std::strcmp(argv[1], c.name)) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "EMBER_ERR_INVALID_ARGUMENT: unknown command '%s'\n", argv[1]);
+  usage();
+  return 2;
+}
