@@ -141,6 +141,12 @@ ember_status ember_tokenize(const ember_model* model, const char* text, size_t t
 ember_status ember_detokenize(const ember_model* model, const int32_t* tokens, size_t count,
                               char* text, size_t capacity, size_t* out_len);
 
+/* The bytes `token` prints as when it follows `prev` (-1 at the start): the
+ * leading space of a piece right after BOS is dropped, byte pieces become
+ * bytes, control tokens print nothing. Buffer rules as ember_detokenize. */
+ember_status ember_token_to_piece(const ember_model* model, int32_t prev, int32_t token, char* piece,
+                                  size_t capacity, size_t* out_len);
+
 /* ---- Sessions ------------------------------------------------------------ */
 
 typedef struct ember_session ember_session;
@@ -208,6 +214,24 @@ typedef int (*ember_token_callback)(void* user_data, int32_t token, const char* 
 ember_status ember_generate(ember_session* session, const char* prompt,
                             const ember_generate_options* options,
                             ember_token_callback callback, void* user_data);
+
+/* ---- Sampling, for hosts that drive prefill and decode themselves ---- */
+
+typedef struct ember_sampler ember_sampler;
+
+/* A sampler for `model`'s vocabulary, configured from the sampling fields of
+ * options (temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n,
+ * seed). Bad values give EMBER_ERR_INVALID_ARGUMENT naming the field. */
+ember_status ember_sampler_create(const ember_model* model, const ember_generate_options* options,
+                                  ember_sampler** out_sampler);
+
+void ember_sampler_free(ember_sampler* sampler);
+
+/* Picks the next token from vocab_size logits (modified in place). history:
+ * the tokens seen so far, for the repetition penalty (may be NULL if
+ * history_len is 0). */
+ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const int32_t* history,
+                                  size_t history_len, int32_t* out_token);
 
 #ifdef __cplusplus
 }

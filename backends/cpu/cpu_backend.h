@@ -1,0 +1,42 @@
+// The CPU backend: executes a Graph with portable C++ kernels.
+// Weights are read in place from the mapping; quantized and half-precision
+// rows are converted one row at a time into per-thread scratch (fast
+// quantized kernels with ISA dispatch are their own work, issue 7).
+#pragma once
+
+#include "backends/backend.h"
+#include "memory/plan.h"
+
+namespace ember {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& options) : options_(options) {}
+  const char* name() const override { return "cpu"; }
+  uint64_t scratch_bytes(const Graph& graph) const override;
+  Status prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) override;
+  Status execute(const StepArgs& step) override;
+
+ private:
+  struct Scratch {
+    float* rope_cos = nullptr;   // [max_batch, head_dim / 2]
+    float* rope_sin = nullptr;
+    float* rope_freq = nullptr;  // [head_dim / 2]
+    float* scores = nullptr;     // [context]
+    float* row = nullptr;        // [max weight cols]: one converted weight row
+  };
+
+  float* act(int32_t id) const { return acts_[id]; }
+  void run_matmul(const Op& op, int32_t rows_in);
+  void run_attention(const Op& op, const StepArgs& step);
+  void run_rope(const Op& op, int32_t n);
+
+  BackendOptions options_;
+  const Graph* graph_ = nullptr;
+  std::vector<float*> acts_;       // into the arena (lifetime: the session)
+  std::vector<float*> kv_;         // per layer: K; V at + context * kv_dim
+  Scratch scratch_;
+  int64_t max_cols_ = 0;
+};
+
+}  // namespace ember

@@ -1,0 +1,335 @@
+// The C API over Model, Session, Tokenizer and Sampler. Every entry point
+// checks its arguments, converts failures into ember_status plus the
+// thread-local last error, and never lets anything escape the C boundary.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/c_api_internal.h"
+#include "model/model.h"
+#include "model/session.h"
+#include "sampling/sampler.h"
+
+struct ember_model {
+  std::unique_ptr<ember::Model> model;
+};
+
+struct ember_session {
+  ember_model* owner = nullptr;
+  std::unique_ptr<ember::Session> session;
+  std::vector<int32_t> history;  // every token fed so far (repetition penalty)
+  std::vector<float> logits;     // vocab_size floats
+  std::string piece;             // the current piece for the token callback
+};
+
+struct ember_sampler {
+  ember::Sampler sampler;
+};
+
+namespace ember {
+namespace {
+
+ember_status fail(ember_status code, const char* fmt, const char* arg = "") {
+  return set_last_error(Status::error(code, fmt, arg));
+}
+
+ember_status done(const Status& s) { return set_last_error(s); }
+
+bool struct_ok(size_t got, size_t want) { return got >= sizeof(size_t) && got <= want; }
+
+}  // namespace
+
+SamplerParams sampler_params(const ember_generate_options& o) {
+  SamplerParams sp;
+  sp.temperature = o.temperature;
+  sp.top_k = o.top_k;
+  sp.top_p = o.top_p;
+  sp.min_p = o.min_p;
+  sp.repeat_penalty = o.repeat_penalty;
+  sp.repeat_last_n = o.repeat_last_n;
+  sp.seed = o.seed;
+  return sp;
+}
+
+namespace {
+
+// Copies a caller's options struct over the defaults, honouring struct_size
+// (an older, shorter struct keeps the newer fields' defaults).
+template <typename T>
+bool read_options(const T* given, T* out, const char* type_name) {
+  if (!given) return true;
+  if (!struct_ok(given->struct_size, sizeof(T))) {
+    set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "%s.struct_size = %zu: set it to sizeof(%s) = %zu",
+                                 type_name, given->struct_size, type_name, sizeof(T)));
+    return false;
+  }
+  std::memcpy(out, given, given->struct_size);
+  return true;
+}
+
+}  // namespace
+}  // namespace ember
+
+using ember::done;
+using ember::fail;
+
+extern "C" {
+
+void ember_model_options_default(ember_model_options* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+}
+
+ember_status ember_model_open(const char* path, const ember_model_options* options, ember_model** out_model) {
+  if (!out_model) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_model is NULL");
+  *out_model = nullptr;
+  if (!path) return fail(EMBER_ERR_INVALID_ARGUMENT, "path is NULL");
+  ember_model_options o;
+  ember_model_options_default(&o);
+  if (!ember::read_options(options, &o, "ember_model_options")) return EMBER_ERR_INVALID_ARGUMENT;
+  ember::Model::Options mo;
+  mo.verify_digest = o.verify_digest != 0;
+  auto model = ember::Model::open(path, mo);
+  if (!model.is_ok()) return done(model.status());
+  *out_model = new (std::nothrow) ember_model{std::move(model).value()};
+  if (!*out_model) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the model handle");
+  ember::clear_last_error();
+  return EMBER_OK;
+}
+
+void ember_model_free(ember_model* model) { delete model; }
+
+ember_status ember_model_get_info(const ember_model* model, ember_model_info* info) {
+  if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (!info) return fail(EMBER_ERR_INVALID_ARGUMENT, "info is NULL");
+  if (!ember::struct_ok(info->struct_size, sizeof *info)) {
+    return fail(EMBER_ERR_INVALID_ARGUMENT, "ember_model_info.struct_size is wrong: set it to sizeof");
+  }
+  const ember::HParams& hp = model->model->hparams();
+  ember_model_info full;
+  full.struct_size = info->struct_size;
+  full.vocab_size = static_cast<int32_t>(hp.vocab_size);
+  full.dim = static_cast<int32_t>(hp.dim);
+  full.hidden_dim = static_cast<int32_t>(hp.hidden_dim);
+  full.n_layers = static_cast<int32_t>(hp.n_layers);
+  full.n_heads = static_cast<int32_t>(hp.n_heads);
+  full.n_kv_heads = static_cast<int32_t>(hp.n_kv_heads);
+  full.max_context = static_cast<int32_t>(hp.max_seq_len);
+  full.bos_id = model->model->tokenizer().vocab().bos_id;
+  full.eos_id = model->model->tokenizer().vocab().eos_id;
+  full.n_parameters = model->model->parameter_count();
+  std::memcpy(info, &full, info->struct_size);
+  return EMBER_OK;
+}
+
+ember_status ember_tokenize(const ember_model* model, const char* text, size_t text_len, int add_bos,
+                            int32_t* tokens, size_t capacity, size_t* out_count) {
+  if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (!out_count) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_count is NULL");
+  *out_count = 0;
+  if (!text && text_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "text is NULL but text_len > 0");
+  if (!tokens && capacity) return fail(EMBER_ERR_INVALID_ARGUMENT, "tokens is NULL but capacity > 0");
+  std::vector<int32_t> ids;
+  ember::Status s = model->model->tokenizer().encode(std::string_view(text ? text : "", text_len), add_bos != 0, &ids);
+  if (!s.is_ok()) return done(s);
+  *out_count = ids.size();
+  if (ids.size() > capacity) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "capacity = %zu tokens but the text needs %zu",
+                                     capacity, ids.size()));
+  }
+  if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
+  return EMBER_OK;
+}
+
+ember_status ember_detokenize(const ember_model* model, const int32_t* tokens, size_t count, char* text,
+                              size_t capacity, size_t* out_len) {
+  if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (!out_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_len is NULL");
+  *out_len = 0;
+  if (!tokens && count) return fail(EMBER_ERR_INVALID_ARGUMENT, "tokens is NULL but count > 0");
+  if (!text && capacity) return fail(EMBER_ERR_INVALID_ARGUMENT, "text is NULL but capacity > 0");
+  std::string out;
+  const ember::Tokenizer& tok = model->model->tokenizer();
+  for (size_t i = 0; i < count; ++i) {
+    ember::Status s = tok.decode_token(i ? tokens[i - 1] : -1, tokens[i], &out);
+    if (!s.is_ok()) return done(s.with_context("tokens[" + std::to_string(i) + "]"));
+  }
+  *out_len = out.size();
+  if (out.size() > capacity) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "capacity = %zu bytes but the text needs %zu",
+                                     capacity, out.size()));
+  }
+  if (!out.empty()) std::memcpy(text, out.data(), out.size());
+  return EMBER_OK;
+}
+
+ember_status ember_token_to_piece(const ember_model* model, int32_t prev, int32_t token, char* piece,
+                                  size_t capacity, size_t* out_len) {
+  if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (!out_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_len is NULL");
+  *out_len = 0;
+  if (!piece && capacity) return fail(EMBER_ERR_INVALID_ARGUMENT, "piece is NULL but capacity > 0");
+  std::string out;
+  ember::Status s = model->model->tokenizer().decode_token(prev, token, &out);
+  if (!s.is_ok()) return done(s);
+  *out_len = out.size();
+  if (out.size() > capacity) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "capacity = %zu bytes but the piece needs %zu",
+                                     capacity, out.size()));
+  }
+  if (!out.empty()) std::memcpy(piece, out.data(), out.size());
+  return EMBER_OK;
+}
+
+void ember_session_options_default(ember_session_options* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->context_length = 0;
+  o->max_batch = 512;
+  o->n_threads = 0;
+}
+
+ember_status ember_session_create(ember_model* model, const ember_session_options* options,
+                                  ember_session** out_session) {
+  if (!out_session) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_session is NULL");
+  *out_session = nullptr;
+  if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
+  ember_session_options o;
+  ember_session_options_default(&o);
+  if (!ember::read_options(options, &o, "ember_session_options")) return EMBER_ERR_INVALID_ARGUMENT;
+  ember::SessionOptions so;
+  so.context_length = o.context_length;
+  so.max_batch = o.max_batch;
+  so.n_threads = o.n_threads;
+  auto session = ember::Session::create(*model->model, so);
+  if (!session.is_ok()) return done(session.status());
+  auto* handle = new (std::nothrow) ember_session();
+  if (!handle) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the session handle");
+  handle->owner = model;
+  handle->session = std::move(session).value();
+  // Sized once here so that decode never grows them.
+  handle->history.reserve(handle->session->context());
+  handle->logits.resize(model->model->hparams().vocab_size);
+  handle->piece.reserve(256);
+  *out_session = handle;
+  ember::clear_last_error();
+  return EMBER_OK;
+}
+
+void ember_session_free(ember_session* session) { delete session; }
+
+ember_status ember_session_prefill(ember_session* session, const int32_t* tokens, size_t count, float* logits) {
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!tokens) return fail(EMBER_ERR_INVALID_ARGUMENT, "tokens is NULL");
+  if (count == 0) return fail(EMBER_ERR_INVALID_ARGUMENT, "count is 0");
+  ember::Status s = session->session->prefill(tokens, count, logits);
+  if (!s.is_ok()) return done(s);
+  session->history.insert(session->history.end(), tokens, tokens + count);
+  return EMBER_OK;
+}
+
+ember_status ember_session_decode(ember_session* session, int32_t token, float* logits) {
+  return ember_session_prefill(session, &token, 1, logits);
+}
+
+int32_t ember_session_position(const ember_session* session) {
+  return session ? session->session->position() : 0;
+}
+
+ember_status ember_session_reset(ember_session* session) {
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  session->session->reset();
+  session->history.clear();
+  return EMBER_OK;
+}
+
+void ember_generate_options_default(ember_generate_options* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->max_new_tokens = 128;
+  o->temperature = 0.0f;
+  o->top_k = 0;
+  o->top_p = 1.0f;
+  o->min_p = 0.0f;
+  o->repeat_penalty = 1.0f;
+  o->repeat_last_n = 64;
+  o->seed = 0;
+  o->add_bos = 1;
+}
+
+ember_status ember_generate(ember_session* session, const char* prompt, const ember_generate_options* options,
+                            ember_token_callback callback, void* user_data) {
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!prompt) return fail(EMBER_ERR_INVALID_ARGUMENT, "prompt is NULL");
+  ember_generate_options o;
+  ember_generate_options_default(&o);
+  if (!ember::read_options(options, &o, "ember_generate_options")) return EMBER_ERR_INVALID_ARGUMENT;
+  if (o.max_new_tokens < 0) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_new_tokens = %d: must be >= 0", o.max_new_tokens));
+  }
+  const ember::Model& model = *session->owner->model;
+  auto sampler = ember::Sampler::create(ember::sampler_params(o), static_cast<int32_t>(model.hparams().vocab_size));
+  if (!sampler.is_ok()) return done(sampler.status());
+
+  std::vector<int32_t> ids;
+  ember::Status s = model.tokenizer().encode(prompt, o.add_bos != 0, &ids);
+  if (!s.is_ok()) return done(s);
+  if (ids.empty()) return fail(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty and add_bos is off: nothing to run");
+  s = session->session->prefill(ids.data(), ids.size(), session->logits.data());
+  if (!s.is_ok()) return done(s.with_context("prompt of " + std::to_string(ids.size()) + " tokens"));
+  session->history.insert(session->history.end(), ids.begin(), ids.end());
+
+  const auto& vocab = model.tokenizer().vocab();
+  int32_t prev = ids.back();
+  for (int32_t i = 0; i < o.max_new_tokens; ++i) {
+    const int32_t next = sampler->sample(session->logits.data(), session->history.data(), session->history.size());
+    // End of sequence; llama2.c-style vocabularies also end a story at BOS.
+    if (next == vocab.eos_id || next == vocab.bos_id) break;
+    session->piece.clear();
+    s = model.tokenizer().decode_token(prev, next, &session->piece);
+    if (!s.is_ok()) return done(s);
+    if (callback && callback(user_data, next, session->piece.data(), session->piece.size()) != 0) break;
+    prev = next;
+    if (i + 1 == o.max_new_tokens) break;  // the last token needs no forward pass
+    if (session->session->position() >= session->session->context()) break;  // context full: stop
+    s = session->session->decode(next, session->logits.data());
+    if (!s.is_ok()) return done(s);
+    session->history.push_back(next);
+  }
+  ember::clear_last_error();
+  return EMBER_OK;
+}
+
+ember_status ember_sampler_create(const ember_model* model, const ember_generate_options* options,
+                                  ember_sampler** out_sampler) {
+  if (!out_sampler) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_sampler is NULL");
+  *out_sampler = nullptr;
+  if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
+  ember_generate_options o;
+  ember_generate_options_default(&o);
+  if (!ember::read_options(options, &o, "ember_generate_options")) return EMBER_ERR_INVALID_ARGUMENT;
+  auto sampler = ember::Sampler::create(ember::sampler_params(o),
+                                        static_cast<int32_t>(model->model->hparams().vocab_size));
+  if (!sampler.is_ok()) return done(sampler.status());
+  *out_sampler = new (std::nothrow) ember_sampler{std::move(sampler).value()};
+  if (!*out_sampler) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the sampler handle");
+  return EMBER_OK;
+}
+
+void ember_sampler_free(ember_sampler* sampler) { delete sampler; }
+
+ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const int32_t* history,
+                                  size_t history_len, int32_t* out_token) {
+  if (!sampler) return fail(EMBER_ERR_INVALID_ARGUMENT, "sampler is NULL");
+  if (!logits) return fail(EMBER_ERR_INVALID_ARGUMENT, "logits is NULL");
+  if (!out_token) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_token is NULL");
+  if (!history && history_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "history is NULL but history_len > 0");
+  *out_token = sampler->sampler.sample(logits, history, history_len);
+  return EMBER_OK;
+}
+
+}  // extern "C"

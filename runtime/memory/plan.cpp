@@ -1,0 +1,46 @@
+#include "memory/plan.h"
+
+namespace ember {
+namespace {
+
+// Checked arithmetic: sizes come from a file and options a caller controls.
+bool mul(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+bool add(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow(a, b, out); }
+uint64_t align(uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+
+}  // namespace
+
+Result<MemoryPlan> plan_memory(const Graph& graph, const Backend& backend) {
+  MemoryPlan plan;
+  const Status overflow = Status::error(EMBER_ERR_NO_MEMORY, "session memory size overflows 64 bits");
+  for (const auto& w : graph.weights) plan.weights_mapped_bytes += w.size;
+
+  // KV cache: per layer K then V, context x kv_dim f32 each.
+  const HParams& hp = graph.hparams;
+  uint64_t kv_row = 0, kv_layer = 0, kv_total = 0;
+  if (!mul(hp.kv_dim(), sizeof(float), &kv_row) || !mul(kv_row, graph.context, &kv_layer) ||
+      !mul(kv_layer, 2, &kv_layer) || !mul(align(kv_layer), hp.n_layers, &kv_total)) {
+    return overflow;
+  }
+  plan.kv_layer_bytes = align(kv_layer);
+  plan.kv_offset = 0;
+  plan.kv_bytes = kv_total;
+
+  // Activations: each its own slot (no reuse between ops yet).
+  uint64_t at = plan.kv_bytes;
+  plan.activation_offsets.reserve(graph.activations.size());
+  for (const auto& a : graph.activations) {
+    uint64_t bytes = 0;
+    if (!mul(static_cast<uint64_t>(a.cols) * sizeof(float), static_cast<uint64_t>(a.rows), &bytes)) return overflow;
+    plan.activation_offsets.push_back(at);
+    if (!add(at, align(bytes), &at)) return overflow;
+    plan.activations_bytes += align(bytes);
+  }
+  plan.scratch_offset = at;
+  plan.scratch_bytes = align(backend.scratch_bytes(graph));
+  if (!add(at, plan.scratch_bytes, &at)) return overflow;
+  plan.arena_bytes = at;
+  return plan;
+}
+
+}  // namespace ember

@@ -1,0 +1,157 @@
+#include "model/llama_graph.h"
+
+#include <cstdio>
+
+namespace ember {
+namespace {
+
+struct Expect {
+  std::string name;
+  int64_t rows;  // 0 for vectors
+  int64_t cols;
+  bool f32_only;
+};
+
+std::vector<Expect> expected_tensors(const HParams& hp) {
+  const int64_t dim = hp.dim, q = int64_t(hp.head_dim()) * hp.n_heads, kv = hp.kv_dim();
+  std::vector<Expect> e;
+  e.push_back({"token_embd.weight", hp.vocab_size, dim, false});
+  for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    const int li = static_cast<int>(l);
+    e.push_back({llama_tensor_name("attn_norm", li), 0, dim, true});
+    e.push_back({llama_tensor_name("attn_q", li), q, dim, false});
+    e.push_back({llama_tensor_name("attn_k", li), kv, dim, false});
+    e.push_back({llama_tensor_name("attn_v", li), kv, dim, false});
+    e.push_back({llama_tensor_name("attn_output", li), dim, q, false});
+    e.push_back({llama_tensor_name("ffn_norm", li), 0, dim, true});
+    e.push_back({llama_tensor_name("ffn_gate", li), hp.hidden_dim, dim, false});
+    e.push_back({llama_tensor_name("ffn_up", li), hp.hidden_dim, dim, false});
+    e.push_back({llama_tensor_name("ffn_down", li), dim, hp.hidden_dim, false});
+  }
+  e.push_back({"output_norm.weight", 0, dim, true});
+  if (!hp.tied_embeddings) e.push_back({"output.weight", hp.vocab_size, dim, false});
+  return e;
+}
+
+const TensorView* find(const ModelContents& c, const std::string& name) {
+  for (const auto& t : c.tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+WeightRef weight_ref(const TensorView& t) {
+  WeightRef w;
+  w.name = t.name.c_str();
+  w.dtype = t.dtype;
+  w.data = t.data;
+  w.rows = t.rows();
+  w.cols = t.cols();
+  w.size = t.size;
+  return w;
+}
+
+}  // namespace
+
+std::string llama_tensor_name(const char* base, int layer) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "blk.%d.%s.weight", layer, base);
+  return buf;
+}
+
+Status check_llama_tensors(const ModelContents& contents) {
+  for (const Expect& e : expected_tensors(contents.hparams)) {
+    const TensorView* t = find(contents, e.name);
+    if (!t) return Status::error(EMBER_ERR_MISSING_TENSOR, "tensor '%s' is required but missing", e.name.c_str());
+    const bool vector_ok = e.rows == 0 && t->n_dims == 1 && t->shape[0] == e.cols;
+    const bool matrix_ok = e.rows != 0 && t->n_dims == 2 && t->shape[0] == e.rows && t->shape[1] == e.cols;
+    if (!vector_ok && !matrix_ok) {
+      if (e.rows == 0) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': expected shape [%lld], got %d dims [%lld, ...]",
+                             e.name.c_str(), static_cast<long long>(e.cols), t->n_dims,
+                             static_cast<long long>(t->shape[0]));
+      }
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': expected shape [%lld, %lld], got %d dims [%lld, %lld]",
+                           e.name.c_str(), static_cast<long long>(e.rows), static_cast<long long>(e.cols), t->n_dims,
+                           static_cast<long long>(t->shape[0]), static_cast<long long>(t->n_dims > 1 ? t->shape[1] : 0));
+    }
+    if (e.f32_only && t->dtype != DType::F32) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': norm weights must be f32, got %s", e.name.c_str(),
+                           dtype_name(t->dtype));
+    }
+  }
+  return Status::ok();
+}
+
+Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch) {
+  const HParams& hp = contents.hparams;
+  Graph g;
+  g.hparams = hp;
+  g.context = context;
+  g.max_batch = max_batch;
+
+  auto weight = [&](const std::string& name) {
+    g.weights.push_back(weight_ref(*find(contents, name)));
+    return static_cast<int32_t>(g.weights.size() - 1);
+  };
+  auto activation = [&](const char* name, int64_t cols, int32_t rows) {
+    g.activations.push_back({name, cols, rows});
+    return static_cast<int32_t>(g.activations.size() - 1);
+  };
+  auto op = [&](OpKind kind, int32_t out, int32_t a, int32_t b = -1, int32_t c = -1, int32_t w = -1,
+                int32_t layer = -1, bool last_row = false) {
+    Op o;
+    o.kind = kind;
+    o.out = out;
+    o.a = a;
+    o.b = b;
+    o.c = c;
+    o.weight = w;
+    o.layer = layer;
+    o.last_row = last_row;
+    g.ops.push_back(o);
+  };
+
+  const int64_t dim = hp.dim, q_dim = int64_t(hp.head_dim()) * hp.n_heads, kv_dim = hp.kv_dim();
+  const int32_t B = max_batch;
+  // Lifetime: x lives across the whole step; the others within one layer.
+  const int32_t x = activation("x", dim, B);
+  const int32_t h = activation("h", dim, B);
+  const int32_t q = activation("q", q_dim, B);
+  const int32_t k = activation("k", kv_dim, B);
+  const int32_t v = activation("v", kv_dim, B);
+  const int32_t att = activation("att", q_dim, B);
+  const int32_t o = activation("o", dim, B);
+  const int32_t gate = activation("gate", hp.hidden_dim, B);
+  const int32_t up = activation("up", hp.hidden_dim, B);
+  const int32_t last = activation("final", dim, 1);
+  const int32_t logits = activation("logits", hp.vocab_size, 1);
+
+  const int32_t embd = weight("token_embd.weight");
+  op(OpKind::Embed, x, -1, -1, -1, embd);
+  for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    const int li = static_cast<int>(l);
+    op(OpKind::RmsNorm, h, x, -1, -1, weight(llama_tensor_name("attn_norm", li)));
+    op(OpKind::MatMul, q, h, -1, -1, weight(llama_tensor_name("attn_q", li)));
+    op(OpKind::MatMul, k, h, -1, -1, weight(llama_tensor_name("attn_k", li)));
+    op(OpKind::MatMul, v, h, -1, -1, weight(llama_tensor_name("attn_v", li)));
+    op(OpKind::Rope, q, q);
+    op(OpKind::Rope, k, k);
+    op(OpKind::Attention, att, q, k, v, -1, li);
+    op(OpKind::MatMul, o, att, -1, -1, weight(llama_tensor_name("attn_output", li)));
+    op(OpKind::Add, x, x, o);
+    op(OpKind::RmsNorm, h, x, -1, -1, weight(llama_tensor_name("ffn_norm", li)));
+    op(OpKind::MatMul, gate, h, -1, -1, weight(llama_tensor_name("ffn_gate", li)));
+    op(OpKind::MatMul, up, h, -1, -1, weight(llama_tensor_name("ffn_up", li)));
+    op(OpKind::SwiGLU, gate, gate, up);
+    op(OpKind::MatMul, o, gate, -1, -1, weight(llama_tensor_name("ffn_down", li)));
+    op(OpKind::Add, x, x, o);
+  }
+  // Only the last position's logits are needed for generation.
+  op(OpKind::RmsNorm, last, x, -1, -1, weight("output_norm.weight"), -1, /*last_row=*/true);
+  op(OpKind::MatMul, logits, last, -1, -1, hp.tied_embeddings ? embd : weight("output.weight"));
+  g.logits = logits;
+  return g;
+}
+
+}  // namespace ember

@@ -1,0 +1,22 @@
+// The llama-family forward pass, written once (DESIGN.md principle 4):
+// binds the file's tensors and emits the Graph every backend executes.
+#pragma once
+
+#include "api/status.h"
+#include "backends/backend.h"
+#include "format/model_file.h"
+
+namespace ember {
+
+// GGUF-style tensor names (blk.N.attn_q.weight ...), shapes [rows, cols].
+std::string llama_tensor_name(const char* base, int layer);
+
+// Checks that every tensor the architecture needs is present with the shape
+// the hyper-parameters imply (EMBER_ERR_MISSING_TENSOR, EMBER_ERR_BAD_TENSOR).
+Status check_llama_tensors(const ModelContents& contents);
+
+// Emits the forward pass for a session shape. The model must have passed
+// check_llama_tensors.
+Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch);
+
+}  // namespace ember

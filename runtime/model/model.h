@@ -1,0 +1,32 @@
+// An opened model: the verified mapping, its tokenizer, and the checks the
+// architecture needs. Immutable after open, so sessions on many threads may
+// share it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "api/status.h"
+#include "format/model_file.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ember {
+
+class Model {
+ public:
+  struct Options {
+    bool verify_digest = false;
+  };
+  static Result<std::unique_ptr<Model>> open(const std::string& path, const Options& options);
+
+  const ModelFile& file() const { return *file_; }
+  const HParams& hparams() const { return file_->hparams(); }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  uint64_t parameter_count() const;
+
+ private:
+  std::unique_ptr<ModelFile> file_;
+  Tokenizer tokenizer_;
+};
+
+}  // namespace ember

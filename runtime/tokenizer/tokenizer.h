@@ -1,0 +1,115 @@
+// Text <-> token ids for the two vocabulary kinds ember runs:
+//  - SentencePiece (Llama, llama2.c): score-driven pair merges over UTF-8
+//    characters with "▁" for spaces and <0xAB> byte fallback, as llama.cpp's
+//    SPM tokenizer and llama2.c's encode() (but O(n log n), not O(n^2)).
+//  - Byte-level BPE (GPT-2): the GPT-2 pre-tokenizer regex implemented by
+//    hand, bytes mapped through bytes_to_unicode, merges applied by rank.
+//
+// A Tokenizer owns its Vocab and lookup tables; it is immutable after
+// create(), so one instance may be shared by threads that only encode/decode.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "api/status.h"
+#include "tokenizer/vocab.h"
+
+namespace ember {
+
+// Hash that lets unordered_map<std::string, ...> be probed with a
+// string_view without building a std::string.
+struct TokenizerStringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using TokenizerStringMap =
+    std::unordered_map<std::string, int32_t, TokenizerStringHash, std::equal_to<>>;
+
+struct MergeSymbol;  // tokenizer/symbol_merge.h
+
+class Tokenizer {
+ public:
+  // An empty tokenizer (size() == 0) so Result<Tokenizer> can hold one;
+  // every real instance comes from create().
+  Tokenizer() = default;
+
+  // Validates `vocab` and builds the lookup tables. Errors
+  // (EMBER_ERR_BAD_TOKENIZER, naming the id and the piece): no pieces; more
+  // than INT32_MAX pieces; scores/types neither empty nor one per piece; a
+  // type value above 6; an empty piece; a NUL byte inside a piece; a
+  // duplicate piece; a byte piece (type Byte, or any SPM piece shaped
+  // "<0x..>" when types are absent) that is not exactly "<0xHH>" with two
+  // hex digits; a bos/eos/unk/pad id that is neither -1 nor in range; a BPE
+  // merge that is not "left right" with both sides non-empty. Merges are not
+  // required to name existing pieces (real vocabularies contain a few that
+  // do not; such merges can simply never fire).
+  static Result<Tokenizer> create(Vocab vocab);
+
+  // Appends the ids of `text` to *out (BOS first when add_bos). No EOS is
+  // added; the caller appends vocab().eos_id when it wants one. Any byte
+  // string is accepted: bytes that are not valid UTF-8 are encoded one by one
+  // (SPM byte fallback; BPE is byte-level anyway). Errors:
+  // EMBER_ERR_INVALID_ARGUMENT (out is NULL; add_bos with no bos id),
+  // EMBER_ERR_BAD_TOKENIZER (a character needs a byte piece or unk piece the
+  // vocabulary lacks). On error *out may hold a partial encoding.
+  Status encode(std::string_view text, bool add_bos, std::vector<int32_t>* out) const;
+
+  // Appends the bytes `id` prints as when it follows `prev` (-1 at the start
+  // of a stream). SPM: "▁" prints as a space, <0xAB> as that byte, and the
+  // leading space of a piece right after BOS is dropped (as llama2.c
+  // prints). BPE: byte-level decoding (inverse of GPT-2 bytes_to_unicode).
+  // Control and unused pieces (bos, eos, ...) print nothing; the unknown
+  // piece prints its text; user-defined pieces print verbatim. A single
+  // token may be part of a multi-byte character: stream consumers must
+  // buffer incomplete UTF-8 themselves. Errors: EMBER_ERR_TOKEN_OUT_OF_RANGE
+  // for an id outside [0, size()) (`prev` is only compared, never indexed);
+  // EMBER_ERR_INVALID_ARGUMENT when out is NULL.
+  Status decode_token(int32_t prev, int32_t id, std::string* out) const;
+
+  // Appends the text of a whole sequence: for valid UTF-8 text, the exact
+  // inverse of encode(text, add_bos=false) (and of encode with BOS, since
+  // control tokens print nothing). For SPM with add_space_prefix, the dummy
+  // prefix space of the first printing token is dropped. Errors: as
+  // decode_token; `ids` may be NULL only when n == 0.
+  Status decode(const int32_t* ids, size_t n, std::string* out) const;
+
+  int32_t size() const { return static_cast<int32_t>(vocab_.pieces.size()); }
+  const Vocab& vocab() const { return vocab_; }
+
+ private:
+  TokenType type_of(int32_t id) const;
+
+  Status encode_spm(std::string_view text, std::vector<int32_t>* out) const;
+  Status encode_bpe(std::string_view text, std::vector<int32_t>* out) const;
+  Status bpe_word(std::string_view mapped, std::vector<MergeSymbol>* symbols,
+                  std::string* scratch, std::vector<int32_t>* out) const;
+  Status spm_fallback(std::string_view symbol, std::vector<int32_t>* out) const;
+  void decode_piece(int32_t id, std::string* out) const;
+
+  Vocab vocab_;
+  // One TokenType per piece: vocab_.types, or derived from the special ids
+  // and the piece shapes when the vocabulary carries no types.
+  std::vector<uint8_t> types_;
+  // Pieces text may turn into (Normal, UserDefined, Undefined types): control,
+  // unknown, byte and unused pieces are never matched from input text.
+  TokenizerStringMap text_to_id_;
+  // SPM: id of "<0xHH>" per byte, or -1. BPE: id of the one-character piece
+  // bytes_to_unicode maps the byte to, or -1.
+  int32_t byte_to_id_[256] = {};
+  // BPE: "left right" -> rank (0 merges first).
+  TokenizerStringMap merge_rank_;
+};
+
+// The GPT-2 pre-tokenizer: splits `text` into the byte ranges the regex
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// matches, appending [begin, end) byte offsets to *words. Bytes that are not
+// valid UTF-8 count as one character each, of the "other" class. Exposed for
+// tests.
+void gpt2_pretokenize(std::string_view text, std::vector<std::pair<size_t, size_t>>* words);
+
+}  // namespace ember

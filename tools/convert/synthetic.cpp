@@ -1,0 +1,141 @@
+#include "tools/convert/synthetic.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "model/llama_graph.h"
+#include "tokenizer/vocab_import.h"
+
+namespace ember {
+namespace {
+
+// xorshift64*: tiny, deterministic on every platform.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull) {}
+  uint64_t next() {
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 0x2545F4914F6CDD1Dull;
+  }
+  float uniform() { return static_cast<float>(next() >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f; }
+};
+
+}  // namespace
+
+bool synth_shape(const std::string& name, SynthShape* out) {
+  // name, dim, hidden, layers, heads, kv heads, vocab (0 = the vocabulary's), context
+  static const SynthShape kShapes[] = {
+      {"tiny", 64, 192, 2, 4, 2, 0, 256},
+      {"110m", 768, 2048, 12, 12, 12, 32000, 1024},
+      {"0.5b", 896, 4864, 24, 14, 2, 32000, 2048},
+      {"1.1b", 2048, 5632, 22, 32, 4, 32000, 2048},
+  };
+  for (const auto& s : kShapes) {
+    if (s.name == name) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+Vocab builtin_vocab() {
+  Vocab v;
+  v.kind = TokenizerKind::SentencePiece;
+  auto add = [&v](const std::string& piece, float score, TokenType type) {
+    v.pieces.push_back(piece);
+    v.scores.push_back(score);
+    v.types.push_back(static_cast<uint8_t>(type));
+  };
+  add("<unk>", 0, TokenType::Unknown);
+  add("<s>", 0, TokenType::Control);
+  add("</s>", 0, TokenType::Control);
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    add(buf, 0, TokenType::Byte);
+  }
+  add("\xe2\x96\x81", -1, TokenType::Normal);  // "▁"
+  for (int c = 33; c < 127; ++c) add(std::string(1, static_cast<char>(c)), -1 - c / 100.0f, TokenType::Normal);
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.unk_id = 0;
+  return v;
+}
+
+Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
+                                                      const std::string& vocab_path) {
+  auto model = std::make_unique<ImportedModel>();
+  ModelSpec& spec = model->spec;
+  Vocab vocab;
+  if (vocab_path.empty()) {
+    vocab = builtin_vocab();
+  } else {
+    EMBER_ASSIGN_OR_RETURN(std::string bytes, read_file(vocab_path));
+    const int32_t n = shape.vocab_size ? static_cast<int32_t>(shape.vocab_size) : 32000;
+    EMBER_ASSIGN_OR_RETURN(vocab, vocab_from_llama2c(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), n));
+  }
+  HParams& hp = spec.hparams;
+  hp.dim = shape.dim;
+  hp.hidden_dim = shape.hidden_dim;
+  hp.n_layers = shape.n_layers;
+  hp.n_heads = shape.n_heads;
+  hp.n_kv_heads = shape.n_kv_heads;
+  hp.vocab_size = static_cast<uint32_t>(vocab.pieces.size());
+  hp.max_seq_len = shape.context;
+  hp.tied_embeddings = false;
+  spec.vocab = std::move(vocab);
+  if (dtype_is_quantized(dtype) && (hp.dim % kQuantBlock || hp.hidden_dim % kQuantBlock)) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "shape '%s': dim %u / hidden %u are not multiples of 32 for %s",
+                         shape.name.c_str(), hp.dim, hp.hidden_dim, dtype_name(dtype));
+  }
+
+  Rng rng(seed);
+  std::vector<float> row;
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    uint64_t row_bytes = 0;
+    dtype_bytes(dtype, static_cast<uint64_t>(cols), &row_bytes);
+    std::vector<uint8_t> bytes(row_bytes * rows);
+    row.resize(cols);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) row[c] = rng.uniform() * scale * 1.7f;
+      quantize_row(dtype, row.data(), bytes.data() + r * row_bytes, cols);
+    }
+    spec.tensors.push_back({name, dtype, {rows, cols}, bytes.data(), bytes.size()});
+    model->owned.push_back(std::move(bytes));
+  };
+  auto norm = [&](const std::string& name, int64_t n) {
+    std::vector<uint8_t> bytes(n * sizeof(float));
+    float* f = reinterpret_cast<float*>(bytes.data());
+    for (int64_t i = 0; i < n; ++i) f[i] = 1.0f + 0.1f * rng.uniform();
+    spec.tensors.push_back({name, DType::F32, {n}, bytes.data(), bytes.size()});
+    model->owned.push_back(std::move(bytes));
+  };
+  const int64_t dim = hp.dim, kv = hp.kv_dim(), hidden = hp.hidden_dim;
+  matrix("token_embd.weight", hp.vocab_size, dim);
+  for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    const int li = static_cast<int>(l);
+    norm(llama_tensor_name("attn_norm", li), dim);
+    matrix(llama_tensor_name("attn_q", li), dim, dim);
+    matrix(llama_tensor_name("attn_k", li), kv, dim);
+    matrix(llama_tensor_name("attn_v", li), kv, dim);
+    matrix(llama_tensor_name("attn_output", li), dim, dim);
+    norm(llama_tensor_name("ffn_norm", li), dim);
+    matrix(llama_tensor_name("ffn_gate", li), hidden, dim);
+    matrix(llama_tensor_name("ffn_up", li), hidden, dim);
+    matrix(llama_tensor_name("ffn_down", li), dim, hidden);
+  }
+  norm("output_norm.weight", dim);
+  matrix("output.weight", hp.vocab_size, dim);
+
+  Provenance& p = spec.provenance;
+  p.source_file = "synthetic:" + shape.name + ":seed=" + std::to_string(seed);
+  p.converter = std::string("ember synth ") + EMBER_VERSION_STRING;
+  p.quantization = std::string(dtype_name(dtype)) + " (norms f32)";
+  return model;
+}
+
+}  // namespace ember

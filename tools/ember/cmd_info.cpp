@@ -1,0 +1,63 @@
+// `ember info M.ember`: what is in a model file, after verification.
+#include <cstdio>
+#include <cstring>
+
+#include "format/model_file.h"
+#include "tools/ember/args.h"
+#include "tools/ember/commands.h"
+
+namespace ember::cli {
+
+int cmd_info(int argc, char** argv) {
+  Args args(argc, argv, {});
+  if (args.has("--help") || args.has("-h") || args.positionals().size() != 1) {
+    std::puts("usage: ember info MODEL.ember [--verify-digest]");
+    return args.positionals().size() == 1 ? 0 : 2;
+  }
+  args.check_known({"--verify-digest"});
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
+  ModelFile::Options opt;
+  opt.verify_digest = args.has("--verify-digest");
+  auto file = ModelFile::open(args.positionals()[0], opt);
+  if (!file.is_ok()) return report(file.status().code(), file.status().message());
+  const ModelFile& m = *file.value();
+  const HParams& hp = m.hparams();
+  std::printf("file         %s (%zu bytes)\n", args.positionals()[0].c_str(), m.mapping().size());
+  std::printf("arch         llama  schema v%u\n", kSchemaVersion);
+  std::printf("hparams      dim %u  hidden %u  layers %u  heads %u  kv-heads %u  head-dim %u\n", hp.dim,
+              hp.hidden_dim, hp.n_layers, hp.n_heads, hp.n_kv_heads, hp.head_dim());
+  std::printf("             vocab %u  max context %u  norm eps %g  rope theta %g (%s pairs)  output %s\n",
+              hp.vocab_size, hp.max_seq_len, hp.norm_eps, hp.rope_theta,
+              hp.rope_style == RopeStyle::Adjacent ? "adjacent" : "half", hp.tied_embeddings ? "tied" : "separate");
+  const Vocab& v = m.vocab();
+  std::printf("tokenizer    %s, %zu pieces, %zu merges, bos %d eos %d unk %d pad %d, add_bos %d add_space_prefix %d "
+              "byte_fallback %d\n",
+              v.kind == TokenizerKind::SentencePiece ? "sentencepiece" : "byte-level bpe", v.pieces.size(),
+              v.merges.size(), v.bos_id, v.eos_id, v.unk_id, v.pad_id, v.add_bos, v.add_space_prefix,
+              v.byte_fallback);
+  const Provenance& p = m.provenance();
+  std::printf("provenance   source %s (sha256 %s)\n", p.source_file.c_str(),
+              p.source_sha256.empty() ? "-" : to_hex(p.source_sha256.data(), p.source_sha256.size()).c_str());
+  std::printf("             converter %s, weights %s\n", p.converter.c_str(), p.quantization.c_str());
+  std::printf("data         %llu bytes at offset %llu, sha256 %s%s\n",
+              static_cast<unsigned long long>(m.contents().data_size),
+              static_cast<unsigned long long>(m.contents().data_offset),
+              to_hex(m.contents().data_sha256.data(), 32).c_str(), opt.verify_digest ? " (verified)" : "");
+  uint64_t params = 0;
+  for (const auto& t : m.tensors()) params += t.elements();
+  std::printf("tensors      %zu, %llu parameters\n", m.tensors().size(), static_cast<unsigned long long>(params));
+  for (const auto& t : m.tensors()) {
+    char shape[64];
+    if (t.n_dims == 1) {
+      std::snprintf(shape, sizeof shape, "[%lld]", static_cast<long long>(t.shape[0]));
+    } else {
+      std::snprintf(shape, sizeof shape, "[%lld, %lld]", static_cast<long long>(t.shape[0]),
+                    static_cast<long long>(t.shape[1]));
+    }
+    std::printf("  %-28s %-5s %-16s %12llu bytes @ %llu\n", t.name.c_str(), dtype_name(t.dtype), shape,
+                static_cast<unsigned long long>(t.size), static_cast<unsigned long long>(t.offset));
+  }
+  return 0;
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,161 @@
+// `ember run`: generate text. stdout carries the prompt and the continuation
+// exactly as llama2.c prints them; stderr carries the timings.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/ember/args.h"
+#include "tools/ember/commands.h"
+
+namespace ember::cli {
+namespace {
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Prints a piece as the reference does: a lone byte that is neither
+// printable nor whitespace (a raw control byte from a byte token) is dropped.
+void print_piece(const char* p, size_t n) {
+  if (n == 0) return;
+  if (n == 1) {
+    const unsigned char c = static_cast<unsigned char>(p[0]);
+    if (!(std::isprint(c) || std::isspace(c))) return;
+  }
+  std::fwrite(p, 1, n, stdout);
+  std::fflush(stdout);
+}
+
+const char* kRunHelp =
+    "usage: ember run -m MODEL.ember -p PROMPT [-n NEW_TOKENS] [options]\n"
+    "  -n N               tokens to generate (default 128)\n"
+    "  --temp T           temperature; 0 = greedy (default 0)\n"
+    "  --top-k K          keep the K most likely tokens (0 = off)\n"
+    "  --top-p P          nucleus sampling (1 = off)\n"
+    "  --min-p P          drop tokens below P x the top probability (0 = off)\n"
+    "  --repeat-penalty R repetition penalty (1 = off)\n"
+    "  --seed S           sampling seed (default 0)\n"
+    "  --threads T        CPU threads (0 = all cores)\n"
+    "  --ctx N            context length (default: the model's)\n"
+    "  --dump-logits FILE write the logits after the last prompt token, one per line\n"
+    "  --verify-digest    check the data segment's SHA-256 before running\n";
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  Args args(argc, argv,
+            {"-m", "-p", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed", "--threads",
+             "--ctx", "--dump-logits"});
+  if (args.has("--help") || args.has("-h")) {
+    std::fputs(kRunHelp, stdout);
+    return 0;
+  }
+  args.check_known({"-m", "-p", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
+                    "--threads", "--ctx", "--dump-logits", "--verify-digest"});
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  const int64_t n_new = args.get_int("-n", 128, 0, 1 << 30);
+  g.temperature = static_cast<float>(args.get_float("--temp", 0.0, 0.0, 100.0));
+  g.top_k = static_cast<int32_t>(args.get_int("--top-k", 0, 0, 1 << 30));
+  g.top_p = static_cast<float>(args.get_float("--top-p", 1.0, 0.0, 1.0));
+  g.min_p = static_cast<float>(args.get_float("--min-p", 0.0, 0.0, 1.0));
+  g.repeat_penalty = static_cast<float>(args.get_float("--repeat-penalty", 1.0, 0.0, 100.0));
+  g.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0, INT64_MAX));
+  ember_session_options so;
+  ember_session_options_default(&so);
+  so.n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
+  so.context_length = static_cast<int32_t>(args.get_int("--ctx", 0, 1, 1 << 20));
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember run --help)");
+  if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember run --help)");
+  const std::string prompt = args.get("-p");
+
+  const double t0 = now_ms();
+  ember_model_options mo;
+  ember_model_options_default(&mo);
+  mo.verify_digest = args.has("--verify-digest");
+  ember_model* model = nullptr;
+  ember_status st = ember_model_open(args.get("-m").c_str(), &mo, &model);
+  if (st != EMBER_OK) return report_last(st);
+  ember_session* session = nullptr;
+  st = ember_session_create(model, &so, &session);
+  if (st != EMBER_OK) {
+    ember_model_free(model);
+    return report_last(st);
+  }
+  ember_sampler* sampler = nullptr;
+  st = ember_sampler_create(model, &g, &sampler);
+  const double t_loaded = now_ms();
+
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  ember_model_get_info(model, &info);
+  std::vector<int32_t> ids(prompt.size() + 2);
+  size_t n_ids = 0;
+  if (st == EMBER_OK) st = ember_tokenize(model, prompt.data(), prompt.size(), 1, ids.data(), ids.size(), &n_ids);
+  ids.resize(n_ids);
+  std::vector<float> logits(info.vocab_size);
+  int code = 0;
+  double t_first = 0, t_prefilled = 0, t_end = 0;
+  int generated = 0;
+  if (st == EMBER_OK) {
+    // The prompt, printed as its pieces (the reference's way).
+    char buf[256];
+    size_t len = 0;
+    for (size_t i = 1; i < ids.size(); ++i) {
+      if (ember_token_to_piece(model, ids[i - 1], ids[i], buf, sizeof buf, &len) == EMBER_OK) print_piece(buf, len);
+    }
+    st = ember_session_prefill(session, ids.data(), ids.size(), logits.data());
+    t_prefilled = now_ms();
+    if (st == EMBER_OK && args.has("--dump-logits")) {
+      FILE* f = std::fopen(args.get("--dump-logits").c_str(), "w");
+      if (!f) {
+        code = report(EMBER_ERR_IO, "cannot write --dump-logits file '" + args.get("--dump-logits") + "'");
+      } else {
+        for (float v : logits) std::fprintf(f, "%.9g\n", v);
+        std::fclose(f);
+      }
+    }
+    std::vector<int32_t> history = ids;
+    history.reserve(ids.size() + n_new);
+    int32_t prev = ids.empty() ? -1 : ids.back();
+    for (int64_t i = 0; st == EMBER_OK && code == 0 && i < n_new; ++i) {
+      int32_t next = 0;
+      st = ember_sampler_sample(sampler, logits.data(), history.data(), history.size(), &next);
+      if (st != EMBER_OK) break;
+      if (i == 0) t_first = now_ms();
+      if (next == info.eos_id || next == info.bos_id) break;  // end of sequence
+      if (ember_token_to_piece(model, prev, next, buf, sizeof buf, &len) == EMBER_OK) print_piece(buf, len);
+      ++generated;
+      prev = next;
+      history.push_back(next);
+      if (i + 1 == n_new) break;  // the last token needs no forward pass
+      const ember_status ds = ember_session_prefill(session, &next, 1, logits.data());
+      if (ds == EMBER_ERR_CONTEXT_FULL) {
+        std::fprintf(stderr, "\n[context full at %d positions: stopping]\n", ember_session_position(session));
+        break;
+      }
+      st = ds;
+    }
+    t_end = now_ms();
+    std::printf("\n");
+  }
+  if (st != EMBER_OK && code == 0) code = report_last(st);
+  if (code == 0) {
+    const double prefill_ms = t_prefilled - t_loaded;
+    const double decode_ms = t_end - t_first;
+    std::fprintf(stderr,
+                 "load %.1f ms | prompt %zu tokens, prefill %.1f ms (%.1f tok/s) | time to first token %.1f ms | "
+                 "%d tokens generated, decode %.1f tok/s\n",
+                 t_loaded - t0, ids.size(), prefill_ms, prefill_ms > 0 ? ids.size() * 1000.0 / prefill_ms : 0.0,
+                 t_first - t_loaded, generated, decode_ms > 0 && generated > 1 ? (generated - 1) * 1000.0 / decode_ms : 0.0);
+  }
+  ember_sampler_free(sampler);
+  ember_session_free(session);
+  ember_model_free(model);
+  return code;
+}
+
+}  // namespace ember::cli
