@@ -12,6 +12,7 @@
 
 #include "api/status.h"
 #include "format/dtype.h"
+#include "kv/kv_cache.h"
 #include "model/hparams.h"
 
 namespace ember {
@@ -63,6 +64,8 @@ struct Graph {
   HParams hparams;
   int32_t max_batch = 0;   // most tokens one step processes
   int32_t context = 0;     // positions the KV cache holds
+  KvType kv_type_k = KvType::F32;
+  KvType kv_type_v = KvType::F32;
   std::vector<WeightRef> weights;
   std::vector<ActivationDesc> activations;
   std::vector<Op> ops;

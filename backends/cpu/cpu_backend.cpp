@@ -36,8 +36,8 @@ uint64_t CpuBackend::scratch_bytes(const Graph& graph) const {
   for (const auto& w : graph.weights) max_cols = std::max(max_cols, w.cols);
   const uint64_t half = graph.hparams.head_dim() / 2;
   uint64_t floats = 2 * half * static_cast<uint64_t>(graph.max_batch) + half +
-                    static_cast<uint64_t>(graph.context) + static_cast<uint64_t>(max_cols);
-  return floats * sizeof(float) + 4 * 64;  // each piece 64-byte aligned
+                    cpu_attention_scratch_floats(graph.hparams, graph.context) + static_cast<uint64_t>(max_cols);
+  return floats * sizeof(float) + 5 * 64;  // each piece 64-byte aligned
 }
 
 Status CpuBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) {
@@ -49,7 +49,13 @@ Status CpuBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* 
   }
   kv_.resize(hp.n_layers);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
-    kv_[l] = reinterpret_cast<float*>(arena + plan.kv_offset + l * plan.kv_layer_bytes);
+    CpuKvLayer& kv = kv_[l];
+    kv.k = arena + plan.kv_offset + l * plan.kv_layer_bytes;
+    kv.v = kv.k + plan.kv_v_offset;
+    kv.k_type = graph.kv_type_k;
+    kv.v_type = graph.kv_type_v;
+    kv.k_row_bytes = plan.kv_k_row_bytes;
+    kv.v_row_bytes = plan.kv_v_row_bytes;
   }
   for (const auto& w : graph.weights) max_cols_ = std::max(max_cols_, w.cols);
   const int64_t half = hp.head_dim() / 2;
@@ -62,7 +68,7 @@ Status CpuBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* 
   scratch_.rope_cos = take(half * graph.max_batch);
   scratch_.rope_sin = take(half * graph.max_batch);
   scratch_.rope_freq = take(half);
-  scratch_.scores = take(graph.context);
+  scratch_.attention = take(cpu_attention_scratch_floats(hp, graph.context));
   scratch_.row = take(max_cols_);
   if (p > arena + plan.scratch_offset + plan.scratch_bytes) {
     return Status::error(EMBER_ERR_INTERNAL, "cpu scratch layout exceeds the plan");
@@ -93,74 +99,6 @@ void CpuBackend::run_matmul(const Op& op, int32_t n) {
       row = scratch_.row;
     }
     for (int32_t i = 0; i < n; ++i) out[i * w.rows + r] = dot_f32(row, in + i * cols, cols);
-  }
-}
-
-void CpuBackend::run_rope(const Op& op, int32_t n) {
-  const HParams& hp = graph_->hparams;
-  const int64_t head_dim = hp.head_dim(), half = head_dim / 2;
-  const int64_t cols = graph_->activations[op.a].cols;
-  const int64_t heads = cols / head_dim;
-  float* x = act(op.a);
-  for (int32_t i = 0; i < n; ++i) {
-    const float* cs = scratch_.rope_cos + i * half;
-    const float* sn = scratch_.rope_sin + i * half;
-    for (int64_t hh = 0; hh < heads; ++hh) {
-      float* v = x + i * cols + hh * head_dim;
-      for (int64_t j = 0; j < half; ++j) {
-        // Adjacent: (2j, 2j+1) as llama2.c and GGUF llama; Half: (j, j+half)
-        // as Hugging Face checkpoints.
-        const int64_t a = hp.rope_style == RopeStyle::Adjacent ? 2 * j : j;
-        const int64_t b = hp.rope_style == RopeStyle::Adjacent ? 2 * j + 1 : j + half;
-        const float v0 = v[a], v1 = v[b];
-        v[a] = v0 * cs[j] - v1 * sn[j];
-        v[b] = v0 * sn[j] + v1 * cs[j];
-      }
-    }
-  }
-}
-
-void CpuBackend::run_attention(const Op& op, const StepArgs& step) {
-  const HParams& hp = graph_->hparams;
-  const int64_t head_dim = hp.head_dim(), kv_dim = hp.kv_dim(), q_dim = head_dim * hp.n_heads;
-  const int64_t group = hp.n_heads / hp.n_kv_heads;
-  float* kc = kv_[op.layer];
-  float* vc = kc + static_cast<int64_t>(graph_->context) * kv_dim;
-  const float* q = act(op.a);
-  const float* k = act(op.b);
-  const float* v = act(op.c);
-  float* out = act(op.out);
-  // Store this step's keys and values first; the causal bound below keeps
-  // each row from seeing later ones.
-  for (int32_t i = 0; i < step.n_tokens; ++i) {
-    std::memcpy(kc + (step.pos + i) * kv_dim, k + i * kv_dim, kv_dim * sizeof(float));
-    std::memcpy(vc + (step.pos + i) * kv_dim, v + i * kv_dim, kv_dim * sizeof(float));
-  }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  float* scores = scratch_.scores;
-  for (int32_t i = 0; i < step.n_tokens; ++i) {
-    const int32_t n_pos = step.pos + i + 1;
-    for (int64_t hh = 0; hh < hp.n_heads; ++hh) {
-      const float* qh = q + i * q_dim + hh * head_dim;
-      const int64_t kvh = hh / group;
-      float max = -INFINITY;
-      for (int32_t t = 0; t < n_pos; ++t) {
-        scores[t] = dot_f32(qh, kc + t * kv_dim + kvh * head_dim, head_dim) * scale;
-        max = std::max(max, scores[t]);
-      }
-      float sum = 0.0f;
-      for (int32_t t = 0; t < n_pos; ++t) {
-        scores[t] = std::exp(scores[t] - max);
-        sum += scores[t];
-      }
-      float* oh = out + i * q_dim + hh * head_dim;
-      std::memset(oh, 0, head_dim * sizeof(float));
-      for (int32_t t = 0; t < n_pos; ++t) {
-        const float a = scores[t] / sum;
-        const float* vt = vc + t * kv_dim + kvh * head_dim;
-        for (int64_t d = 0; d < head_dim; ++d) oh[d] += a * vt[d];
-      }
-    }
   }
 }
 
@@ -208,10 +146,14 @@ Status CpuBackend::execute(const StepArgs& step) {
         run_matmul(op, g.activations[op.a].rows == 1 ? 1 : n);
         break;
       case OpKind::Rope:
-        run_rope(op, n);
+        cpu_rope(hp, act(op.a), g.activations[op.a].cols, n, scratch_.rope_cos, scratch_.rope_sin);
         break;
       case OpKind::Attention:
-        run_attention(op, step);
+        // Keys and values of this step first; the causal bound keeps each
+        // row from seeing later ones.
+        cpu_kv_store(hp, kv_[op.layer], act(op.b), act(op.c), n, step.pos);
+        cpu_attention(hp, kv_[op.layer], act(op.a), act(op.out), step.pos, 0, n, 0, static_cast<int32_t>(hp.n_heads),
+                      g.context, scratch_.attention);
         break;
       case OpKind::Add: {
         const int64_t count = g.activations[op.a].cols * n;

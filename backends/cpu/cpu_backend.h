@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backends/backend.h"
+#include "backends/cpu/cpu_attention.h"
 #include "memory/plan.h"
 
 namespace ember {
@@ -22,19 +23,17 @@ class CpuBackend final : public Backend {
     float* rope_cos = nullptr;   // [max_batch, head_dim / 2]
     float* rope_sin = nullptr;
     float* rope_freq = nullptr;  // [head_dim / 2]
-    float* scores = nullptr;     // [context]
+    float* attention = nullptr;  // cpu_attention_scratch_floats
     float* row = nullptr;        // [max weight cols]: one converted weight row
   };
 
   float* act(int32_t id) const { return acts_[id]; }
   void run_matmul(const Op& op, int32_t rows_in);
-  void run_attention(const Op& op, const StepArgs& step);
-  void run_rope(const Op& op, int32_t n);
 
   BackendOptions options_;
   const Graph* graph_ = nullptr;
   std::vector<float*> acts_;       // into the arena (lifetime: the session)
-  std::vector<float*> kv_;         // per layer: K; V at + context * kv_dim
+  std::vector<CpuKvLayer> kv_;     // per layer, into the arena
   Scratch scratch_;
   int64_t max_cols_ = 0;
 };

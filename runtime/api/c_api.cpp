@@ -333,3 +333,22 @@ ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const i
 }
 
 }  // extern "C"
+
+extern "C" {
+
+ember_status ember_plan(const ember_model* model, const ember_session_options* options, ember_memory_plan* plan) {
+  (void)model;
+  (void)options;
+  (void)plan;
+  return ember::set_last_error(ember::Status::error(EMBER_ERR_UNSUPPORTED, "ember_plan is not implemented yet"));
+}
+
+ember_status ember_session_remove(ember_session* session, int32_t start, int32_t end) {
+  (void)session;
+  (void)start;
+  (void)end;
+  return ember::set_last_error(
+      ember::Status::error(EMBER_ERR_UNSUPPORTED, "ember_session_remove is not implemented yet"));
+}
+
+}  // extern "C"

@@ -88,11 +88,24 @@ const char* ember_version(void);
 
 typedef struct ember_model ember_model;
 
+/* What must be proven about a file before it is used. */
+typedef enum ember_integrity_policy {
+  EMBER_INTEGRITY_NONE = 0,      /* structure and semantics only (default) */
+  EMBER_INTEGRITY_DIGEST = 1,    /* + the data segment's SHA-256 matches the metadata */
+  EMBER_INTEGRITY_SIGNATURE = 2  /* + an ECDSA P-256 signature by public_key_pem */
+} ember_integrity_policy;
+
 typedef struct ember_model_options {
   size_t struct_size; /* sizeof(ember_model_options) */
   /* Check the data segment's SHA-256 against the metadata before use
-   * (reads the whole file once). Default 0. */
+   * (reads the whole file once). Default 0. Same as policy DIGEST. */
   int verify_digest;
+  /* ember_integrity_policy; default EMBER_INTEGRITY_NONE. */
+  int integrity_policy;
+  /* PEM text of the public key that must have signed the file (policy
+   * SIGNATURE). Not owned; read during ember_model_open only. */
+  const char* public_key_pem;
+  size_t public_key_pem_len;
 } ember_model_options;
 
 void ember_model_options_default(ember_model_options* options);
@@ -151,13 +164,63 @@ ember_status ember_token_to_piece(const ember_model* model, int32_t prev, int32_
 
 typedef struct ember_session ember_session;
 
+/* Element type of the KV cache, chosen independently of the weights'. */
+typedef enum ember_kv_type {
+  EMBER_KV_F32 = 0,
+  EMBER_KV_F16 = 1,
+  EMBER_KV_Q8_0 = 2 /* 32-element blocks with an f16 scale */
+} ember_kv_type;
+
+/* Where a session runs. */
+typedef enum ember_backend_kind {
+  EMBER_BACKEND_AUTO = 0, /* a GPU where the model fits, else the CPU */
+  EMBER_BACKEND_CPU = 1,
+  EMBER_BACKEND_VULKAN = 2
+} ember_backend_kind;
+
 typedef struct ember_session_options {
   size_t struct_size;     /* sizeof(ember_session_options) */
   int32_t context_length; /* positions the KV cache holds; 0 = the model's */
   int32_t max_batch;      /* most tokens one prefill call processes at once;
                              longer prompts are split. Default 512. */
   int32_t n_threads;      /* CPU threads; 0 = all cores. Default 0. */
+  int32_t kv_type_k;      /* ember_kv_type of the keys; default EMBER_KV_F32 */
+  int32_t kv_type_v;      /* ember_kv_type of the values; default EMBER_KV_F32 */
+  int32_t backend;        /* ember_backend_kind; default EMBER_BACKEND_CPU */
+  /* Caller-owned memory for the session's arena (NULL = the session
+   * allocates it). Must be at least the plan's arena_bytes, 64-byte
+   * aligned, and outlive the session. */
+  void* arena;
+  size_t arena_size;
+  /* Cap on private memory (resident weights + arena); 0 = no cap. Creation
+   * fails with EMBER_ERR_NO_MEMORY when the plan exceeds it. */
+  uint64_t max_bytes;
 } ember_session_options;
+
+/* Every byte a session would use, computed before anything is allocated. */
+typedef struct ember_memory_plan {
+  size_t struct_size;              /* sizeof(ember_memory_plan), set by caller */
+  uint64_t weights_mapped_bytes;   /* read in place from the mapped file */
+  uint64_t weights_resident_bytes; /* copies: repacked or converted weights */
+  uint64_t kv_bytes;               /* the KV cache */
+  uint64_t activations_bytes;      /* activations for the largest batch */
+  uint64_t scratch_bytes;          /* per-thread and backend working memory */
+  uint64_t runtime_bytes;          /* handles, tables, logits, history */
+  uint64_t arena_bytes;            /* the session's arena: kv + activations + scratch */
+  uint64_t private_bytes;          /* resident weights + arena + runtime */
+  uint64_t device_bytes;           /* GPU memory (0 on the CPU backend) */
+  /* First-order estimates, for comparison: parameters x bits / 8, and
+   * layers x 2 x context x kv_heads x head_dim x kv_bits / 8. */
+  uint64_t estimate_weights_bytes;
+  uint64_t estimate_kv_bytes;
+  int32_t context_length;          /* the context the plan is for */
+  int32_t max_batch;
+} ember_memory_plan;
+
+/* Computes the plan for `options` on `model` without allocating the session.
+ * plan->struct_size must be set by the caller. */
+ember_status ember_plan(const ember_model* model, const ember_session_options* options,
+                        ember_memory_plan* plan);
 
 void ember_session_options_default(ember_session_options* options);
 
@@ -185,6 +248,13 @@ int32_t ember_session_position(const ember_session* session);
 /* Forgets every position: the session starts afresh. */
 ember_status ember_session_reset(ember_session* session);
 
+/* Removes positions [start, end) from the session's memory; later positions
+ * move down by end - start (their keys are re-rotated for the new
+ * positions). Removing a tail (end = the current position) rewinds the
+ * session exactly. Errors: EMBER_ERR_INVALID_ARGUMENT for a range outside
+ * [0, position]. */
+ember_status ember_session_remove(ember_session* session, int32_t start, int32_t end);
+
 /* ---- Generation ----------------------------------------------------------- */
 
 typedef struct ember_generate_options {
@@ -198,6 +268,9 @@ typedef struct ember_generate_options {
   int32_t repeat_last_n;   /* tokens the penalty looks back over; default 64 */
   uint64_t seed;           /* sampling seed; the same seed, the same tokens */
   int add_bos;             /* prepend BOS to the prompt; default 1 */
+  /* When the context is full, drop the older half of the positions after
+   * the first (BOS) and go on, instead of stopping. Default 0. */
+  int context_shift;
 } ember_generate_options;
 
 void ember_generate_options_default(ember_generate_options* options);

@@ -15,14 +15,18 @@ Result<MemoryPlan> plan_memory(const Graph& graph, const Backend& backend) {
   const Status overflow = Status::error(EMBER_ERR_NO_MEMORY, "session memory size overflows 64 bits");
   for (const auto& w : graph.weights) plan.weights_mapped_bytes += w.size;
 
-  // KV cache: per layer K then V, context x kv_dim f32 each.
+  // KV cache: per layer, context rows of keys then context rows of values,
+  // each in its own element type.
   const HParams& hp = graph.hparams;
-  uint64_t kv_row = 0, kv_layer = 0, kv_total = 0;
-  if (!mul(hp.kv_dim(), sizeof(float), &kv_row) || !mul(kv_row, graph.context, &kv_layer) ||
-      !mul(kv_layer, 2, &kv_layer) || !mul(align(kv_layer), hp.n_layers, &kv_total)) {
+  EMBER_ASSIGN_OR_RETURN(plan.kv_k_row_bytes, kv_row_bytes(graph.kv_type_k, hp.kv_dim()));
+  EMBER_ASSIGN_OR_RETURN(plan.kv_v_row_bytes, kv_row_bytes(graph.kv_type_v, hp.kv_dim()));
+  uint64_t k_bytes = 0, v_bytes = 0, kv_total = 0;
+  if (!mul(plan.kv_k_row_bytes, graph.context, &k_bytes) || !mul(plan.kv_v_row_bytes, graph.context, &v_bytes) ||
+      !add(align(k_bytes), align(v_bytes), &plan.kv_layer_bytes) ||
+      !mul(plan.kv_layer_bytes, hp.n_layers, &kv_total)) {
     return overflow;
   }
-  plan.kv_layer_bytes = align(kv_layer);
+  plan.kv_v_offset = align(k_bytes);
   plan.kv_offset = 0;
   plan.kv_bytes = kv_total;
 

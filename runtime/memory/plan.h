@@ -24,8 +24,11 @@ struct MemoryPlan {
   uint64_t scratch_bytes = 0;
   uint64_t arena_bytes = 0;  // kv + activations + scratch, aligned
   // Layout inside the arena.
-  uint64_t kv_offset = 0;              // K of layer l at kv_offset + l * kv_layer_bytes,
-  uint64_t kv_layer_bytes = 0;         // V right after it
+  uint64_t kv_offset = 0;       // layer l's keys at kv_offset + l * kv_layer_bytes,
+  uint64_t kv_layer_bytes = 0;  // its values kv_v_offset bytes further
+  uint64_t kv_v_offset = 0;
+  uint64_t kv_k_row_bytes = 0;  // one position's keys (kv_dim elements)
+  uint64_t kv_v_row_bytes = 0;
   std::vector<uint64_t> activation_offsets;
   uint64_t scratch_offset = 0;
 };

@@ -83,9 +83,12 @@ Status check_llama_tensors(const ModelContents& contents) {
   return Status::ok();
 }
 
-Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch) {
+Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
+                                KvType kv_type_k, KvType kv_type_v) {
   const HParams& hp = contents.hparams;
   Graph g;
+  g.kv_type_k = kv_type_k;
+  g.kv_type_v = kv_type_v;
   g.hparams = hp;
   g.context = context;
   g.max_batch = max_batch;

@@ -17,6 +17,7 @@ Status check_llama_tensors(const ModelContents& contents);
 
 // Emits the forward pass for a session shape. The model must have passed
 // check_llama_tensors.
-Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch);
+Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
+                                KvType kv_type_k = KvType::F32, KvType kv_type_v = KvType::F32);
 
 }  // namespace ember

@@ -1,0 +1,111 @@
+#include "backends/cpu/cpu_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace ember {
+namespace {
+
+float dot(const float* a, const float* b, int64_t n) {
+  float s[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int j = 0; j < 4; ++j) s[j] += a[i + j] * b[i + j];
+  }
+  float sum = (s[0] + s[1]) + (s[2] + s[3]);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+}  // namespace
+
+int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context) {
+  // scores for every head over the context, plus one converted K and V row.
+  return static_cast<int64_t>(hp.n_heads) * context + 2 * static_cast<int64_t>(hp.kv_dim()) + 32;
+}
+
+void cpu_rope(const HParams& hp, float* x, int64_t cols, int32_t n, const float* cos, const float* sin) {
+  const int64_t head_dim = hp.head_dim(), half = head_dim / 2;
+  const int64_t heads = cols / head_dim;
+  const bool adjacent = hp.rope_style == RopeStyle::Adjacent;
+  for (int32_t i = 0; i < n; ++i) {
+    const float* cs = cos + i * half;
+    const float* sn = sin + i * half;
+    for (int64_t hh = 0; hh < heads; ++hh) {
+      float* v = x + i * cols + hh * head_dim;
+      for (int64_t j = 0; j < half; ++j) {
+        // Adjacent: (2j, 2j+1) as llama2.c and GGUF llama; Half: (j, j+half)
+        // as Hugging Face checkpoints.
+        const int64_t a = adjacent ? 2 * j : j;
+        const int64_t b = adjacent ? 2 * j + 1 : j + half;
+        const float v0 = v[a], v1 = v[b];
+        v[a] = v0 * cs[j] - v1 * sn[j];
+        v[b] = v0 * sn[j] + v1 * cs[j];
+      }
+    }
+  }
+}
+
+void cpu_kv_store(const HParams& hp, const CpuKvLayer& kv, const float* k, const float* v, int32_t n, int32_t pos) {
+  const int64_t kv_dim = hp.kv_dim();
+  for (int32_t i = 0; i < n; ++i) {
+    kv_store_row(kv.k_type, k + i * kv_dim, kv.k + (pos + i) * kv.k_row_bytes, kv_dim);
+    kv_store_row(kv.v_type, v + i * kv_dim, kv.v + (pos + i) * kv.v_row_bytes, kv_dim);
+  }
+}
+
+void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
+                   int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
+                   float* scratch) {
+  const int64_t head_dim = hp.head_dim(), kv_dim = hp.kv_dim(), q_dim = head_dim * hp.n_heads;
+  const int64_t group = hp.n_heads / hp.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  float* scores = scratch;  // [n_heads][context]
+  float* krow = scratch + static_cast<int64_t>(hp.n_heads) * context;
+  float* vrow = krow + kv_dim;
+  for (int32_t i = row_begin; i < row_end; ++i) {
+    const int32_t n_pos = pos + i + 1;
+    const float* qi = q + i * q_dim;
+    for (int32_t t = 0; t < n_pos; ++t) {
+      const uint8_t* ksrc = kv.k + t * kv.k_row_bytes;
+      const float* k = reinterpret_cast<const float*>(ksrc);
+      if (kv.k_type != KvType::F32) {
+        kv_load_row(kv.k_type, ksrc, krow, kv_dim);
+        k = krow;
+      }
+      for (int32_t hh = head_begin; hh < head_end; ++hh) {
+        scores[hh * context + t] = dot(qi + hh * head_dim, k + (hh / group) * head_dim, head_dim) * scale;
+      }
+    }
+    for (int32_t hh = head_begin; hh < head_end; ++hh) {
+      float* s = scores + hh * context;
+      float max = -INFINITY;
+      for (int32_t t = 0; t < n_pos; ++t) max = std::max(max, s[t]);
+      float sum = 0.0f;
+      for (int32_t t = 0; t < n_pos; ++t) {
+        s[t] = std::exp(s[t] - max);
+        sum += s[t];
+      }
+      const float inv = 1.0f / sum;
+      for (int32_t t = 0; t < n_pos; ++t) s[t] *= inv;
+      std::memset(out + i * q_dim + hh * head_dim, 0, head_dim * sizeof(float));
+    }
+    for (int32_t t = 0; t < n_pos; ++t) {
+      const uint8_t* vsrc = kv.v + t * kv.v_row_bytes;
+      const float* v = reinterpret_cast<const float*>(vsrc);
+      if (kv.v_type != KvType::F32) {
+        kv_load_row(kv.v_type, vsrc, vrow, kv_dim);
+        v = vrow;
+      }
+      for (int32_t hh = head_begin; hh < head_end; ++hh) {
+        const float a = scores[hh * context + t];
+        const float* vh = v + (hh / group) * head_dim;
+        float* oh = out + i * q_dim + hh * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) oh[d] += a * vh[d];
+      }
+    }
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,41 @@
+// RoPE and causal grouped-query attention over a typed KV cache, for the CPU
+// backend. Attention is bound by reading the cache (context x kv_dim per
+// layer per token); rows are converted once per position and shared by all
+// the heads that read them.
+#pragma once
+
+#include <cstdint>
+
+#include "kv/kv_cache.h"
+#include "model/hparams.h"
+
+namespace ember {
+
+// One layer's cache: `context` rows of keys then `context` rows of values.
+struct CpuKvLayer {
+  uint8_t* k = nullptr;
+  uint8_t* v = nullptr;
+  KvType k_type = KvType::F32;
+  KvType v_type = KvType::F32;
+  uint64_t k_row_bytes = 0;
+  uint64_t v_row_bytes = 0;
+};
+
+// Per-thread working memory of cpu_attention, in floats.
+int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context);
+
+// Rotates n rows of `cols` floats (cols / head_dim heads) in place; cos/sin
+// hold head_dim / 2 angles per row.
+void cpu_rope(const HParams& hp, float* x, int64_t cols, int32_t n, const float* cos, const float* sin);
+
+// Stores n rows of keys and values at positions pos .. pos + n - 1.
+void cpu_kv_store(const HParams& hp, const CpuKvLayer& kv, const float* k, const float* v, int32_t n, int32_t pos);
+
+// For query rows i in [row_begin, row_end) of the step (position pos + i) and
+// heads [head_begin, head_end): out = softmax(q k^T / sqrt(head_dim)) v over
+// positions 0 .. pos + i.
+void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
+                   int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
+                   float* scratch);
+
+}  // namespace ember

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what ember needs to build and test on Debian bookworm (as root, or
+# through sudo): the compiler and build tools, XNNPACK, FlatBuffers, mbedTLS,
+# Vulkan headers/loader, glslc and SPIR-V tools, Mesa's lavapipe (a CPU
+# Vulkan device for tests), doctest, and clang for the sanitizer/fuzz builds.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git file
+  libxnnpack-dev libflatbuffers-dev flatbuffers-compiler libmbedtls-dev
+  libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
+  doctest-dev clang
+)
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
