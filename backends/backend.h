@@ -96,9 +96,22 @@ class Backend {
   virtual Status prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) = 0;
   // Runs one step. Allocates nothing.
   virtual Status execute(const StepArgs& step) = 0;
+  // Removes cache positions [start, end) of the first n_pos: later rows move
+  // down by end - start and their keys are re-rotated for their new
+  // positions (context shifting).
+  virtual Status remove_positions(int32_t start, int32_t end, int32_t n_pos) = 0;
+
+  // Optional capabilities, with defaults.
+  // Host bytes of weight copies the backend makes at prepare (repacked or
+  // converted weights), counted by the plan as weights_resident_bytes.
+  virtual uint64_t resident_weight_bytes(const Graph& graph) const { return 0; }
+  // Device memory the backend allocates (GPU backends), reported by the plan.
+  virtual uint64_t device_bytes(const Graph& graph) const { return 0; }
+  // One line on what runs where: "cpu (avx512vnni, 2 threads)".
+  virtual std::string describe() const { return name(); }
 };
 
-enum class BackendKind : uint8_t { Cpu = 0 };
+enum class BackendKind : uint8_t { Cpu = 0, Vulkan = 1 };
 
 // The explicit registry (STYLE.md: no self-registration in a static library).
 Result<std::unique_ptr<Backend>> create_backend(BackendKind kind, const BackendOptions& options);

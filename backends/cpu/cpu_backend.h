@@ -17,6 +17,7 @@ class CpuBackend final : public Backend {
   uint64_t scratch_bytes(const Graph& graph) const override;
   Status prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) override;
   Status execute(const StepArgs& step) override;
+  Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
 
  private:
   struct Scratch {
