@@ -1,14 +1,55 @@
 // Context shifting on the CPU: drop a range of cache positions and re-rotate
 // the keys that move, so a long generation can continue in a small cache.
+// Keys are stored after RoPE, so moving a key from position p to p - d means
+// rotating it by -d positions' angles; values just move.
 #include <cmath>
 #include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
 
 namespace ember {
+namespace {
+
+// Rotates every head of one kv_dim row by `delta` positions.
+void rotate_row(const HParams& hp, float* row, int32_t delta) {
+  const int64_t head_dim = hp.head_dim(), half = head_dim / 2;
+  const bool adjacent = hp.rope_style == RopeStyle::Adjacent;
+  for (int64_t j = 0; j < half; ++j) {
+    const float freq = 1.0f / std::pow(hp.rope_theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+    const float angle = static_cast<float>(delta) * freq;
+    const float c = std::cos(angle), s = std::sin(angle);
+    for (uint32_t h = 0; h < hp.n_kv_heads; ++h) {
+      float* v = row + h * head_dim;
+      const int64_t a = adjacent ? 2 * j : j;
+      const int64_t b = adjacent ? 2 * j + 1 : j + half;
+      const float v0 = v[a], v1 = v[b];
+      v[a] = v0 * c - v1 * s;
+      v[b] = v0 * s + v1 * c;
+    }
+  }
+}
+
+void shift_layer(const HParams& hp, const CpuKvLayer& kv, int32_t start, int32_t end, int32_t n_pos, float* row) {
+  const int64_t kv_dim = hp.kv_dim();
+  const int32_t d = end - start;
+  for (int32_t t = end; t < n_pos; ++t) {
+    kv_load_row(kv.k_type, kv.k + t * kv.k_row_bytes, row, kv_dim);
+    rotate_row(hp, row, -d);
+    kv_store_row(kv.k_type, row, kv.k + (t - d) * kv.k_row_bytes, kv_dim);
+    std::memcpy(kv.v + (t - d) * kv.v_row_bytes, kv.v + t * kv.v_row_bytes, kv.v_row_bytes);
+  }
+}
+
+}  // namespace
 
 Status CpuBackend::remove_positions(int32_t start, int32_t end, int32_t n_pos) {
-  return Status::error(EMBER_ERR_UNSUPPORTED, "remove_positions is not implemented yet");
+  const HParams& hp = graph_->hparams;
+  if (start < 0 || end < start || end > n_pos || n_pos > graph_->context) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "remove [%d, %d) of %d positions", start, end, n_pos);
+  }
+  // scratch_.row holds the widest weight row, at least dim >= kv_dim floats.
+  for (uint32_t l = 0; l < hp.n_layers; ++l) shift_layer(hp, kv_[l], start, end, n_pos, scratch_.row);
+  return Status::ok();
 }
 
 }  // namespace ember

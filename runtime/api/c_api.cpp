@@ -18,9 +18,7 @@ struct ember_model {
 struct ember_session {
   ember_model* owner = nullptr;
   std::unique_ptr<ember::Session> session;
-  std::vector<int32_t> history;  // every token fed so far (repetition penalty)
-  std::vector<float> logits;     // vocab_size floats
-  std::string piece;             // the current piece for the token callback
+  std::string piece;  // the current piece for the token callback (reserved once)
 };
 
 struct ember_sampler {
@@ -50,6 +48,34 @@ SamplerParams sampler_params(const ember_generate_options& o) {
   sp.repeat_last_n = o.repeat_last_n;
   sp.seed = o.seed;
   return sp;
+}
+
+bool session_options(const ember_session_options& o, SessionOptions* so) {
+  auto kv = [](int32_t v, const char* field, KvType* out) {
+    if (v < EMBER_KV_F32 || v > EMBER_KV_Q8_0) {
+      set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "%s = %d is not an ember_kv_type", field, v));
+      return false;
+    }
+    *out = static_cast<KvType>(v);
+    return true;
+  };
+  if (!kv(o.kv_type_k, "kv_type_k", &so->kv_type_k) || !kv(o.kv_type_v, "kv_type_v", &so->kv_type_v)) return false;
+  if (o.backend < EMBER_BACKEND_AUTO || o.backend > EMBER_BACKEND_VULKAN) {
+    set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "backend = %d is not an ember_backend_kind", o.backend));
+    return false;
+  }
+  so->backend = static_cast<BackendChoice>(o.backend);
+  so->context_length = o.context_length;
+  so->max_batch = o.max_batch;
+  so->n_threads = o.n_threads;
+  so->arena = o.arena;
+  so->arena_size = o.arena_size;
+  so->max_bytes = o.max_bytes;
+  if (so->arena && so->arena_size == 0) {
+    set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "arena is set but arena_size is 0"));
+    return false;
+  }
+  return true;
 }
 
 namespace {
@@ -190,6 +216,9 @@ void ember_session_options_default(ember_session_options* o) {
   o->context_length = 0;
   o->max_batch = 512;
   o->n_threads = 0;
+  o->kv_type_k = EMBER_KV_F32;
+  o->kv_type_v = EMBER_KV_F32;
+  o->backend = EMBER_BACKEND_CPU;
 }
 
 ember_status ember_session_create(ember_model* model, const ember_session_options* options,
@@ -201,19 +230,14 @@ ember_status ember_session_create(ember_model* model, const ember_session_option
   ember_session_options_default(&o);
   if (!ember::read_options(options, &o, "ember_session_options")) return EMBER_ERR_INVALID_ARGUMENT;
   ember::SessionOptions so;
-  so.context_length = o.context_length;
-  so.max_batch = o.max_batch;
-  so.n_threads = o.n_threads;
+  if (!ember::session_options(o, &so)) return EMBER_ERR_INVALID_ARGUMENT;
   auto session = ember::Session::create(*model->model, so);
   if (!session.is_ok()) return done(session.status());
   auto* handle = new (std::nothrow) ember_session();
   if (!handle) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the session handle");
   handle->owner = model;
   handle->session = std::move(session).value();
-  // Sized once here so that decode never grows them.
-  handle->history.reserve(handle->session->context());
-  handle->logits.resize(model->model->hparams().vocab_size);
-  handle->piece.reserve(256);
+  handle->piece.reserve(256);  // once here, so that generation never grows it
   *out_session = handle;
   ember::clear_last_error();
   return EMBER_OK;
@@ -227,7 +251,6 @@ ember_status ember_session_prefill(ember_session* session, const int32_t* tokens
   if (count == 0) return fail(EMBER_ERR_INVALID_ARGUMENT, "count is 0");
   ember::Status s = session->session->prefill(tokens, count, logits);
   if (!s.is_ok()) return done(s);
-  session->history.insert(session->history.end(), tokens, tokens + count);
   return EMBER_OK;
 }
 
@@ -242,7 +265,6 @@ int32_t ember_session_position(const ember_session* session) {
 ember_status ember_session_reset(ember_session* session) {
   if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
   session->session->reset();
-  session->history.clear();
   return EMBER_OK;
 }
 
@@ -279,14 +301,14 @@ ember_status ember_generate(ember_session* session, const char* prompt, const em
   ember::Status s = model.tokenizer().encode(prompt, o.add_bos != 0, &ids);
   if (!s.is_ok()) return done(s);
   if (ids.empty()) return fail(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty and add_bos is off: nothing to run");
-  s = session->session->prefill(ids.data(), ids.size(), session->logits.data());
+  ember::Session& sess = *session->session;
+  s = sess.prefill(ids.data(), ids.size(), nullptr);
   if (!s.is_ok()) return done(s.with_context("prompt of " + std::to_string(ids.size()) + " tokens"));
-  session->history.insert(session->history.end(), ids.begin(), ids.end());
 
   const auto& vocab = model.tokenizer().vocab();
   int32_t prev = ids.back();
   for (int32_t i = 0; i < o.max_new_tokens; ++i) {
-    const int32_t next = sampler->sample(session->logits.data(), session->history.data(), session->history.size());
+    const int32_t next = sampler->sample(sess.logits(), sess.history(), static_cast<size_t>(sess.position()));
     // End of sequence; llama2.c-style vocabularies also end a story at BOS.
     if (next == vocab.eos_id || next == vocab.bos_id) break;
     session->piece.clear();
@@ -295,10 +317,15 @@ ember_status ember_generate(ember_session* session, const char* prompt, const em
     if (callback && callback(user_data, next, session->piece.data(), session->piece.size()) != 0) break;
     prev = next;
     if (i + 1 == o.max_new_tokens) break;  // the last token needs no forward pass
-    if (session->session->position() >= session->session->context()) break;  // context full: stop
-    s = session->session->decode(next, session->logits.data());
+    if (sess.position() >= sess.context()) {
+      if (!o.context_shift || sess.context() < 4) break;  // context full: stop
+      // Keep the first position (BOS) and the newer half; drop the rest.
+      const int32_t keep_from = 1 + (sess.position() - 1) / 2;
+      s = sess.remove(1, keep_from);
+      if (!s.is_ok()) return done(s);
+    }
+    s = sess.decode(next, nullptr);
     if (!s.is_ok()) return done(s);
-    session->history.push_back(next);
   }
   ember::clear_last_error();
   return EMBER_OK;
@@ -337,18 +364,42 @@ ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const i
 extern "C" {
 
 ember_status ember_plan(const ember_model* model, const ember_session_options* options, ember_memory_plan* plan) {
-  (void)model;
-  (void)options;
-  (void)plan;
-  return ember::set_last_error(ember::Status::error(EMBER_ERR_UNSUPPORTED, "ember_plan is not implemented yet"));
+  if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (!plan) return fail(EMBER_ERR_INVALID_ARGUMENT, "plan is NULL");
+  if (!ember::struct_ok(plan->struct_size, sizeof *plan)) {
+    return fail(EMBER_ERR_INVALID_ARGUMENT, "ember_memory_plan.struct_size is wrong: set it to sizeof");
+  }
+  ember_session_options o;
+  ember_session_options_default(&o);
+  if (!ember::read_options(options, &o, "ember_session_options")) return EMBER_ERR_INVALID_ARGUMENT;
+  ember::SessionOptions so;
+  if (!ember::session_options(o, &so)) return EMBER_ERR_INVALID_ARGUMENT;
+  auto p = ember::Session::plan(*model->model, so);
+  if (!p.is_ok()) return done(p.status());
+  ember_memory_plan full;
+  std::memset(&full, 0, sizeof full);
+  full.struct_size = plan->struct_size;
+  full.weights_mapped_bytes = p->memory.weights_mapped_bytes;
+  full.weights_resident_bytes = p->memory.weights_resident_bytes;
+  full.kv_bytes = p->memory.kv_bytes;
+  full.activations_bytes = p->memory.activations_bytes;
+  full.scratch_bytes = p->memory.scratch_bytes;
+  full.runtime_bytes = p->runtime_bytes;
+  full.arena_bytes = p->arena_bytes;
+  full.private_bytes = p->private_bytes;
+  full.device_bytes = p->device_bytes;
+  full.estimate_weights_bytes = p->estimate_weights_bytes;
+  full.estimate_kv_bytes = p->estimate_kv_bytes;
+  full.context_length = p->context;
+  full.max_batch = p->max_batch;
+  std::memcpy(plan, &full, plan->struct_size);
+  ember::clear_last_error();
+  return EMBER_OK;
 }
 
 ember_status ember_session_remove(ember_session* session, int32_t start, int32_t end) {
-  (void)session;
-  (void)start;
-  (void)end;
-  return ember::set_last_error(
-      ember::Status::error(EMBER_ERR_UNSUPPORTED, "ember_session_remove is not implemented yet"));
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  return done(session->session->remove(start, end));
 }
 
 }  // extern "C"

@@ -29,7 +29,7 @@
  *     return 0;                                // non-zero stops generation
  *   }
  *
- * Conventions: opaque handles; every *_open/*_create has a *_free that
+ * Conventions: opaque handles; every *_open and *_create has a *_free that
  * accepts NULL; options structs begin with `size_t struct_size`, are filled
  * by *_options_default() and passed by pointer (a NULL options pointer means
  * defaults). On failure a call returns a non-zero ember_status and

@@ -1,48 +1,151 @@
 #include "model/session.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "model/llama_graph.h"
 
 namespace ember {
+namespace {
 
-Result<std::unique_ptr<Session>> Session::create(const Model& model, const SessionOptions& options) {
+uint64_t align64(uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+
+Status check_options(const HParams& hp, const SessionOptions& o) {
+  if (o.context_length < 0 || static_cast<uint32_t>(o.context_length) > kMaxSeqLen) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "context_length = %d: must be in 0..%u (0 = the model's %u)",
+                         o.context_length, kMaxSeqLen, hp.max_seq_len);
+  }
+  if (o.max_batch <= 0 || o.max_batch > 65536) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_batch = %d: must be in 1..65536", o.max_batch);
+  }
+  if (o.n_threads < 0 || o.n_threads > 1024) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_threads = %d: must be in 0..1024", o.n_threads);
+  }
+  for (KvType t : {o.kv_type_k, o.kv_type_v}) {
+    if (static_cast<uint8_t>(t) > static_cast<uint8_t>(KvType::Q8_0)) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "kv type = %u is not a known type (f32, f16, q8_0)",
+                           static_cast<unsigned>(t));
+    }
+  }
+  if (static_cast<uint8_t>(o.backend) > static_cast<uint8_t>(BackendChoice::Vulkan)) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "backend = %u is not a known backend",
+                         static_cast<unsigned>(o.backend));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOptions& options, Graph* graph,
+                                             std::unique_ptr<Backend>* backend) {
   const HParams& hp = model.hparams();
-  if (options.context_length < 0) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "context_length = %d: must be >= 0 (0 = the model's %u)",
-                         options.context_length, hp.max_seq_len);
-  }
-  if (options.max_batch <= 0 || options.max_batch > 65536) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_batch = %d: must be in 1..65536", options.max_batch);
-  }
-  if (options.n_threads < 0 || options.n_threads > 1024) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_threads = %d: must be in 0..1024", options.n_threads);
-  }
+  EMBER_TRY(check_options(hp, options));
   const int32_t context = options.context_length ? options.context_length : static_cast<int32_t>(hp.max_seq_len);
-  if (static_cast<uint32_t>(context) > kMaxSeqLen) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "context_length = %d: must be at most %u", context, kMaxSeqLen);
-  }
-  auto session = std::unique_ptr<Session>(new Session(model));
   const int32_t max_batch = std::min(options.max_batch, context);
-  EMBER_ASSIGN_OR_RETURN(session->graph_, build_llama_graph(model.file().contents(), context, max_batch));
+  EMBER_ASSIGN_OR_RETURN(*graph, build_llama_graph(model.file().contents(), context, max_batch, options.kv_type_k,
+                                                   options.kv_type_v));
   BackendOptions bo;
   bo.n_threads = options.n_threads;
-  EMBER_ASSIGN_OR_RETURN(session->backend_, create_backend(BackendKind::Cpu, bo));
-  EMBER_ASSIGN_OR_RETURN(session->plan_, plan_memory(session->graph_, *session->backend_));
-  const uint64_t bytes = session->plan_.arena_bytes;
-  session->arena_ = static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(kArenaAlignment), std::nothrow));
-  if (!session->arena_) {
-    return Status::error(EMBER_ERR_NO_MEMORY, "cannot allocate the session arena of %llu bytes",
-                         static_cast<unsigned long long>(bytes));
+  BackendKind kind = BackendKind::Cpu;
+  if (options.backend == BackendChoice::Vulkan) kind = BackendKind::Vulkan;
+  EMBER_ASSIGN_OR_RETURN(*backend, create_backend(kind, bo));
+
+  SessionPlan plan;
+  plan.context = context;
+  plan.max_batch = max_batch;
+  plan.backend = kind;
+  plan.backend_description = (*backend)->describe();
+  EMBER_ASSIGN_OR_RETURN(plan.memory, plan_memory(*graph, **backend));
+  plan.memory.weights_resident_bytes = (*backend)->resident_weight_bytes(*graph);
+  plan.device_bytes = (*backend)->device_bytes(*graph);
+  // Runtime buffers inside the arena: the logits and the token history.
+  plan.runtime_bytes = align64(static_cast<uint64_t>(hp.vocab_size) * sizeof(float)) +
+                       align64(static_cast<uint64_t>(context) * sizeof(int32_t));
+  plan.arena_bytes = plan.memory.arena_bytes + plan.runtime_bytes;
+  // Heap tables made once at creation (they stay the same size for the
+  // session's life): the graph, the backend object, the session itself.
+  plan.tables_bytes = sizeof(Session) + graph->weights.size() * sizeof(WeightRef) +
+                      graph->activations.size() * sizeof(ActivationDesc) + graph->ops.size() * sizeof(Op) +
+                      plan.memory.activation_offsets.size() * sizeof(uint64_t) + 4096;
+  plan.private_bytes = plan.memory.weights_resident_bytes + plan.arena_bytes + plan.tables_bytes;
+
+  // First-order estimates, for comparison with the real plan.
+  double weight_bits = 0;
+  for (const auto& t : model.file().tensors()) weight_bits += static_cast<double>(t.elements()) * dtype_bits(t.dtype);
+  plan.estimate_weights_bytes = static_cast<uint64_t>(weight_bits / 8);
+  const double kv_bits = (dtype_bits(kv_dtype(options.kv_type_k)) + dtype_bits(kv_dtype(options.kv_type_v))) / 2;
+  plan.estimate_kv_bytes = static_cast<uint64_t>(static_cast<double>(hp.n_layers) * 2 * context * hp.n_kv_heads *
+                                                 hp.head_dim() * kv_bits / 8);
+  return plan;
+}
+
+Result<SessionPlan> Session::plan(const Model& model, const SessionOptions& options) {
+  Graph graph;
+  std::unique_ptr<Backend> backend;
+  return plan_with_graph(model, options, &graph, &backend);
+}
+
+Result<std::unique_ptr<Session>> Session::create(const Model& model, const SessionOptions& options) {
+  auto session = std::unique_ptr<Session>(new Session(model));
+  EMBER_ASSIGN_OR_RETURN(session->plan_, plan_with_graph(model, options, &session->graph_, &session->backend_));
+  const SessionPlan& plan = session->plan_;
+
+  if (options.max_bytes && plan.private_bytes > options.max_bytes) {
+    // The largest context that fits the budget, by bisection on the plan.
+    int32_t lo = 0, hi = plan.context;
+    while (lo < hi) {
+      const int32_t mid = lo + (hi - lo + 1) / 2;
+      SessionOptions o = options;
+      o.context_length = mid;
+      auto p = Session::plan(model, o);
+      if (p.is_ok() && p->private_bytes <= options.max_bytes) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return Status::error(EMBER_ERR_NO_MEMORY,
+                         "session needs %llu private bytes (arena %llu + resident weights %llu + tables %llu) but "
+                         "the budget is %llu; the largest context that fits is %d (asked for %d)",
+                         static_cast<unsigned long long>(plan.private_bytes),
+                         static_cast<unsigned long long>(plan.arena_bytes),
+                         static_cast<unsigned long long>(plan.memory.weights_resident_bytes),
+                         static_cast<unsigned long long>(plan.tables_bytes),
+                         static_cast<unsigned long long>(options.max_bytes), lo, plan.context);
   }
-  EMBER_TRY(session->backend_->prepare(session->graph_, session->plan_, session->arena_));
+
+  if (options.arena) {
+    if (reinterpret_cast<uintptr_t>(options.arena) % kArenaAlignment != 0) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "arena %p is not 64-byte aligned", options.arena);
+    }
+    if (options.arena_size < plan.arena_bytes) {
+      return Status::error(EMBER_ERR_NO_MEMORY, "arena_size = %llu bytes but the session needs %llu",
+                           static_cast<unsigned long long>(options.arena_size),
+                           static_cast<unsigned long long>(plan.arena_bytes));
+    }
+    session->arena_ = static_cast<uint8_t*>(options.arena);
+  } else {
+    session->arena_ =
+        static_cast<uint8_t*>(::operator new(plan.arena_bytes, std::align_val_t(kArenaAlignment), std::nothrow));
+    if (!session->arena_) {
+      return Status::error(EMBER_ERR_NO_MEMORY, "cannot allocate the session arena of %llu bytes",
+                           static_cast<unsigned long long>(plan.arena_bytes));
+    }
+    session->owns_arena_ = true;
+  }
+  uint8_t* runtime = session->arena_ + plan.memory.arena_bytes;
+  session->logits_ = reinterpret_cast<float*>(runtime);
+  session->history_ = reinterpret_cast<int32_t*>(
+      runtime + align64(static_cast<uint64_t>(model.hparams().vocab_size) * sizeof(float)));
+  EMBER_TRY(session->backend_->prepare(session->graph_, plan.memory, session->arena_));
   return session;
 }
 
 Session::~Session() {
   backend_.reset();
-  if (arena_) ::operator delete(arena_, std::align_val_t(kArenaAlignment));
+  if (owns_arena_) ::operator delete(arena_, std::align_val_t(kArenaAlignment));
 }
 
 Status Session::prefill(const int32_t* tokens, size_t count, float* logits) {
@@ -66,11 +169,25 @@ Status Session::prefill(const int32_t* tokens, size_t count, float* logits) {
     step.tokens = tokens + done;
     step.n_tokens = n;
     step.pos = pos_;
-    step.logits = done + n == count ? logits : nullptr;
+    step.logits = logits_;
     EMBER_TRY(backend_->execute(step));
+    std::memcpy(history_ + pos_, tokens + done, n * sizeof(int32_t));
     pos_ += n;
     done += n;
   }
+  if (logits) std::memcpy(logits, logits_, static_cast<size_t>(vocab) * sizeof(float));
+  return Status::ok();
+}
+
+Status Session::remove(int32_t start, int32_t end) {
+  if (start < 0 || end < start || end > pos_) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "remove [%d, %d): must satisfy 0 <= start <= end <= position %d",
+                         start, end, pos_);
+  }
+  if (start == end) return Status::ok();
+  if (end < pos_) EMBER_TRY(backend_->remove_positions(start, end, pos_));
+  std::memmove(history_ + start, history_ + end, static_cast<size_t>(pos_ - end) * sizeof(int32_t));
+  pos_ -= end - start;
   return Status::ok();
 }
 

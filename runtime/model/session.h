@@ -5,24 +5,53 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "api/status.h"
 #include "backends/backend.h"
+#include "kv/kv_cache.h"
 #include "memory/plan.h"
 #include "model/model.h"
 
 namespace ember {
 
+enum class BackendChoice : uint8_t { Auto = 0, Cpu = 1, Vulkan = 2 };
+
 struct SessionOptions {
   int32_t context_length = 0;  // 0: the model's max_seq_len
   int32_t max_batch = 512;
   int32_t n_threads = 0;
+  KvType kv_type_k = KvType::F32;
+  KvType kv_type_v = KvType::F32;
+  BackendChoice backend = BackendChoice::Cpu;
+  void* arena = nullptr;       // caller-owned arena, or null
+  uint64_t arena_size = 0;
+  uint64_t max_bytes = 0;      // cap on private_bytes; 0 = none
+};
+
+// Everything a session will use, before it exists.
+struct SessionPlan {
+  MemoryPlan memory;           // arena layout, by purpose
+  uint64_t runtime_bytes = 0;  // in the arena: logits and token history
+  uint64_t arena_bytes = 0;    // memory.arena_bytes + runtime_bytes
+  uint64_t tables_bytes = 0;   // heap: graph tables and objects made at creation
+  uint64_t private_bytes = 0;  // resident weights + arena + tables
+  uint64_t device_bytes = 0;
+  uint64_t estimate_weights_bytes = 0;  // parameters x bits / 8
+  uint64_t estimate_kv_bytes = 0;       // layers x 2 x ctx x kv_heads x head_dim x bits / 8
+  int32_t context = 0;
+  int32_t max_batch = 0;
+  BackendKind backend = BackendKind::Cpu;
+  std::string backend_description;
 };
 
 class Session {
  public:
-  // Lifetime: `model` must outlive the session.
+  // The plan for `options`, computed without allocating the session.
+  static Result<SessionPlan> plan(const Model& model, const SessionOptions& options);
+
+  // Lifetime: `model` must outlive the session (and options.arena, if given).
   static Result<std::unique_ptr<Session>> create(const Model& model, const SessionOptions& options);
   ~Session();
 
@@ -32,21 +61,33 @@ class Session {
   Status prefill(const int32_t* tokens, size_t count, float* logits);
   Status decode(int32_t token, float* logits) { return prefill(&token, 1, logits); }
   void reset() { pos_ = 0; }
+  // Forgets positions [start, end); later ones move down (context shifting).
+  Status remove(int32_t start, int32_t end);
 
   int32_t position() const { return pos_; }
   int32_t context() const { return graph_.context; }
-  const MemoryPlan& plan() const { return plan_; }
+  const SessionPlan& plan() const { return plan_; }
+  // The last step's logits (vocab_size floats, in the arena).
+  float* logits() const { return logits_; }
+  // Every token fed so far, position by position (in the arena).
+  const int32_t* history() const { return history_; }
   const Model& model() const { return model_; }
   const char* backend_name() const { return backend_->name(); }
 
  private:
   Session(const Model& model) : model_(model) {}
 
+  static Result<SessionPlan> plan_with_graph(const Model& model, const SessionOptions& options, Graph* graph,
+                                            std::unique_ptr<Backend>* backend);
+
   const Model& model_;
   Graph graph_;
-  MemoryPlan plan_;
+  SessionPlan plan_;
   std::unique_ptr<Backend> backend_;
-  uint8_t* arena_ = nullptr;  // owned: aligned allocation of plan_.arena_bytes
+  uint8_t* arena_ = nullptr;  // plan_.arena_bytes, owned unless the caller gave it
+  bool owns_arena_ = false;
+  float* logits_ = nullptr;     // into the arena
+  int32_t* history_ = nullptr;  // into the arena: context entries
   int32_t pos_ = 0;
 };
 

@@ -40,21 +40,31 @@ const char* kRunHelp =
     "  --seed S           sampling seed (default 0)\n"
     "  --threads T        CPU threads (0 = all cores)\n"
     "  --ctx N            context length (default: the model's)\n"
+    "  --batch B          most prompt tokens per prefill step (default 512)\n"
+    "  --kv-type T        KV cache type f32|f16|q8_0 (or --kv-type-k / --kv-type-v)\n"
+    "  --max-bytes N      refuse to start if the session needs more private memory\n"
+    "  --context-shift    when the context is full, drop the older half and go on\n"
+    "  --backend B        cpu|vulkan|auto (default cpu)\n"
     "  --dump-logits FILE write the logits after the last prompt token, one per line\n"
     "  --verify-digest    check the data segment's SHA-256 before running\n";
 
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  Args args(argc, argv,
-            {"-m", "-p", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed", "--threads",
-             "--ctx", "--dump-logits"});
+  std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
+                                         "--min-p", "--repeat-penalty", "--seed", "--dump-logits"};
+  std::vector<std::string> known = with_value;
+  known.insert(known.end(), {"--verify-digest", "--context-shift"});
+  for (int i = 0; kSessionFlags[i]; ++i) {
+    with_value.push_back(kSessionFlags[i]);
+    known.push_back(kSessionFlags[i]);
+  }
+  Args args(argc, argv, with_value);
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kRunHelp, stdout);
     return 0;
   }
-  args.check_known({"-m", "-p", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
-                    "--threads", "--ctx", "--dump-logits", "--verify-digest"});
+  args.check_known(known);
   ember_generate_options g;
   ember_generate_options_default(&g);
   const int64_t n_new = args.get_int("-n", 128, 0, 1 << 30);
@@ -65,10 +75,13 @@ int cmd_run(int argc, char** argv) {
   g.repeat_penalty = static_cast<float>(args.get_float("--repeat-penalty", 1.0, 0.0, 100.0));
   g.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0, INT64_MAX));
   ember_session_options so;
-  ember_session_options_default(&so);
-  so.n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
-  so.context_length = static_cast<int32_t>(args.get_int("--ctx", 0, 1, 1 << 20));
+  session_options_from_args(args, &so);
+  const bool context_shift = args.has("--context-shift");
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember run --help)");
+  if (so.kv_type_k < 0 || so.kv_type_v < 0) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
+  }
+  if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember run --help)");
   const std::string prompt = args.get("-p");
 
@@ -132,9 +145,17 @@ int cmd_run(int argc, char** argv) {
       prev = next;
       history.push_back(next);
       if (i + 1 == n_new) break;  // the last token needs no forward pass
-      const ember_status ds = ember_session_prefill(session, &next, 1, logits.data());
+      ember_status ds = ember_session_prefill(session, &next, 1, logits.data());
+      if (ds == EMBER_ERR_CONTEXT_FULL && context_shift) {
+        // Keep BOS and the newer half of the context, then go on.
+        const int32_t pos = ember_session_position(session);
+        const int32_t keep_from = 1 + (pos - 1) / 2;
+        ds = ember_session_remove(session, 1, keep_from);
+        if (ds == EMBER_OK) ds = ember_session_prefill(session, &next, 1, logits.data());
+      }
       if (ds == EMBER_ERR_CONTEXT_FULL) {
-        std::fprintf(stderr, "\n[context full at %d positions: stopping]\n", ember_session_position(session));
+        std::fprintf(stderr, "\n[context full at %d positions: stopping; --context-shift goes on]\n",
+                     ember_session_position(session));
         break;
       }
       st = ds;

@@ -6,10 +6,20 @@
 
 namespace ember::cli {
 
+class Args;
+
+// Session options shared by run, plan and bench: --ctx, --batch, --threads,
+// --kv-type (or --kv-type-k/--kv-type-v), --backend, --max-bytes. Errors go
+// to args' error().
+void session_options_from_args(Args& args, ember_session_options* out);
+// The flags session_options_from_args reads (for Args and check_known).
+extern const char* const kSessionFlags[];
+
 int cmd_run(int argc, char** argv);
 int cmd_demo(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
 
 }  // namespace ember::cli

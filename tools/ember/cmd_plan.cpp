@@ -1,0 +1,127 @@
+// `ember plan`: every byte a session would take, computed before anything is
+// allocated, beside the first-order estimates users usually make.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/ember/args.h"
+#include "tools/ember/commands.h"
+
+namespace ember::cli {
+
+const char* const kSessionFlags[] = {"--ctx",       "--batch",   "--threads",   "--kv-type", "--kv-type-k",
+                                     "--kv-type-v", "--backend", "--max-bytes", nullptr};
+
+namespace {
+
+int32_t kv_type_arg(Args& args, const std::string& flag, int32_t fallback) {
+  if (!args.has(flag)) return fallback;
+  const std::string v = args.get(flag);
+  if (v == "f32") return EMBER_KV_F32;
+  if (v == "f16") return EMBER_KV_F16;
+  if (v == "q8_0") return EMBER_KV_Q8_0;
+  return -1;  // reported by the caller
+}
+
+std::string mib(uint64_t b) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%10.2f MiB", b / 1048576.0);
+  return buf;
+}
+
+}  // namespace
+
+void session_options_from_args(Args& args, ember_session_options* o) {
+  ember_session_options_default(o);
+  o->context_length = static_cast<int32_t>(args.get_int("--ctx", 0, 1, 1 << 20));
+  o->max_batch = static_cast<int32_t>(args.get_int("--batch", 512, 1, 65536));
+  o->n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
+  o->max_bytes = static_cast<uint64_t>(args.get_int("--max-bytes", 0, 0, INT64_MAX));
+  const int32_t both = kv_type_arg(args, "--kv-type", EMBER_KV_F32);
+  o->kv_type_k = kv_type_arg(args, "--kv-type-k", both);
+  o->kv_type_v = kv_type_arg(args, "--kv-type-v", both);
+  const std::string backend = args.get("--backend", "cpu");
+  o->backend = backend == "auto" ? EMBER_BACKEND_AUTO : backend == "vulkan" ? EMBER_BACKEND_VULKAN
+               : backend == "cpu"  ? EMBER_BACKEND_CPU : -1;
+}
+
+int cmd_plan(int argc, char** argv) {
+  std::vector<std::string> with_value = {"-m"};
+  std::vector<std::string> known = {"-m", "--json"};
+  for (int i = 0; kSessionFlags[i]; ++i) {
+    with_value.push_back(kSessionFlags[i]);
+    known.push_back(kSessionFlags[i]);
+  }
+  Args args(argc, argv, with_value);
+  if (args.has("--help") || args.has("-h")) {
+    std::puts("usage: ember plan -m MODEL.ember [--ctx N] [--batch B] [--threads T] [--kv-type f32|f16|q8_0]\n"
+              "                  [--kv-type-k T] [--kv-type-v T] [--backend cpu|vulkan|auto] [--max-bytes N] [--json]");
+    return 0;
+  }
+  args.check_known(known);
+  ember_session_options so;
+  session_options_from_args(args, &so);
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
+  if (so.kv_type_k < 0 || so.kv_type_v < 0) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
+  }
+  if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
+  if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required");
+  ember_model* model = nullptr;
+  ember_status st = ember_model_open(args.get("-m").c_str(), nullptr, &model);
+  if (st != EMBER_OK) return report_last(st);
+  ember_memory_plan p;
+  std::memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  st = ember_plan(model, &so, &p);
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  ember_model_get_info(model, &info);
+  ember_model_free(model);
+  if (st != EMBER_OK) return report_last(st);
+  const char* kv_names[] = {"f32", "f16", "q8_0"};
+  const bool fits = so.max_bytes == 0 || p.private_bytes <= so.max_bytes;
+  if (args.has("--json")) {
+    std::printf("{\n  \"model\": \"%s\",\n  \"parameters\": %llu,\n  \"context_length\": %d,\n  \"max_batch\": %d,\n"
+                "  \"kv_type_k\": \"%s\",\n  \"kv_type_v\": \"%s\",\n",
+                args.get("-m").c_str(), static_cast<unsigned long long>(info.n_parameters), p.context_length,
+                p.max_batch, kv_names[so.kv_type_k], kv_names[so.kv_type_v]);
+    const struct { const char* key; uint64_t v; } rows[] = {
+        {"weights_mapped_bytes", p.weights_mapped_bytes}, {"weights_resident_bytes", p.weights_resident_bytes},
+        {"kv_bytes", p.kv_bytes}, {"activations_bytes", p.activations_bytes}, {"scratch_bytes", p.scratch_bytes},
+        {"runtime_bytes", p.runtime_bytes}, {"arena_bytes", p.arena_bytes}, {"private_bytes", p.private_bytes},
+        {"device_bytes", p.device_bytes}, {"estimate_weights_bytes", p.estimate_weights_bytes},
+        {"estimate_kv_bytes", p.estimate_kv_bytes}};
+    for (const auto& r : rows) std::printf("  \"%s\": %llu,\n", r.key, static_cast<unsigned long long>(r.v));
+    std::printf("  \"max_bytes\": %llu,\n  \"fits\": %s\n}\n", static_cast<unsigned long long>(so.max_bytes),
+                fits ? "true" : "false");
+  } else {
+    std::printf("memory plan for %s: context %d, batch %d, KV %s/%s, %llu parameters\n\n", args.get("-m").c_str(),
+                p.context_length, p.max_batch, kv_names[so.kv_type_k], kv_names[so.kv_type_v],
+                static_cast<unsigned long long>(info.n_parameters));
+    std::printf("  %-24s %16s %s\n", "", "bytes", "");
+    auto row = [](const char* name, uint64_t v, const char* note) {
+      std::printf("  %-24s %16llu %s  %s\n", name, static_cast<unsigned long long>(v), mib(v).c_str(), note);
+    };
+    row("weights mapped", p.weights_mapped_bytes, "read in place from the file (page cache, shared)");
+    row("weights resident", p.weights_resident_bytes, "copies: repacked or converted weights");
+    row("KV cache", p.kv_bytes, "in the arena");
+    row("activations", p.activations_bytes, "in the arena");
+    row("scratch", p.scratch_bytes, "in the arena");
+    row("runtime buffers", p.runtime_bytes, "in the arena: logits, token history");
+    row("arena", p.arena_bytes, "= one allocation per session");
+    row("private", p.private_bytes, "resident + arena + session tables: cannot be paged back to the file");
+    if (p.device_bytes) row("device", p.device_bytes, "GPU memory");
+    std::printf("\n  first-order estimates:\n");
+    row("parameters x bits / 8", p.estimate_weights_bytes, "vs weights mapped + resident above");
+    row("KV formula", p.estimate_kv_bytes, "layers x 2 x ctx x kv_heads x head_dim x kv_bits / 8");
+    if (so.max_bytes) {
+      std::printf("\n  budget %llu bytes: %s\n", static_cast<unsigned long long>(so.max_bytes),
+                  fits ? "fits" : "DOES NOT FIT (ember run would fail with EMBER_ERR_NO_MEMORY)");
+    }
+  }
+  return 0;
+}
+
+}  // namespace ember::cli
