@@ -1,5 +1,8 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
+#if EMBER_VULKAN
+#include "backends/vulkan/vulkan_backend.h"
+#endif
 
 namespace ember {
 
@@ -20,9 +23,19 @@ Result<std::unique_ptr<Backend>> create_backend(BackendKind kind, const BackendO
   switch (kind) {
     case BackendKind::Cpu:
       return std::unique_ptr<Backend>(new CpuBackend(options));
+    case BackendKind::Vulkan: {
+#if EMBER_VULKAN
+      // Fails with EMBER_ERR_UNSUPPORTED when no usable device exists; the
+      // caller falls back to the CPU.
+      EMBER_ASSIGN_OR_RETURN(std::unique_ptr<VulkanBackend> vk, VulkanBackend::create(options, VulkanOptions()));
+      return std::unique_ptr<Backend>(std::move(vk));
+#else
+      break;
+#endif
+    }
   }
-  return Status::error(EMBER_ERR_UNSUPPORTED, "backend %u is not built into this library",
-                       static_cast<unsigned>(kind));
+  return Status::error(EMBER_ERR_UNSUPPORTED, "the %s backend is not built into this library",
+                       kind == BackendKind::Vulkan ? "vulkan" : "requested");
 }
 
 }  // namespace ember

@@ -5,24 +5,10 @@
 #include <cstring>
 
 namespace ember {
-namespace {
-
-float dot(const float* a, const float* b, int64_t n) {
-  float s[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (int j = 0; j < 4; ++j) s[j] += a[i + j] * b[i + j];
-  }
-  float sum = (s[0] + s[1]) + (s[2] + s[3]);
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-}  // namespace
-
-int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context) {
-  // scores for every head over the context, plus one converted K and V row.
-  return static_cast<int64_t>(hp.n_heads) * context + 2 * static_cast<int64_t>(hp.kv_dim()) + 32;
+int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context, int32_t heads) {
+  // scores for each of the call's heads over the context, plus one converted
+  // K and V row.
+  return static_cast<int64_t>(heads) * context + 2 * static_cast<int64_t>(hp.kv_dim()) + 32;
 }
 
 void cpu_rope(const HParams& hp, float* x, int64_t cols, int32_t n, const float* cos, const float* sin) {
@@ -57,12 +43,13 @@ void cpu_kv_store(const HParams& hp, const CpuKvLayer& kv, const float* k, const
 
 void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
                    int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
-                   float* scratch) {
+                   float* scratch, DotFn dot, AxpyFn axpy) {
   const int64_t head_dim = hp.head_dim(), kv_dim = hp.kv_dim(), q_dim = head_dim * hp.n_heads;
   const int64_t group = hp.n_heads / hp.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  float* scores = scratch;  // [n_heads][context]
-  float* krow = scratch + static_cast<int64_t>(hp.n_heads) * context;
+  // scores[hh - head_begin][t]: this call's heads only.
+  float* scores = scratch - static_cast<int64_t>(head_begin) * context;
+  float* krow = scratch + static_cast<int64_t>(head_end - head_begin) * context;
   float* vrow = krow + kv_dim;
   for (int32_t i = row_begin; i < row_end; ++i) {
     const int32_t n_pos = pos + i + 1;
@@ -102,7 +89,7 @@ void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, floa
         const float a = scores[hh * context + t];
         const float* vh = v + (hh / group) * head_dim;
         float* oh = out + i * q_dim + hh * head_dim;
-        for (int64_t d = 0; d < head_dim; ++d) oh[d] += a * vh[d];
+        axpy(oh, a, vh, head_dim);
       }
     }
   }

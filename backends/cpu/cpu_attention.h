@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "backends/cpu/kernels/kernels.h"
 #include "kv/kv_cache.h"
 #include "model/hparams.h"
 
@@ -21,8 +22,9 @@ struct CpuKvLayer {
   uint64_t v_row_bytes = 0;
 };
 
-// Per-thread working memory of cpu_attention, in floats.
-int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context);
+// Working memory of one cpu_attention call over at most `heads` heads, in
+// floats (each thread of the pool has its own).
+int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context, int32_t heads);
 
 // Rotates n rows of `cols` floats (cols / head_dim heads) in place; cos/sin
 // hold head_dim / 2 angles per row.
@@ -33,9 +35,9 @@ void cpu_kv_store(const HParams& hp, const CpuKvLayer& kv, const float* k, const
 
 // For query rows i in [row_begin, row_end) of the step (position pos + i) and
 // heads [head_begin, head_end): out = softmax(q k^T / sqrt(head_dim)) v over
-// positions 0 .. pos + i.
+// positions 0 .. pos + i. dot and axpy are the dispatched f32 kernels.
 void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
                    int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
-                   float* scratch);
+                   float* scratch, DotFn dot, AxpyFn axpy);
 
 }  // namespace ember

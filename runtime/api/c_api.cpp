@@ -262,6 +262,10 @@ int32_t ember_session_position(const ember_session* session) {
   return session ? session->session->position() : 0;
 }
 
+const char* ember_session_backend(const ember_session* session) {
+  return session ? session->session->backend_description().c_str() : "";
+}
+
 ember_status ember_session_reset(ember_session* session) {
   if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
   session->session->reset();

@@ -245,6 +245,10 @@ ember_status ember_session_decode(ember_session* session, int32_t token, float* 
 /* Positions used so far. */
 int32_t ember_session_position(const ember_session* session);
 
+/* What the session runs on, e.g. "cpu (avx512vnni, 2 threads)" or the GPU's
+ * name and features; "" for NULL. Valid for the session's life. */
+const char* ember_session_backend(const ember_session* session);
+
 /* Forgets every position: the session starts afresh. */
 ember_status ember_session_reset(ember_session* session);
 

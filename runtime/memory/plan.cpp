@@ -40,6 +40,9 @@ Result<MemoryPlan> plan_memory(const Graph& graph, const Backend& backend) {
     if (!add(at, align(bytes), &at)) return overflow;
     plan.activations_bytes += align(bytes);
   }
+  // A device backend keeps KV and activations in device memory
+  // (device_bytes); the host arena then holds only its scratch.
+  if (backend.device_bytes(graph) > 0) at = 0;
   plan.scratch_offset = at;
   plan.scratch_bytes = align(backend.scratch_bytes(graph));
   if (!add(at, plan.scratch_bytes, &at)) return overflow;

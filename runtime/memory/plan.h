@@ -22,7 +22,9 @@ struct MemoryPlan {
   uint64_t kv_bytes = 0;
   uint64_t activations_bytes = 0;
   uint64_t scratch_bytes = 0;
-  uint64_t arena_bytes = 0;  // kv + activations + scratch, aligned
+  uint64_t arena_bytes = 0;  // kv + activations + scratch, aligned; scratch
+                             // only on a device backend (KV and activations
+                             // live in device memory there)
   // Layout inside the arena.
   uint64_t kv_offset = 0;       // layer l's keys at kv_offset + l * kv_layer_bytes,
   uint64_t kv_layer_bytes = 0;  // its values kv_v_offset bytes further

@@ -49,14 +49,32 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   BackendOptions bo;
   bo.n_threads = options.n_threads;
   BackendKind kind = BackendKind::Cpu;
-  if (options.backend == BackendChoice::Vulkan) kind = BackendKind::Vulkan;
-  EMBER_ASSIGN_OR_RETURN(*backend, create_backend(kind, bo));
+  std::string fallback_note;
+  if (options.backend == BackendChoice::Vulkan) {
+    kind = BackendKind::Vulkan;
+    EMBER_ASSIGN_OR_RETURN(*backend, create_backend(kind, bo));
+  } else if (options.backend == BackendChoice::Auto) {
+    // A GPU when there is one (never a CPU Vulkan device such as lavapipe,
+    // which is slower than the CPU backend), else the CPU.
+    auto vk = create_backend(BackendKind::Vulkan, bo);
+    if (vk.is_ok() && (*vk)->describe().find(", cpu,") == std::string::npos) {
+      kind = BackendKind::Vulkan;
+      *backend = std::move(vk).value();
+    } else {
+      fallback_note = vk.is_ok() ? "auto: the only Vulkan device is a CPU device; using the cpu backend"
+                                 : "auto: no usable Vulkan device (" + vk.status().message() + "); using the cpu backend";
+      EMBER_ASSIGN_OR_RETURN(*backend, create_backend(BackendKind::Cpu, bo));
+    }
+  } else {
+    EMBER_ASSIGN_OR_RETURN(*backend, create_backend(kind, bo));
+  }
 
   SessionPlan plan;
   plan.context = context;
   plan.max_batch = max_batch;
   plan.backend = kind;
   plan.backend_description = (*backend)->describe();
+  if (!fallback_note.empty()) plan.backend_description += " [" + fallback_note + "]";
   EMBER_ASSIGN_OR_RETURN(plan.memory, plan_memory(*graph, **backend));
   plan.memory.weights_resident_bytes = (*backend)->resident_weight_bytes(*graph);
   plan.device_bytes = (*backend)->device_bytes(*graph);
@@ -139,7 +157,18 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
   session->logits_ = reinterpret_cast<float*>(runtime);
   session->history_ = reinterpret_cast<int32_t*>(
       runtime + align64(static_cast<uint64_t>(model.hparams().vocab_size) * sizeof(float)));
-  EMBER_TRY(session->backend_->prepare(session->graph_, plan.memory, session->arena_));
+  Status prepared = session->backend_->prepare(session->graph_, plan.memory, session->arena_);
+  if (!prepared.is_ok() && options.backend == BackendChoice::Auto && plan.backend != BackendKind::Cpu) {
+    // auto: the device could not take the model; run on the CPU instead.
+    SessionOptions cpu = options;
+    cpu.backend = BackendChoice::Cpu;
+    auto fallback = Session::create(model, cpu);
+    if (fallback.is_ok()) {
+      fallback.value()->plan_.backend_description += " [auto: vulkan refused (" + prepared.message() + ")]";
+    }
+    return fallback;
+  }
+  EMBER_TRY(prepared);
   return session;
 }
 

@@ -73,6 +73,8 @@ class Session {
   const int32_t* history() const { return history_; }
   const Model& model() const { return model_; }
   const char* backend_name() const { return backend_->name(); }
+  // What runs where, e.g. "cpu (avx512vnni, 2 threads)" or the GPU's name.
+  const std::string& backend_description() const { return plan_.backend_description; }
 
  private:
   Session(const Model& model) : model_(model) {}

@@ -72,6 +72,14 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   Vocab vocab;
   if (vocab_path.empty()) {
     vocab = builtin_vocab();
+    // A shape with a realistic vocabulary (32000) keeps its embedding and
+    // output sizes: the built-in pieces are padded with unused ones, which
+    // the tokenizer never produces.
+    for (uint32_t id = static_cast<uint32_t>(vocab.pieces.size()); id < shape.vocab_size; ++id) {
+      vocab.pieces.push_back("<unused" + std::to_string(id) + ">");
+      vocab.scores.push_back(-1000.0f);
+      vocab.types.push_back(static_cast<uint8_t>(TokenType::Unused));
+    }
   } else {
     EMBER_ASSIGN_OR_RETURN(std::string bytes, read_file(vocab_path));
     const int32_t n = shape.vocab_size ? static_cast<int32_t>(shape.vocab_size) : 32000;

@@ -13,7 +13,8 @@ namespace ember {
 struct SynthShape {
   std::string name;
   uint32_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0;
-  uint32_t vocab_size = 0;  // 0: the vocabulary's own size
+  uint32_t vocab_size = 0;  // 0: the vocabulary's own size; more than the built-in
+                            // vocabulary holds: padded with unused pieces
   uint32_t context = 0;
 };
 

@@ -1,27 +1,35 @@
-// `ember convert IN -o OUT.ember [--tokenizer FILE]`
+// `ember convert IN -o OUT.ember [--tokenizer FILE] [--dtype T]`
 #include <chrono>
 #include <cstdio>
 
 #include "tools/convert/importers.h"
+#include "tools/convert/quantize.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
 
 namespace ember::cli {
 
 int cmd_convert(int argc, char** argv) {
-  Args args(argc, argv, {"-o", "--tokenizer"});
+  Args args(argc, argv, {"-o", "--tokenizer", "--dtype"});
   if (args.has("--help") || args.has("-h")) {
-    std::puts("usage: ember convert IN -o OUT.ember [--tokenizer tokenizer.bin]\n"
+    std::puts("usage: ember convert IN -o OUT.ember [--tokenizer tokenizer.bin] [--dtype q8_0|q4_0|f16|bf16|f32]\n"
               "  IN is a GGUF v2/v3 file (llama architecture) or a llama2.c checkpoint;\n"
-              "  a llama2.c checkpoint needs its tokenizer.bin via --tokenizer.");
+              "  a llama2.c checkpoint needs its tokenizer.bin via --tokenizer.\n"
+              "  --dtype re-types the weights as `ember quantize` does (default: keep the source's types).");
     return 0;
   }
-  args.check_known({"-o", "--tokenizer"});
+  args.check_known({"-o", "--tokenizer", "--dtype"});
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
   if (args.positionals().size() != 1) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "expected one input file (see ember convert --help)");
   }
   if (!args.has("-o")) return report(EMBER_ERR_INVALID_ARGUMENT, "-o OUT.ember is required");
+  DType target = DType::F32;
+  if (args.has("--dtype")) {
+    auto t = parse_target_dtype(args.get("--dtype"));
+    if (!t.is_ok()) return report(t.status().code(), t.status().message());
+    target = t.value();
+  }
   const std::string in = args.positionals()[0];
   const auto t0 = std::chrono::steady_clock::now();
   Result<std::unique_ptr<ImportedModel>> imported = Status::error(EMBER_ERR_INTERNAL, "not imported");
@@ -35,6 +43,12 @@ int cmd_convert(int argc, char** argv) {
     imported = import_llama2c(in, args.get("--tokenizer"));
   }
   if (!imported.is_ok()) return report(imported.status().code(), imported.status().message());
+  if (args.has("--dtype")) {
+    QuantizeReport rep;
+    const Status q = quantize_model(imported.value().get(), target, &rep);
+    if (!q.is_ok()) return report(q.code(), q.message());
+    std::fputs(describe_quantize_report(rep).c_str(), stderr);
+  }
   const ModelSpec& spec = imported.value()->spec;
   const Status s = write_model(spec, args.get("-o"));
   if (!s.is_ok()) return report(s.code(), s.message());

@@ -106,8 +106,9 @@ int cmd_plan(int argc, char** argv) {
     };
     row("weights mapped", p.weights_mapped_bytes, "read in place from the file (page cache, shared)");
     row("weights resident", p.weights_resident_bytes, "copies: repacked or converted weights");
-    row("KV cache", p.kv_bytes, "in the arena");
-    row("activations", p.activations_bytes, "in the arena");
+    const char* where = p.device_bytes ? "in device memory (part of device below)" : "in the arena";
+    row("KV cache", p.kv_bytes, where);
+    row("activations", p.activations_bytes, where);
     row("scratch", p.scratch_bytes, "in the arena");
     row("runtime buffers", p.runtime_bytes, "in the arena: logits, token history");
     row("arena", p.arena_bytes, "= one allocation per session");

@@ -98,6 +98,7 @@ int cmd_run(int argc, char** argv) {
     ember_model_free(model);
     return report_last(st);
   }
+  std::fprintf(stderr, "backend: %s\n", ember_session_backend(session));
   ember_sampler* sampler = nullptr;
   st = ember_sampler_create(model, &g, &sampler);
   const double t_loaded = now_ms();

@@ -21,5 +21,10 @@ int cmd_convert(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
+int cmd_backends(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int cmd_synth(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 
 }  // namespace ember::cli

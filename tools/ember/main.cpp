@@ -18,7 +18,12 @@ const Command kCommands[] = {
     {"convert", ember::cli::cmd_convert, "convert a llama2.c checkpoint or GGUF file: convert IN -o OUT.ember"},
     {"info", ember::cli::cmd_info, "show a model's hyper-parameters, tokenizer, tensors, provenance"},
     {"tokenize", ember::cli::cmd_tokenize, "tokenize FILE (--text T | --file F)"},
+    {"backends", ember::cli::cmd_backends, "the support matrix: backends, devices, types, features"},
     {"plan", ember::cli::cmd_plan, "memory a session will take, before it exists: plan -m M [--ctx N] [--json]"},
+    {"quantize", ember::cli::cmd_quantize, "re-type weights: quantize IN.ember -o OUT.ember --dtype q8_0|q4_0|f16"},
+    {"synth", ember::cli::cmd_synth, "a synthetic model: synth --shape tiny|110m|0.5b|1.1b --dtype T -o FILE [--gguf]"},
+    {"bench", ember::cli::cmd_bench, "prefill and decode speed: bench -m M [-p 64,512] [-n 128] [-r 5] [--json]"},
+    {"perplexity", ember::cli::cmd_perplexity, "perplexity of a text: perplexity -m M -f TEXT [--ctx N]"},
 };
 
 void usage() {

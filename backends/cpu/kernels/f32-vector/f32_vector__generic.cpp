@@ -1,0 +1,41 @@
+// Element-wise and reduction kernels on f32 rows, portable C++. The order of
+// operations is the one the golden logits were produced with.
+#include <cmath>
+
+#include "backends/cpu/kernels/kernels.h"
+
+namespace ember {
+
+void f32_rmsnorm__generic(float* out, const float* x, const float* w, int64_t n, float eps) {
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  ss /= static_cast<float>(n);
+  ss += eps;
+  ss = 1.0f / std::sqrt(ss);
+  for (int64_t i = 0; i < n; ++i) out[i] = w[i] * (ss * x[i]);
+}
+
+void f32_swiglu__generic(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] / (1.0f + std::exp(-a[i])) * b[i];
+}
+
+void f32_add__generic(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+float f32_dot__generic(const float* a, const float* b, int64_t n) {
+  float s[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int j = 0; j < 4; ++j) s[j] += a[i + j] * b[i + j];
+  }
+  float sum = (s[0] + s[1]) + (s[2] + s[3]);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void f32_axpy__generic(float* y, float alpha, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+}  // namespace ember

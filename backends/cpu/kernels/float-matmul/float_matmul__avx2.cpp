@@ -1,0 +1,110 @@
+// F32 and F16 weights x f32 activations with AVX2 + FMA (+ F16C to widen
+// F16 rows). Tiles of R rows x T tokens; column tails are a scalar loop
+// appended after the vector sum, the same for every tile shape. Decode is
+// bound by memory bandwidth, prefill by FMA throughput.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "backends/cpu/kernels/kernels.h"
+
+namespace ember {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <bool F16>
+inline __m256 load_w(const uint8_t* row, int64_t k) {
+  if constexpr (F16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+  } else {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  }
+}
+
+template <bool F16>
+inline float load_w1(const uint8_t* row, int64_t k) {
+  if constexpr (F16) {
+    uint16_t h;
+    __builtin_memcpy(&h, row + 2 * k, 2);
+    return _cvtsh_ss(h);
+  } else {
+    return reinterpret_cast<const float*>(row)[k];
+  }
+}
+
+template <bool F16, int R, int T>
+void tile(const uint8_t* w, int64_t cols, const float* x, int64_t r, int32_t t, float* out, int64_t os) {
+  const int64_t row_bytes = cols * (F16 ? 2 : 4);
+  const uint8_t* wr[R];
+  for (int i = 0; i < R; ++i) wr[i] = w + (r + i) * row_bytes;
+  const float* xr[T];
+  for (int j = 0; j < T; ++j) xr[j] = x + (t + j) * cols;
+  __m256 acc[R][T];
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= cols; k += 8) {
+    __m256 xv[T];
+    for (int j = 0; j < T; ++j) xv[j] = _mm256_loadu_ps(xr[j] + k);
+    for (int i = 0; i < R; ++i) {
+      const __m256 wv = load_w<F16>(wr[i], k);
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int j = 0; j < T; ++j) {
+      float s = hsum(acc[i][j]);
+      for (int64_t kk = k; kk < cols; ++kk) s += load_w1<F16>(wr[i], kk) * xr[j][kk];
+      out[(t + j) * os + r + i] = s;
+    }
+  }
+}
+
+template <bool F16, int T>
+void rows(const uint8_t* w, int64_t cols, const float* x, int64_t r0, int64_t r1, int32_t t, float* out, int64_t os) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) tile<F16, 4, T>(w, cols, x, r, t, out, os);
+  for (; r < r1; ++r) tile<F16, 1, T>(w, cols, x, r, t, out, os);
+}
+
+template <bool F16>
+void gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out, int64_t os) {
+  for (int32_t t = 0; t < n; ++t) rows<F16, 1>(w, cols, x, r0, r1, t, out, os);
+}
+
+template <bool F16>
+void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out, int64_t os) {
+  for (int64_t r = r0; r < r1; r += 4) {
+    const int64_t re = r + 4 <= r1 ? r + 4 : r1;
+    int32_t t = 0;
+    for (; t + 2 <= n; t += 2) rows<F16, 2>(w, cols, x, r, re, t, out, os);
+    if (t < n) rows<F16, 1>(w, cols, x, r, re, t, out, os);
+  }
+}
+
+}  // namespace
+
+void f32_gemv__avx2(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                    int64_t out_stride) {
+  gemv<false>(w, cols, r0, r1, x, n, out, out_stride);
+}
+void f32_gemm__avx2(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                    int64_t out_stride) {
+  gemm<false>(w, cols, r0, r1, x, n, out, out_stride);
+}
+void f16_gemv__avx2(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                    int64_t out_stride) {
+  gemv<true>(w, cols, r0, r1, x, n, out, out_stride);
+}
+void f16_gemm__avx2(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                    int64_t out_stride) {
+  gemm<true>(w, cols, r0, r1, x, n, out, out_stride);
+}
+
+}  // namespace ember
+#endif  // __x86_64__

@@ -1,0 +1,110 @@
+// F32 and F16 weights x f32 activations with AVX-512F (F16 rows widened by
+// vcvtph2ps). Tiles of R rows x T tokens; decode is bound by memory
+// bandwidth, prefill by FMA throughput. Column tails use masked loads, so
+// every output follows one fixed order of operations.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "backends/cpu/kernels/kernels.h"
+
+namespace ember {
+namespace {
+
+template <bool F16>
+inline __m512 load_w(const uint8_t* row, int64_t k) {
+  if constexpr (F16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k)));
+  } else {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  }
+}
+
+template <bool F16>
+inline __m512 load_w_tail(const uint8_t* row, int64_t k, __mmask16 m) {
+  if constexpr (F16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * k));
+  } else {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + k);
+  }
+}
+
+template <bool F16, int R, int T>
+void tile(const uint8_t* w, int64_t cols, const float* x, int64_t r, int32_t t, float* out, int64_t os) {
+  const int64_t row_bytes = cols * (F16 ? 2 : 4);
+  const uint8_t* wr[R];
+  for (int i = 0; i < R; ++i) wr[i] = w + (r + i) * row_bytes;
+  const float* xr[T];
+  for (int j = 0; j < T; ++j) xr[j] = x + (t + j) * cols;
+  __m512 acc[R][T];
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= cols; k += 16) {
+    __m512 xv[T];
+    for (int j = 0; j < T; ++j) xv[j] = _mm512_loadu_ps(xr[j] + k);
+    for (int i = 0; i < R; ++i) {
+      const __m512 wv = load_w<F16>(wr[i], k);
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+    }
+  }
+  if (k < cols) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (cols - k)) - 1);
+    __m512 xv[T];
+    for (int j = 0; j < T; ++j) xv[j] = _mm512_maskz_loadu_ps(m, xr[j] + k);
+    for (int i = 0; i < R; ++i) {
+      const __m512 wv = load_w_tail<F16>(wr[i], k, m);
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < T; ++j) out[(t + j) * os + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+}
+
+template <bool F16, int T>
+void rows(const uint8_t* w, int64_t cols, const float* x, int64_t r0, int64_t r1, int32_t t, float* out, int64_t os) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) tile<F16, 4, T>(w, cols, x, r, t, out, os);
+  for (; r < r1; ++r) tile<F16, 1, T>(w, cols, x, r, t, out, os);
+}
+
+template <bool F16>
+void gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out, int64_t os) {
+  for (int32_t t = 0; t < n; ++t) rows<F16, 1>(w, cols, x, r0, r1, t, out, os);
+}
+
+template <bool F16>
+void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out, int64_t os) {
+  for (int64_t r = r0; r < r1; r += 4) {
+    const int64_t re = r + 4 <= r1 ? r + 4 : r1;
+    int32_t t = 0;
+    for (; t + 4 <= n; t += 4) rows<F16, 4>(w, cols, x, r, re, t, out, os);
+    switch (n - t) {
+      case 3: rows<F16, 3>(w, cols, x, r, re, t, out, os); break;
+      case 2: rows<F16, 2>(w, cols, x, r, re, t, out, os); break;
+      case 1: rows<F16, 1>(w, cols, x, r, re, t, out, os); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+void f32_gemv__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                      int64_t out_stride) {
+  gemv<false>(w, cols, r0, r1, x, n, out, out_stride);
+}
+void f32_gemm__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                      int64_t out_stride) {
+  gemm<false>(w, cols, r0, r1, x, n, out, out_stride);
+}
+void f16_gemv__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                      int64_t out_stride) {
+  gemv<true>(w, cols, r0, r1, x, n, out, out_stride);
+}
+void f16_gemm__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                      int64_t out_stride) {
+  gemm<true>(w, cols, r0, r1, x, n, out, out_stride);
+}
+
+}  // namespace ember
+#endif  // __x86_64__

@@ -1,0 +1,110 @@
+// Declarations of every CPU kernel, by family and ISA. Names follow STYLE.md:
+// what it computes, a double underscore, then how (q8_0_gemv__avx512vnni).
+// One family per folder under backends/cpu/kernels/; within a family, one
+// file per ISA, compiled with that ISA's flags only (CMakeLists.txt), so
+// everything outside those files stays baseline and runs on any core of the
+// architecture. backends/cpu/dispatch.cpp picks among them once.
+//
+// Rules for the per-ISA files: include only this header, <immintrin.h> or
+// <arm_neon.h> and C headers; keep helpers `static` / in an anonymous
+// namespace. An inline function or template from a shared header, compiled
+// with -mavx512f, could otherwise be chosen by the linker for baseline code.
+//
+// Matmul contract (all dtypes): weight w is [rows, cols] row-major as stored
+// in the file; for rows r in [r0, r1) and tokens t in [0, n):
+//   out[t * out_stride + r] = sum_k w[r][k] * x[t][k]
+// Each output is computed by one fixed sequence of operations that does not
+// depend on r0, r1 or n, so any split of rows over threads gives
+// bit-identical results.
+#pragma once
+
+#include <cstdint>
+
+namespace ember {
+
+// Activations quantized on the fly for the Q8_0 / Q4_0 matmuls: per token,
+// cols/32 blocks of 32 int8 with a float scale (x ~= q * d). `bias` holds
+// -8 * sum(q) per block: the Q4_0 kernels multiply the unsigned nibbles
+// (0..15) by q and add it, which gives sum((nibble - 8) * q) exactly.
+struct QuantActs {
+  const int8_t* q = nullptr;      // [n][cols], 32-byte aligned rows
+  const float* d = nullptr;       // [n][cols / 32]
+  const int32_t* bias = nullptr;  // [n][cols / 32]
+  int64_t cols = 0;
+};
+
+// Quantizes one row of `cols` floats (a multiple of 32): d = max|x| / 127,
+// q = x / d rounded to nearest-even. Every ISA gives identical bytes.
+using QuantizeQ8Fn = void (*)(const float* x, int64_t cols, int8_t* q, float* d, int32_t* bias);
+using QMatmulFn = void (*)(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n,
+                           float* out, int64_t out_stride);
+using FMatmulFn = void (*)(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,
+                           float* out, int64_t out_stride);
+// out = x / rms(x) * w over n floats.
+using RmsNormFn = void (*)(float* out, const float* x, const float* w, int64_t n, float eps);
+// out = silu(a) * b.
+using SwigluFn = void (*)(float* out, const float* a, const float* b, int64_t n);
+// out = a + b.
+using AddFn = void (*)(float* out, const float* a, const float* b, int64_t n);
+// sum a * b (attention scores).
+using DotFn = float (*)(const float* a, const float* b, int64_t n);
+// y += alpha * x (attention's weighted sum of values).
+using AxpyFn = void (*)(float* y, float alpha, const float* x, int64_t n);
+
+// Block layouts as stored in the file (bit-compatible with GGUF and with
+// format/dtype.h, which the ISA files do not include; see the rule above).
+struct KBlockQ8_0 {
+  uint16_t d;  // f16 scale
+  int8_t q[32];
+};
+struct KBlockQ4_0 {
+  uint16_t d;  // f16 scale
+  uint8_t q[16];  // element j in the low nibble of q[j], j + 16 in the high
+};
+static_assert(sizeof(KBlockQ8_0) == 34 && sizeof(KBlockQ4_0) == 18);
+
+#define EMBER_DECLARE_QUANT_KERNELS(isa)                                                                    \
+  void q8_0_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x,        \
+                        int32_t n, float* out, int64_t out_stride);                                       \
+  void q8_0_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x,        \
+                        int32_t n, float* out, int64_t out_stride);                                       \
+  void q4_0_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x,        \
+                        int32_t n, float* out, int64_t out_stride);                                       \
+  void q4_0_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x,        \
+                        int32_t n, float* out, int64_t out_stride);
+
+#define EMBER_DECLARE_FLOAT_KERNELS(isa)                                                                    \
+  void q8_quantize__##isa(const float* x, int64_t cols, int8_t* q, float* d, int32_t* bias);               \
+  void f32_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,  \
+                       float* out, int64_t out_stride);                                                    \
+  void f32_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,  \
+                       float* out, int64_t out_stride);                                                    \
+  void f16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,  \
+                       float* out, int64_t out_stride);                                                    \
+  void f16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,  \
+                       float* out, int64_t out_stride);                                                    \
+  void f32_rmsnorm__##isa(float* out, const float* x, const float* w, int64_t n, float eps);               \
+  void f32_swiglu__##isa(float* out, const float* a, const float* b, int64_t n);                           \
+  void f32_add__##isa(float* out, const float* a, const float* b, int64_t n);                              \
+  float f32_dot__##isa(const float* a, const float* b, int64_t n);                                         \
+  void f32_axpy__##isa(float* y, float alpha, const float* x, int64_t n);
+
+// generic: portable C++, the reference every other path is tested against.
+EMBER_DECLARE_QUANT_KERNELS(generic)
+EMBER_DECLARE_FLOAT_KERNELS(generic)
+#if defined(__x86_64__)
+// avx2: AVX2 + FMA + F16C (int8 products with vpmaddubsw).
+EMBER_DECLARE_QUANT_KERNELS(avx2)
+EMBER_DECLARE_FLOAT_KERNELS(avx2)
+// avx512: F + BW + VL; the int8 kernels also use VNNI (vpdpbusd).
+EMBER_DECLARE_QUANT_KERNELS(avx512vnni)
+EMBER_DECLARE_FLOAT_KERNELS(avx512)
+#endif
+#if defined(__aarch64__)
+// neon: ASIMD (int8 products with vmull/vpadal); neondot adds SDOT.
+EMBER_DECLARE_QUANT_KERNELS(neon)
+EMBER_DECLARE_FLOAT_KERNELS(neon)
+EMBER_DECLARE_QUANT_KERNELS(neondot)
+#endif
+
+}  // namespace ember

@@ -1,0 +1,131 @@
+#include "backends/cpu/thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
+
+namespace ember {
+namespace {
+
+// Spins before sleeping: long enough to cover the gaps between the ops of
+// one decode step (a few microseconds), short enough not to burn a core
+// between steps.
+constexpr int kSpinIterations = 1 << 15;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+struct WorkerArg {
+  ThreadPool* pool;
+  int index;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::create(int n_threads) {
+  if (n_threads < 1) n_threads = 1;
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(n_threads));
+  pool->threads_.reserve(n_threads - 1);
+  for (int i = 1; i < n_threads; ++i) {
+    pthread_t t;
+    // The argument is small and owned by the worker (freed when it starts).
+    auto* arg = new WorkerArg{pool.get(), i};
+    const int rc = pthread_create(&t, nullptr, &ThreadPool::worker_main, arg);
+    if (rc != 0) {
+      delete arg;
+      pool->n_threads_ = i;  // the destructor joins the ones that started
+      return Status::error(EMBER_ERR_NO_MEMORY, "cpu thread pool: creating thread %d of %d failed: %s", i, n_threads,
+                           std::strerror(rc));
+    }
+    pool->threads_.push_back(static_cast<uint64_t>(t));
+  }
+  return pool;
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  for (uint64_t t : threads_) pthread_join(static_cast<pthread_t>(t), nullptr);
+}
+
+void* ThreadPool::worker_main(void* p) {
+  WorkerArg arg = *static_cast<WorkerArg*>(p);
+  delete static_cast<WorkerArg*>(p);
+  arg.pool->worker_loop(arg.index);
+  return nullptr;
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t g = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; g == seen && spin < kSpinIterations; ++spin) {
+      cpu_relax();
+      g = generation_.load(std::memory_order_acquire);
+    }
+    if (g == seen) {
+      sleeping_.fetch_add(1, std::memory_order_seq_cst);
+      generation_.wait(seen, std::memory_order_seq_cst);
+      sleeping_.fetch_sub(1, std::memory_order_seq_cst);
+      continue;
+    }
+    seen = g;
+    if (stop_.load(std::memory_order_acquire)) return;
+    work(g, index);
+  }
+}
+
+void ThreadPool::work(uint32_t gen, int thread) {
+  // fn_, ctx_ and n_chunks_ were written before generation_ moved to gen;
+  // a successful claim below proves they still belong to gen (the caller
+  // waits for every claimed chunk before it writes the next job).
+  for (;;) {
+    uint64_t v = next_.load(std::memory_order_acquire);
+    if (static_cast<uint32_t>(v >> 32) != gen) return;
+    const int chunk = static_cast<int>(static_cast<uint32_t>(v));
+    void (*fn)(void*, int, int, int) = fn_.load(std::memory_order_relaxed);
+    void* ctx = ctx_.load(std::memory_order_relaxed);
+    const int n = n_chunks_.load(std::memory_order_relaxed);
+    if (chunk >= n) return;
+    if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
+    fn(ctx, chunk, n, thread);
+    done_.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run_raw(int n_chunks, void (*fn)(void*, int, int, int), void* ctx) {
+  if (n_chunks <= 0) return;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    for (int c = 0; c < n_chunks; ++c) fn(ctx, c, n_chunks, 0);
+    return;
+  }
+  fn_.store(fn, std::memory_order_relaxed);
+  ctx_.store(ctx, std::memory_order_relaxed);
+  n_chunks_.store(n_chunks, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  next_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  generation_.store(gen, std::memory_order_seq_cst);
+  // A sleeping worker has announced itself before waiting; the seq_cst pair
+  // (sleeping_ then generation_) makes sure it is either seen here or sees
+  // the new generation itself.
+  if (sleeping_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
+  work(gen, 0);
+  // Chunks other threads claimed may still be running.
+  for (int spin = 0; done_.load(std::memory_order_acquire) != n_chunks; ++spin) {
+    if (spin < kSpinIterations) {
+      cpu_relax();
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+}  // namespace ember

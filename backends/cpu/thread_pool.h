@@ -1,0 +1,75 @@
+// The CPU backend's thread pool: one per session, created once (prepare),
+// used by every op; no thread is created per token. A job is cut into
+// chunks that the threads claim one at a time (the caller takes part as
+// thread 0), so a worker that is not running — a busy or oversubscribed
+// machine — delays nothing: the others take its chunks. Which thread runs a
+// chunk never changes what the chunk computes, so results do not depend on
+// the thread count or on timing. Workers spin briefly after each job (decode
+// issues about a hundred small jobs per token; a futex wake-up each would
+// cost more than the work) and then sleep on a futex (std::atomic::wait).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "api/status.h"
+
+namespace ember {
+
+class ThreadPool {
+ public:
+  // n_threads >= 1 threads in all (n_threads - 1 workers). Fails with
+  // EMBER_ERR_NO_MEMORY when the OS refuses a thread.
+  static Result<std::unique_ptr<ThreadPool>> create(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Calls f(chunk, n_chunks, thread) once for every chunk in [0, n_chunks),
+  // each on some thread of the pool (`thread` < size(): index of per-thread
+  // scratch), and returns when all calls have returned. Not reentrant; one
+  // caller at a time. Allocates nothing.
+  template <typename F>
+  void run(int n_chunks, F&& f) {
+    using Fn = std::remove_reference_t<F>;
+    run_raw(n_chunks, [](void* ctx, int chunk, int n, int thread) { (*static_cast<Fn*>(ctx))(chunk, n, thread); }, &f);
+  }
+  void run_raw(int n_chunks, void (*fn)(void* ctx, int chunk, int n_chunks, int thread), void* ctx);
+
+ private:
+  explicit ThreadPool(int n_threads) : n_threads_(n_threads) {}
+  static void* worker_main(void* arg);
+  void worker_loop(int index);
+  // Claims and runs chunks of job `gen` until none is left.
+  void work(uint32_t gen, int thread);
+
+  int n_threads_;
+  std::vector<uint64_t> threads_;  // pthread_t of the workers
+  // The current job; written by the caller before generation_ is bumped.
+  std::atomic<void (*)(void*, int, int, int)> fn_{nullptr};
+  std::atomic<void*> ctx_{nullptr};
+  std::atomic<int> n_chunks_{0};
+  alignas(64) std::atomic<uint32_t> generation_{0};
+  // (generation << 32) | next chunk: a claim from a stale job fails.
+  alignas(64) std::atomic<uint64_t> next_{0};
+  alignas(64) std::atomic<int> done_{0};
+  std::atomic<int> sleeping_{0};
+  std::atomic<bool> stop_{false};
+};
+
+// [begin, end) of `count` items for part `thread` of n, split into equal runs
+// whose boundaries are multiples of `align` (the last run takes the rest).
+inline void split_range(int64_t count, int64_t align, int thread, int n, int64_t* begin, int64_t* end) {
+  const int64_t units = (count + align - 1) / align;
+  const int64_t per = units / n, extra = units % n;
+  const int64_t u0 = thread * per + (thread < extra ? thread : extra);
+  const int64_t u1 = u0 + per + (thread < extra ? 1 : 0);
+  *begin = u0 * align < count ? u0 * align : count;
+  *end = u1 * align < count ? u1 * align : count;
+}
+
+}  // namespace ember

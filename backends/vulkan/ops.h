@@ -1,0 +1,50 @@
+// The ops of a Graph on the device: descriptor sets written once at prepare,
+// dispatches recorded into the step's command buffer. Every dispatch is
+// followed by a compute-to-compute memory barrier (ops run in graph order).
+#pragma once
+
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/vulkan/memory.h"
+#include "backends/vulkan/pipelines.h"
+
+namespace ember::vk {
+
+// The device side of one session. Lifetime: the backend.
+struct GraphBuffers {
+  std::vector<Buffer> weights;        // per Graph::weights entry, device layout
+  std::vector<WeightLayout> layouts;
+  std::vector<Buffer> acts;           // per activation: rows x cols f32
+  std::vector<Buffer> k, v;           // per layer: context rows of kv_dim (f32 or f16)
+  Buffer step;     // host-visible: int pos, int n, int tokens[max_batch]
+  Buffer rope;     // cos [context][head_dim/2], then sin
+  Buffer logits;   // host-visible: vocab_size floats read back after a step
+  Buffer dummy;    // bound to the bindings an op does not use
+};
+
+// An op ready to record: attention is two dispatches (store keys and values,
+// then attend), the others one.
+struct PreparedOp {
+  const Op* op = nullptr;
+  VkPipeline pipeline[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  VkDescriptorSet set[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  int count = 0;
+};
+
+// Descriptor sets the graph needs (for sizing the pool).
+uint32_t descriptor_sets_needed(const Graph& graph);
+
+// Picks the op's pipelines and writes its descriptor sets.
+Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Graph& graph,
+                  const GraphBuffers& bufs, const Op& op, PreparedOp* out);
+
+// Records the op for a step of n tokens (the position is read on the device
+// from the step buffer, so a recording serves every position).
+void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, const GraphBuffers& bufs,
+               const PreparedOp& p, int32_t n, VkCommandBuffer cb);
+
+// Compute-to-compute (and to transfer) memory barrier.
+void record_barrier(const Device& dev, VkCommandBuffer cb);
+
+}  // namespace ember::vk

@@ -1,0 +1,70 @@
+#version 450
+// Causal grouped-query attention for query row i (position pos + i) and head
+// h: one workgroup each. Positions are taken CHUNK at a time with an online
+// softmax (running max and sum), so any context fits in shared memory.
+// Bound by reading the cache: context x head_dim per head per token.
+#include "common.glsl"
+#define HEAD_DIM pc.p[0]
+#define N_HEADS pc.p[1]
+#define GROUP pc.p[2]
+#define KV_DIM pc.p[3]
+#define KTYPE pc.p[4]
+#define VTYPE pc.p[5]
+#define SCALE uintBitsToFloat(pc.p[6])
+#define CHUNK 256u
+#define MAX_HEAD_DIM 256u
+
+shared float qsh[MAX_HEAD_DIM];
+shared float sc[CHUNK];
+
+float k_elem(uint t, uint d) {
+  uint e = t * KV_DIM + d;
+  return KTYPE == 0u ? uintBitsToFloat(kc[e]) : unpackHalf2x16(kc[e >> 1])[e & 1u];
+}
+
+float v_elem(uint t, uint d) {
+  uint e = t * KV_DIM + d;
+  return VTYPE == 0u ? uintBitsToFloat(vc[e]) : unpackHalf2x16(vc[e >> 1])[e & 1u];
+}
+
+void main() {
+  uint h = gl_WorkGroupID.x, i = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
+  uint q_dim = HEAD_DIM * N_HEADS;
+  uint npos = uint(step_buf.pos) + i + 1u;
+  uint kvo = (h / GROUP) * HEAD_DIM;
+  for (uint d = tid; d < HEAD_DIM; d += 64u) qsh[d] = a[i * q_dim + h * HEAD_DIM + d];
+  barrier();
+  float m = uintBitsToFloat(0xff800000u);  // -inf
+  float l = 0.0;
+  float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
+  for (uint base = 0u; base < npos; base += CHUNK) {
+    uint cnt = min(CHUNK, npos - base);
+    for (uint t = tid; t < cnt; t += 64u) {
+      float s = 0.0;
+      for (uint d = 0u; d < HEAD_DIM; ++d) s += qsh[d] * k_elem(base + t, kvo + d);
+      sc[t] = s * SCALE;
+    }
+    barrier();
+    // Every invocation reduces the chunk itself: same order, same result.
+    float cm = m;
+    for (uint t = 0u; t < cnt; ++t) cm = max(cm, sc[t]);
+    float corr = exp(m - cm);
+    l *= corr;
+    for (uint k = 0u; k < 4u; ++k) acc[k] *= corr;
+    for (uint t = 0u; t < cnt; ++t) {
+      float pr = exp(sc[t] - cm);
+      l += pr;
+      for (uint k = 0u; k < 4u; ++k) {
+        uint d = tid + 64u * k;
+        if (d < HEAD_DIM) acc[k] += pr * v_elem(base + t, kvo + d);
+      }
+    }
+    m = cm;
+    barrier();
+  }
+  float inv = 1.0 / l;
+  for (uint k = 0u; k < 4u; ++k) {
+    uint d = tid + 64u * k;
+    if (d < HEAD_DIM) o[i * q_dim + h * HEAD_DIM + d] = acc[k] * inv;
+  }
+}

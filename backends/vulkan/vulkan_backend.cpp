@@ -1,0 +1,311 @@
+#include "backends/vulkan/vulkan_backend.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "backends/vulkan/device.h"
+#include "backends/vulkan/memory.h"
+#include "backends/vulkan/ops.h"
+#include "backends/vulkan/pipelines.h"
+#include "memory/plan.h"
+
+namespace ember {
+
+using vk::Buffer;
+
+struct VulkanBackend::State {
+  std::unique_ptr<vk::Device> dev;
+  std::unique_ptr<vk::Pipelines> pipes;
+  vk::GraphBuffers bufs;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  std::vector<vk::PreparedOp> ops;
+  VkCommandBuffer cb_decode = VK_NULL_HANDLE;  // n = 1, recorded once
+  VkCommandBuffer cb_batch = VK_NULL_HANDLE;   // n > 1, re-recorded when n changes
+  bool decode_recorded = false;
+  int32_t batch_n = 0;
+  const Graph* graph = nullptr;
+
+  ~State() {
+    if (!dev) return;
+    const vk::VkApi& a = dev->api();
+    a.vkDeviceWaitIdle(dev->device());
+    VkCommandBuffer cbs[2] = {cb_decode, cb_batch};
+    for (VkCommandBuffer cb : cbs) {
+      if (cb) a.vkFreeCommandBuffers(dev->device(), dev->command_pool(), 1, &cb);
+    }
+    if (pool) a.vkDestroyDescriptorPool(dev->device(), pool, nullptr);
+    for (auto* list : {&bufs.weights, &bufs.acts, &bufs.k, &bufs.v}) {
+      for (Buffer& b : *list) vk::destroy_buffer(*dev, &b);
+    }
+    for (Buffer* b : {&bufs.step, &bufs.rope, &bufs.logits, &bufs.dummy}) vk::destroy_buffer(*dev, b);
+    pipes.reset();
+    dev.reset();
+  }
+
+  Status record(VkCommandBuffer cb, int32_t n);
+};
+
+namespace {
+
+struct Sizes {
+  uint64_t weights = 0, kv = 0, acts = 0, other = 0;
+  uint64_t k_row = 0, v_row = 0;  // bytes of one cache row
+};
+
+// Device bytes by purpose; the layout prepare allocates.
+Result<Sizes> device_sizes(const Graph& g) {
+  Sizes s;
+  const HParams& hp = g.hparams;
+  for (const WeightRef& w : g.weights) {
+    EMBER_ASSIGN_OR_RETURN(vk::WeightLayout l, vk::weight_layout(w));
+    s.weights += l.bytes;
+  }
+  for (KvType t : {g.kv_type_k, g.kv_type_v}) {
+    if (t != KvType::F32 && t != KvType::F16) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: kv type %s is not supported (use f32 or f16)",
+                           kv_type_name(t));
+    }
+  }
+  s.k_row = static_cast<uint64_t>(hp.kv_dim()) * (g.kv_type_k == KvType::F16 ? 2 : 4);
+  s.v_row = static_cast<uint64_t>(hp.kv_dim()) * (g.kv_type_v == KvType::F16 ? 2 : 4);
+  s.kv = static_cast<uint64_t>(hp.n_layers) * g.context * (s.k_row + s.v_row);
+  for (const ActivationDesc& a : g.activations) s.acts += static_cast<uint64_t>(a.cols) * a.rows * 4;
+  s.other = static_cast<uint64_t>(g.context) * hp.head_dim() * 4  // rope cos + sin
+            + 8 + static_cast<uint64_t>(g.max_batch) * 4          // step
+            + static_cast<uint64_t>(hp.vocab_size) * 4 + 4;       // logits + dummy
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(const BackendOptions& options, const VulkanOptions& vo) {
+  vk::DeviceOptions dopt;
+  dopt.allow_cpu = vo.allow_cpu;
+  auto backend = std::unique_ptr<VulkanBackend>(new VulkanBackend());
+  backend->s_ = std::make_unique<State>();
+  EMBER_ASSIGN_OR_RETURN(backend->s_->dev, vk::Device::create(dopt));
+  backend->s_->pipes = std::make_unique<vk::Pipelines>(*backend->s_->dev);
+  EMBER_TRY(backend->s_->pipes->init());
+  return backend;
+}
+
+VulkanBackend::~VulkanBackend() = default;
+
+uint64_t VulkanBackend::device_bytes(const Graph& graph) const {
+  Result<Sizes> s = device_sizes(graph);
+  if (!s.is_ok()) return 0;
+  return s->weights + s->kv + s->acts + s->other;
+}
+
+std::string VulkanBackend::describe() const {
+  const vk::DeviceCaps& c = s_->dev->caps();
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "vulkan (%s, %s, Vulkan %u.%u, subgroup %u, fp16 %s, int8 %s, int-dot %s, %.1f GiB)",
+                c.name.c_str(), vk::device_type_name(c.type), VK_API_VERSION_MAJOR(c.api_version),
+                VK_API_VERSION_MINOR(c.api_version), c.subgroup_size, c.fp16_arithmetic ? "yes" : "no",
+                c.int8_arithmetic ? "yes" : "no", c.int_dot ? "yes" : "no",
+                static_cast<double>(c.device_local_bytes) / (1ull << 30));
+  return buf;
+}
+
+Status VulkanBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) {
+  State& s = *s_;
+  vk::Device& dev = *s.dev;
+  const vk::DeviceCaps& caps = dev.caps();
+  const HParams& hp = graph.hparams;
+  s.graph = &graph;
+  EMBER_ASSIGN_OR_RETURN(Sizes sizes, device_sizes(graph));
+  const uint64_t total = sizes.weights + sizes.kv + sizes.acts + sizes.other;
+  if (caps.device_local_bytes && total > caps.device_local_bytes) {
+    return Status::error(EMBER_ERR_NO_MEMORY,
+                         "vulkan: the session needs %llu bytes of device memory (weights %llu, kv %llu, "
+                         "activations %llu); %s has %llu",
+                         static_cast<unsigned long long>(total), static_cast<unsigned long long>(sizes.weights),
+                         static_cast<unsigned long long>(sizes.kv), static_cast<unsigned long long>(sizes.acts),
+                         caps.name.c_str(), static_cast<unsigned long long>(caps.device_local_bytes));
+  }
+  if (hp.head_dim() == 0 || hp.head_dim() > 256 || hp.head_dim() % 2 || hp.n_kv_heads == 0 ||
+      hp.n_heads % hp.n_kv_heads) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: head_dim %u with %u/%u heads is not supported (even, <= 256)",
+                         hp.head_dim(), hp.n_heads, hp.n_kv_heads);
+  }
+  if (graph.max_batch <= 0 || graph.max_batch > 65535 || graph.context <= 0) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: max_batch %d is outside 1..65535", graph.max_batch);
+  }
+  auto check_range = [&](uint64_t bytes, const char* what) {
+    if (bytes > caps.max_storage_range || bytes / 4 > UINT32_MAX) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: %s needs a %llu-byte buffer; the device binds at most %llu",
+                           what, static_cast<unsigned long long>(bytes),
+                           static_cast<unsigned long long>(caps.max_storage_range));
+    }
+    return Status::ok();
+  };
+
+  // Weights, once, through the staging buffer.
+  {
+    vk::Uploader up(dev);
+    for (const WeightRef& w : graph.weights) {
+      EMBER_ASSIGN_OR_RETURN(vk::WeightLayout l, vk::weight_layout(w));
+      EMBER_TRY(check_range(l.bytes, w.name));
+      if (static_cast<uint64_t>(w.rows ? w.rows : 1) * w.cols > UINT32_MAX) {
+        return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: weight '%s' has more than 2^32 elements", w.name);
+      }
+      s.bufs.layouts.push_back(l);
+      EMBER_ASSIGN_OR_RETURN(Buffer b, vk::create_buffer(dev, l.bytes, false, w.name));
+      s.bufs.weights.push_back(b);
+      EMBER_TRY(up.upload_weight(w, b));
+    }
+    // RoPE angles computed exactly as the CPU backend computes them.
+    const int64_t half = hp.head_dim() / 2;
+    std::vector<float> table(static_cast<size_t>(2 * half * graph.context));
+    for (int32_t p = 0; p < graph.context; ++p) {
+      for (int64_t j = 0; j < half; ++j) {
+        const float freq =
+            1.0f / std::pow(hp.rope_theta, static_cast<float>(2 * j) / static_cast<float>(hp.head_dim()));
+        const float angle = static_cast<float>(p) * freq;
+        table[p * half + j] = std::cos(angle);
+        table[(graph.context + p) * half + j] = std::sin(angle);
+      }
+    }
+    EMBER_TRY(check_range(table.size() * 4, "the rope table"));
+    EMBER_ASSIGN_OR_RETURN(s.bufs.rope, vk::create_buffer(dev, table.size() * 4, false, "the rope table"));
+    EMBER_TRY(up.upload(table.data(), table.size() * 4, s.bufs.rope, 0));
+  }
+  for (const ActivationDesc& a : graph.activations) {
+    const uint64_t bytes = static_cast<uint64_t>(a.cols) * a.rows * 4;
+    EMBER_TRY(check_range(bytes, a.name));
+    EMBER_ASSIGN_OR_RETURN(Buffer b, vk::create_buffer(dev, bytes, false, a.name));
+    s.bufs.acts.push_back(b);
+  }
+  for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    const uint64_t kb = sizes.k_row * graph.context, vb = sizes.v_row * graph.context;
+    EMBER_TRY(check_range(std::max(kb, vb), "the kv cache of one layer"));
+    EMBER_ASSIGN_OR_RETURN(Buffer k, vk::create_buffer(dev, kb, false, "the key cache"));
+    s.bufs.k.push_back(k);
+    EMBER_ASSIGN_OR_RETURN(Buffer v, vk::create_buffer(dev, vb, false, "the value cache"));
+    s.bufs.v.push_back(v);
+  }
+  EMBER_ASSIGN_OR_RETURN(s.bufs.step, vk::create_buffer(dev, 8 + 4ull * graph.max_batch, true, "the step buffer"));
+  EMBER_ASSIGN_OR_RETURN(s.bufs.logits, vk::create_buffer(dev, 4ull * hp.vocab_size, true, "the logits buffer"));
+  EMBER_ASSIGN_OR_RETURN(s.bufs.dummy, vk::create_buffer(dev, 16, false, "a placeholder buffer"));
+
+  const vk::VkApi& a = dev.api();
+  const uint32_t sets = vk::descriptor_sets_needed(graph);
+  VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * vk::kBindings};
+  VkDescriptorPoolCreateInfo pci{};
+  pci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+  pci.maxSets = sets;
+  pci.poolSizeCount = 1;
+  pci.pPoolSizes = &ps;
+  EMBER_VK_TRY(a.vkCreateDescriptorPool(dev.device(), &pci, nullptr, &s.pool), "vkCreateDescriptorPool");
+  s.ops.resize(graph.ops.size());
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    EMBER_TRY(vk::prepare_op(dev, *s.pipes, s.pool, graph, s.bufs, graph.ops[i], &s.ops[i]));
+  }
+  VkCommandBufferAllocateInfo cai{};
+  cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  cai.commandPool = dev.command_pool();
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  EMBER_VK_TRY(a.vkAllocateCommandBuffers(dev.device(), &cai, &s.cb_decode), "vkAllocateCommandBuffers");
+  EMBER_VK_TRY(a.vkAllocateCommandBuffers(dev.device(), &cai, &s.cb_batch), "vkAllocateCommandBuffers");
+  return Status::ok();
+}
+
+Status VulkanBackend::State::record(VkCommandBuffer cb, int32_t n) {
+  const vk::VkApi& a = dev->api();
+  EMBER_VK_TRY(a.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
+  VkCommandBufferBeginInfo bi{};
+  bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  EMBER_VK_TRY(a.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
+  for (const vk::PreparedOp& p : ops) vk::record_op(*dev, pipes->layout(), *graph, bufs, p, n, cb);
+  // The logits row comes back; nothing else leaves the device.
+  VkBufferCopy region{0, 0, 4ull * graph->hparams.vocab_size};
+  a.vkCmdCopyBuffer(cb, bufs.acts[graph->logits].buffer, bufs.logits.buffer, 1, &region);
+  VkMemoryBarrier mb{};
+  mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  a.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
+                         nullptr);
+  EMBER_VK_TRY(a.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+  return Status::ok();
+}
+
+Status VulkanBackend::execute(const StepArgs& step) {
+  State& s = *s_;
+  if (!s.graph) return Status::error(EMBER_ERR_INTERNAL, "vulkan: execute before prepare");
+  const Graph& g = *s.graph;
+  const int32_t n = step.n_tokens;
+  if (n <= 0 || n > g.max_batch || step.pos < 0 || step.pos > g.context - n || !step.tokens) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: step of %d tokens at %d outside the plan", n, step.pos);
+  }
+  int32_t* mapped = static_cast<int32_t*>(s.bufs.step.mapped);
+  mapped[0] = step.pos;
+  mapped[1] = n;
+  for (int32_t i = 0; i < n; ++i) {
+    if (step.tokens[i] < 0 || static_cast<uint32_t>(step.tokens[i]) >= g.hparams.vocab_size) {
+      return Status::error(EMBER_ERR_TOKEN_OUT_OF_RANGE, "vulkan: tokens[%d] = %d is outside the vocabulary", i,
+                           step.tokens[i]);
+    }
+    mapped[2 + i] = step.tokens[i];
+  }
+  VkCommandBuffer cb;
+  if (n == 1) {
+    if (!s.decode_recorded) {
+      EMBER_TRY(s.record(s.cb_decode, 1));
+      s.decode_recorded = true;
+    }
+    cb = s.cb_decode;
+  } else {
+    if (s.batch_n != n) {
+      s.batch_n = 0;
+      EMBER_TRY(s.record(s.cb_batch, n));
+      s.batch_n = n;
+    }
+    cb = s.cb_batch;
+  }
+  EMBER_TRY(s.dev->submit_and_wait(cb));
+  if (step.logits) std::memcpy(step.logits, s.bufs.logits.mapped, 4ull * g.hparams.vocab_size);
+  return Status::ok();
+}
+
+Status VulkanBackend::remove_positions(int32_t start, int32_t end, int32_t n_pos) {
+  return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: remove_positions (context shifting) is not implemented yet");
+}
+
+Status VulkanBackend::read_activation(int32_t id, int32_t rows, float* out) {
+  State& s = *s_;
+  if (!s.graph || id < 0 || id >= static_cast<int32_t>(s.bufs.acts.size()) || rows <= 0 ||
+      rows > s.graph->activations[id].rows) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: read_activation(%d, %d) outside the graph", id, rows);
+  }
+  vk::Device& dev = *s.dev;
+  const vk::VkApi& a = dev.api();
+  const uint64_t bytes = static_cast<uint64_t>(s.graph->activations[id].cols) * rows * 4;
+  EMBER_ASSIGN_OR_RETURN(Buffer host, vk::create_buffer(dev, bytes, true, "a readback buffer"));
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkCommandBufferAllocateInfo cai{};
+  cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  cai.commandPool = dev.command_pool();
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  VkResult r = a.vkAllocateCommandBuffers(dev.device(), &cai, &cb);
+  Status st = r == VK_SUCCESS ? Status::ok() : vk::vk_status(r, "vkAllocateCommandBuffers");
+  if (st.is_ok()) {
+    VkCommandBufferBeginInfo bi{};
+    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    a.vkBeginCommandBuffer(cb, &bi);
+    VkBufferCopy region{0, 0, bytes};
+    a.vkCmdCopyBuffer(cb, s.bufs.acts[id].buffer, host.buffer, 1, &region);
+    a.vkEndCommandBuffer(cb);
+    st = dev.submit_and_wait(cb);
+    if (st.is_ok()) std::memcpy(out, host.mapped, bytes);
+    a.vkFreeCommandBuffers(dev.device(), dev.command_pool(), 1, &cb);
+  }
+  vk::destroy_buffer(dev, &host);
+  return st;
+}
+
+}  // namespace ember

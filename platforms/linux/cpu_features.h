@@ -1,0 +1,34 @@
+// The hardware probe (DESIGN.md principle 5): what this CPU can execute and
+// how many cores it has. Probed once, on first use; read-only afterwards.
+// Kernels never test features themselves: backends/cpu/dispatch.cpp reads
+// this once and fills its table.
+#pragma once
+
+#include <string>
+
+namespace ember {
+
+struct CpuFeatures {
+  // x86-64 (each one only when the OS also saves the registers it needs).
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512vnni = false;
+  // aarch64.
+  bool asimd = false;     // NEON
+  bool asimddp = false;   // SDOT/UDOT (ARMv8.2 dot product)
+  bool fphp = false;      // half-precision arithmetic (FP16 and ASIMDHP)
+
+  std::string model_name;   // "AMD EPYC", "Cortex-A76", or "unknown"
+  int physical_cores = 1;   // at least 1
+  int logical_threads = 1;  // online CPUs, at least 1
+};
+
+// The probe's result for the CPU this process runs on. Thread-safe; the
+// reference stays valid for the life of the process.
+const CpuFeatures& cpu_features();
+
+}  // namespace ember

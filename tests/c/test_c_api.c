@@ -1,0 +1,321 @@
+/* The public API driven from C (compiled as C11): ember.h must be usable
+ * from C, and a host written in C must be able to open a model, tokenize,
+ * prefill, decode with a sampler, generate with a callback and detokenize.
+ *
+ * Usage: ember_c_api_test MODEL.ember   (or EMBER_C_TEST_MODEL=MODEL.ember)
+ * CTest passes stories260K converted by the c_api_model fixture. Prints each
+ * failed check and exits 1 if any failed; exits 2 when no model is given. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ember.h"
+
+static int g_checks = 0;
+static int g_failures = 0;
+
+#define CHECK(cond)                                                                              \
+  do {                                                                                           \
+    ++g_checks;                                                                                  \
+    if (!(cond)) {                                                                               \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: \"%s\")\n", __FILE__, __LINE__, #cond, \
+              ember_last_error());                                                               \
+      ++g_failures;                                                                              \
+    }                                                                                            \
+  } while (0)
+
+/* The call must return `want`; a failure also needs a last-error message. */
+#define CHECK_STATUS(call, want)                                                                  \
+  do {                                                                                            \
+    ember_status st_ = (call);                                                                    \
+    ++g_checks;                                                                                   \
+    if (st_ != (want)) {                                                                          \
+      fprintf(stderr, "%s:%d: %s returned %s, expected %s (last error: \"%s\")\n", __FILE__,      \
+              __LINE__, #call, ember_status_string(st_), ember_status_string(want),               \
+              ember_last_error());                                                                \
+      ++g_failures;                                                                               \
+    } else if (st_ != EMBER_OK && ember_last_error()[0] == '\0') {                                \
+      fprintf(stderr, "%s:%d: %s failed with an empty ember_last_error()\n", __FILE__, __LINE__,  \
+              #call);                                                                             \
+      ++g_failures;                                                                               \
+    }                                                                                             \
+  } while (0)
+
+#define CHECK_OK(call) CHECK_STATUS(call, EMBER_OK)
+
+/* Stops the program (after the summary) when a later step cannot run. */
+#define REQUIRE(cond)                                                                           \
+  do {                                                                                          \
+    CHECK(cond);                                                                                \
+    if (!(cond)) {                                                                              \
+      fprintf(stderr, "%s:%d: cannot continue\n", __FILE__, __LINE__);                          \
+      goto done;                                                                                \
+    }                                                                                           \
+  } while (0)
+
+#define MAX_TOKENS 64
+#define STOP_AFTER 5
+
+typedef struct {
+  int calls;
+  int32_t tokens[MAX_TOKENS];
+  size_t text_len;
+  char text[1024];
+} collector;
+
+/* Records each token and its piece; asks to stop after STOP_AFTER tokens. */
+static int on_token(void* user_data, int32_t token, const char* piece, size_t piece_len) {
+  collector* c = (collector*)user_data;
+  if (c->calls < MAX_TOKENS) c->tokens[c->calls] = token;
+  c->calls++;
+  if (piece_len > 0 && piece == NULL) return 1;
+  if (c->text_len + piece_len < sizeof c->text) {
+    memcpy(c->text + c->text_len, piece, piece_len);
+    c->text_len += piece_len;
+  }
+  return c->calls >= STOP_AFTER;
+}
+
+static int never_called(void* user_data, int32_t token, const char* piece, size_t piece_len) {
+  (void)token;
+  (void)piece;
+  (void)piece_len;
+  ++*(int*)user_data;
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  const char* path = argc > 1 ? argv[1] : getenv("EMBER_C_TEST_MODEL");
+  if (path == NULL || path[0] == '\0') {
+    fprintf(stderr,
+            "c_api: no model given. Usage: %s MODEL.ember (or set EMBER_C_TEST_MODEL). CTest passes one\n"
+            "converted from stories260K.bin by the c_api_model fixture.\n",
+            argv[0]);
+    return 2;
+  }
+
+  ember_model* model = NULL;
+  ember_session* session = NULL;
+  ember_sampler* sampler = NULL;
+  float* logits = NULL;
+  int32_t* prompt = NULL;
+  /* Declared before the first REQUIRE (a goto may not skip initializations). */
+  const char* text = "Once upon a time";
+  size_t n_prompt = 0, n = 0, history_len = 0, story_len = 0;
+  int n_greedy = 0;
+  int32_t history[MAX_TOKENS];
+  int32_t greedy[STOP_AFTER];
+  char story[512];
+  ember_model_info info;
+
+  /* ---- no model needed ---- */
+  {
+    const char* v = ember_version();
+    CHECK(v != NULL && v[0] != '\0');
+    int major = -1, minor = -1, patch = -1;
+    CHECK(v != NULL && sscanf(v, "%d.%d.%d", &major, &minor, &patch) == 3);
+    CHECK(strcmp(ember_status_string(EMBER_OK), "EMBER_OK") == 0);
+    CHECK(strcmp(ember_status_string(EMBER_ERR_FORMAT), "EMBER_ERR_FORMAT") == 0);
+    CHECK(strcmp(ember_status_string(EMBER_ERR_CONTEXT_FULL), "EMBER_ERR_CONTEXT_FULL") == 0);
+    CHECK(ember_status_string((ember_status)9999) != NULL);
+    CHECK(ember_last_error() != NULL);
+  }
+  ember_model_options mopt;
+  ember_session_options sopt;
+  ember_generate_options gopt;
+  {
+    memset(&mopt, 0x7F, sizeof mopt);
+    ember_model_options_default(&mopt);
+    CHECK(mopt.struct_size == sizeof mopt);
+    CHECK(mopt.verify_digest == 0);
+    memset(&sopt, 0x7F, sizeof sopt);
+    ember_session_options_default(&sopt);
+    CHECK(sopt.struct_size == sizeof sopt);
+    CHECK(sopt.context_length == 0);
+    CHECK(sopt.max_batch == 512);
+    CHECK(sopt.n_threads == 0);
+    CHECK(sopt.kv_type_k == EMBER_KV_F32);
+    CHECK(sopt.kv_type_v == EMBER_KV_F32);
+    CHECK(sopt.backend == EMBER_BACKEND_CPU);
+    CHECK(sopt.arena == NULL);
+    CHECK(sopt.arena_size == 0);
+    CHECK(sopt.max_bytes == 0);
+    memset(&gopt, 0x7F, sizeof gopt);
+    ember_generate_options_default(&gopt);
+    CHECK(gopt.struct_size == sizeof gopt);
+    CHECK(gopt.max_new_tokens == 128);
+    CHECK(gopt.temperature == 0.0f);
+    CHECK(gopt.top_k == 0);
+    CHECK(gopt.top_p == 1.0f);
+    CHECK(gopt.min_p == 0.0f);
+    CHECK(gopt.repeat_penalty == 1.0f);
+    CHECK(gopt.repeat_last_n == 64);
+    CHECK(gopt.seed == 0);
+    CHECK(gopt.add_bos == 1);
+    CHECK(gopt.context_shift == 0);
+  }
+  /* misuse without a model */
+  CHECK_STATUS(ember_model_open(NULL, NULL, &model), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(model == NULL);
+  CHECK_STATUS(ember_model_open(path, NULL, NULL), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(ember_model_open("/nonexistent/dir/model.ember", NULL, &model), EMBER_ERR_IO);
+  CHECK(model == NULL);
+  ember_model_free(NULL);
+  ember_session_free(NULL);
+  ember_sampler_free(NULL);
+
+  /* ---- open the model ---- */
+  mopt.verify_digest = 1;
+  {
+    ember_status st = ember_model_open(path, &mopt, &model);
+    if (st != EMBER_OK) {
+      fprintf(stderr, "c_api: cannot open '%s': %s: %s\n", path, ember_status_string(st), ember_last_error());
+      ++g_failures;
+      goto done;
+    }
+  }
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  CHECK_OK(ember_model_get_info(model, &info));
+  REQUIRE(info.vocab_size > 0);
+  CHECK(info.dim > 0 && info.n_layers > 0 && info.n_heads > 0 && info.n_kv_heads > 0);
+  CHECK(info.max_context > 0);
+  CHECK(info.bos_id >= -1 && info.bos_id < info.vocab_size);
+  CHECK(info.eos_id >= -1 && info.eos_id < info.vocab_size);
+  CHECK(info.n_parameters > 0);
+
+  /* ---- session ---- */
+  sopt.context_length = 128;
+  CHECK_OK(ember_session_create(model, &sopt, &session));
+  REQUIRE(session != NULL);
+  CHECK(ember_session_position(session) == 0);
+
+  /* ---- tokenize: ask for the size, then fill ---- */
+  CHECK_STATUS(ember_tokenize(model, text, strlen(text), 1, NULL, 0, &n_prompt), EMBER_ERR_INVALID_ARGUMENT);
+  REQUIRE(n_prompt >= 2 && n_prompt <= MAX_TOKENS - STOP_AFTER);
+  prompt = (int32_t*)malloc(n_prompt * sizeof *prompt);
+  REQUIRE(prompt != NULL);
+  CHECK_OK(ember_tokenize(model, text, strlen(text), 1, prompt, n_prompt, &n));
+  CHECK(n == n_prompt);
+  if (info.bos_id >= 0) CHECK(prompt[0] == info.bos_id);
+  {
+    char back[256];
+    size_t len = 0;
+    CHECK_OK(ember_detokenize(model, prompt, n_prompt, back, sizeof back, &len));
+    CHECK(len == strlen(text) && memcmp(back, text, len) == 0);
+  }
+
+  /* ---- prefill, then greedy decode with a sampler ---- */
+  logits = (float*)malloc((size_t)info.vocab_size * sizeof *logits);
+  REQUIRE(logits != NULL);
+  CHECK_OK(ember_session_prefill(session, prompt, n_prompt, logits));
+  CHECK(ember_session_position(session) == (int32_t)n_prompt);
+  {
+    int finite = 1;
+    for (int32_t i = 0; i < info.vocab_size; ++i) finite &= isfinite(logits[i]) != 0;
+    CHECK(finite);
+  }
+  CHECK_OK(ember_sampler_create(model, &gopt, &sampler)); /* greedy defaults */
+  REQUIRE(sampler != NULL);
+  for (size_t i = 0; i < n_prompt; ++i) history[history_len++] = prompt[i];
+  for (int step = 0; step < STOP_AFTER; ++step) {
+    int32_t next = -1;
+    CHECK_OK(ember_sampler_sample(sampler, logits, history, history_len, &next));
+    REQUIRE(next >= 0 && next < info.vocab_size);
+    greedy[n_greedy++] = next;
+    size_t piece_len = 0;
+    char piece[64];
+    CHECK_OK(ember_token_to_piece(model, history[history_len - 1], next, piece, sizeof piece, &piece_len));
+    if (story_len + piece_len < sizeof story) {
+      memcpy(story + story_len, piece, piece_len);
+      story_len += piece_len;
+    }
+    history[history_len++] = next;
+    CHECK_OK(ember_session_decode(session, next, logits));
+  }
+  CHECK(ember_session_position(session) == (int32_t)(n_prompt + STOP_AFTER));
+  {
+    char decoded[512];
+    size_t len = 0;
+    CHECK_OK(ember_detokenize(model, greedy, (size_t)n_greedy, decoded, sizeof decoded, &len));
+    CHECK(len > 0);
+    printf("c_api: greedy continuation of \"%s\": \"%.*s\"\n", text, (int)story_len, story);
+  }
+
+  /* ---- misuse on live handles ---- */
+  {
+    const int32_t pos = ember_session_position(session);
+    CHECK_STATUS(ember_session_decode(session, -1, logits), EMBER_ERR_TOKEN_OUT_OF_RANGE);
+    CHECK_STATUS(ember_session_decode(session, info.vocab_size, logits), EMBER_ERR_TOKEN_OUT_OF_RANGE);
+    CHECK_STATUS(ember_session_decode(session, INT32_MAX, logits), EMBER_ERR_TOKEN_OUT_OF_RANGE);
+    CHECK(ember_session_position(session) == pos);
+    CHECK_STATUS(ember_session_prefill(session, prompt, 0, logits), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ember_session_prefill(NULL, prompt, 1, logits), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ember_session_prefill(session, NULL, 1, logits), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(ember_session_position(session) == pos);
+    CHECK_STATUS(ember_tokenize(NULL, text, strlen(text), 1, prompt, n_prompt, &n), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ember_tokenize(model, text, strlen(text), 1, prompt, n_prompt, NULL), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ember_generate(session, NULL, &gopt, on_token, NULL), EMBER_ERR_INVALID_ARGUMENT);
+    ember_generate_options bad = gopt;
+    bad.top_p = NAN;
+    ember_sampler* bad_sampler = NULL;
+    CHECK_STATUS(ember_sampler_create(model, &bad, &bad_sampler), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(bad_sampler == NULL);
+    CHECK(strstr(ember_last_error(), "top_p") != NULL);
+    bad = gopt;
+    bad.struct_size = 0;
+    CHECK_STATUS(ember_sampler_create(model, &bad, &bad_sampler), EMBER_ERR_INVALID_ARGUMENT);
+    ember_session_options bad_sopt = sopt;
+    bad_sopt.context_length = -1;
+    ember_session* bad_session = NULL;
+    CHECK_STATUS(ember_session_create(model, &bad_sopt, &bad_session), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(bad_session == NULL);
+    int calls = 0;
+    bad = gopt;
+    bad.temperature = -1.0f;
+    CHECK_STATUS(ember_generate(session, "x", &bad, never_called, &calls), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(calls == 0);
+    CHECK(ember_session_position(session) == pos);
+  }
+
+  /* ---- ember_generate: the callback stops it after STOP_AFTER tokens ---- */
+  CHECK_OK(ember_session_reset(session));
+  CHECK(ember_session_position(session) == 0);
+  {
+    collector c;
+    memset(&c, 0, sizeof c);
+    gopt.max_new_tokens = 50;
+    CHECK_OK(ember_generate(session, text, &gopt, on_token, &c));
+    CHECK(c.calls == STOP_AFTER); /* it stopped when asked */
+    /* the prompt, then one decode per token except the last (it stopped) */
+    CHECK(ember_session_position(session) == (int32_t)(n_prompt + STOP_AFTER - 1));
+    /* greedy is deterministic: the same tokens as the sampler loop above */
+    int same = c.calls == n_greedy;
+    for (int i = 0; same && i < n_greedy; ++i) same = c.tokens[i] == greedy[i];
+    CHECK(same);
+    CHECK(c.text_len == story_len && memcmp(c.text, story, story_len) == 0);
+    printf("c_api: ember_generate stopped after %d tokens: \"%.*s\"\n", c.calls, (int)c.text_len, c.text);
+  }
+  /* the session continues where generation left off */
+  {
+    const int32_t pos = ember_session_position(session);
+    int32_t tok = info.bos_id >= 0 ? info.bos_id : 0;
+    CHECK_OK(ember_session_decode(session, tok, NULL));
+    CHECK(ember_session_position(session) == pos + 1);
+  }
+
+done:
+  ember_sampler_free(sampler);
+  ember_session_free(session);
+  ember_model_free(model);
+  free(logits);
+  free(prompt);
+  if (g_failures) {
+    fprintf(stderr, "c_api: FAILED: %d of %d checks failed\n", g_failures, g_checks);
+    return 1;
+  }
+  printf("c_api: all %d checks passed\n", g_checks);
+  return 0;
+}

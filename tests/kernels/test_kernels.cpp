@@ -1,0 +1,360 @@
+// Every CPU kernel against a plain scalar reference, on random shapes that
+// include every remainder (rows not a multiple of the tile, 1..N blocks,
+// 1..17 tokens), for every kernel path this machine supports; and whole
+// models giving bit-identical logits for any thread count.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/dispatch.h"
+#include "ember.h"
+#include "format/dtype.h"
+#include "format/model_file.h"
+#include "test_data.h"
+#include "tools/convert/synthetic.h"
+
+namespace {
+
+using namespace ember;
+
+std::vector<CpuIsa> supported_isas() {
+  std::vector<CpuIsa> v;
+  for (int i = 0; i < kCpuIsaCount; ++i) {
+    if (cpu_isa_supported(static_cast<CpuIsa>(i))) v.push_back(static_cast<CpuIsa>(i));
+  }
+  return v;
+}
+
+std::vector<float> random_floats(std::mt19937& rng, size_t n, float scale = 1.0f) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// The reference quantizer: max |x| / 127, nearest-even rounding.
+void ref_quantize(const float* x, int64_t cols, std::vector<int8_t>* q, std::vector<float>* d,
+                  std::vector<int32_t>* bias) {
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int32_t r = static_cast<int32_t>(std::nearbyint(x[b * 32 + j] * id));
+      q->push_back(static_cast<int8_t>(r));
+      sum += r;
+    }
+    d->push_back(amax / 127.0f);
+    bias->push_back(-8 * sum);
+  }
+}
+
+struct QuantBuffers {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+  std::vector<int32_t> bias;
+};
+
+// Quantized activations in 32-byte aligned storage, as the backend keeps them.
+struct AlignedActs {
+  std::vector<int8_t> storage;
+  std::vector<float> d;
+  std::vector<int32_t> bias;
+  QuantActs view;
+  AlignedActs(const QuantBuffers& b, int64_t cols) : storage(b.q.size() + 64), d(b.d), bias(b.bias) {
+    int8_t* p = storage.data();
+    p += (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
+    std::copy(b.q.begin(), b.q.end(), p);
+    view.q = p;
+    view.d = d.data();
+    view.bias = bias.data();
+    view.cols = cols;
+  }
+};
+
+// Weights of dtype t for a [rows, cols] matrix, and their f32 values.
+std::vector<uint8_t> make_weights(DType t, std::mt19937& rng, int64_t rows, int64_t cols, std::vector<float>* values) {
+  std::vector<float> w = random_floats(rng, rows * cols);
+  uint64_t row_bytes = 0;
+  REQUIRE(dtype_bytes(t, static_cast<uint64_t>(cols), &row_bytes));
+  std::vector<uint8_t> out(row_bytes * rows);
+  values->resize(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row(t, w.data() + r * cols, out.data() + r * row_bytes, cols);
+    dequantize_row(t, out.data() + r * row_bytes, values->data() + r * cols, cols);
+  }
+  return out;
+}
+
+struct Shape {
+  int64_t rows, cols;
+  int32_t n;
+};
+
+// Shapes covering every remainder of the 4-row and 2/4-token tiles and of
+// the 8/16-float vectors.
+std::vector<Shape> shapes(bool quantized, std::mt19937& rng) {
+  std::vector<Shape> s;
+  const int64_t rows[] = {1, 2, 3, 4, 5, 6, 7, 9, 16, 17, 33};
+  for (int64_t r : rows) {
+    for (int32_t n = 1; n <= 17; n += (n < 6 ? 1 : 5)) {
+      const int64_t cols = quantized ? 32 * (1 + static_cast<int64_t>(rng() % 9))
+                                     : 1 + static_cast<int64_t>(rng() % 70);
+      s.push_back({r, cols, n});
+    }
+  }
+  s.push_back({40, quantized ? 32 * 40 : 1031, 3});
+  return s;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+
+TEST_CASE("the probe and the dispatch agree: generic always, the best path supported") {
+  const auto isas = supported_isas();
+  REQUIRE(!isas.empty());
+  CHECK(isas.front() == CpuIsa::Generic);
+  CHECK(cpu_isa_supported(cpu_best_isa()));
+  for (CpuIsa isa : isas) {
+    const CpuKernels& k = cpu_kernels_for(isa);
+    CHECK(k.isa == isa);
+    CHECK((k.quantize_q8 && k.q8_0_gemv && k.q8_0_gemm && k.q4_0_gemv && k.q4_0_gemm && k.f32_gemv && k.f32_gemm &&
+           k.f16_gemv && k.f16_gemm && k.rmsnorm && k.swiglu && k.add && k.dot && k.axpy));
+    CpuIsa back;
+    REQUIRE(cpu_isa_from_name(cpu_isa_name(isa), &back));
+    CHECK(back == isa);
+  }
+  MESSAGE("kernel paths on this machine: " << isas.size() << ", best " << std::string(cpu_isa_name(cpu_best_isa())));
+}
+
+TEST_CASE("q8 activation quantization gives the reference bytes on every path") {
+  std::mt19937 rng(7);
+  for (CpuIsa isa : supported_isas()) {
+    CAPTURE(cpu_isa_name(isa));
+    const CpuKernels& k = cpu_kernels_for(isa);
+    for (int64_t blocks = 1; blocks <= 12; ++blocks) {
+      const int64_t cols = 32 * blocks;
+      std::vector<float> x = random_floats(rng, cols, 3.0f);
+      for (int j = 0; j < 32; ++j) x[j] = 0.0f;  // an all-zero block
+      if (blocks > 1) x[40] = 1e-3f;
+      QuantBuffers ref;
+      ref_quantize(x.data(), cols, &ref.q, &ref.d, &ref.bias);
+      std::vector<int8_t> q(cols);
+      std::vector<float> d(blocks);
+      std::vector<int32_t> bias(blocks);
+      k.quantize_q8(x.data(), cols, q.data(), d.data(), bias.data());
+      CHECK(q == ref.q);
+      CHECK(d == ref.d);
+      CHECK(bias == ref.bias);
+    }
+  }
+}
+
+TEST_CASE("quantized matmuls (q8_0, q4_0; gemv and gemm) match the scalar reference on every path") {
+  for (DType t : {DType::Q8_0, DType::Q4_0}) {
+    CAPTURE(dtype_name(t));
+    std::mt19937 rng(11);
+    for (const Shape& s : shapes(true, rng)) {
+      CAPTURE(s.rows);
+      CAPTURE(s.cols);
+      CAPTURE(s.n);
+      std::vector<float> wv;
+      const std::vector<uint8_t> w = make_weights(t, rng, s.rows, s.cols, &wv);
+      const std::vector<float> x = random_floats(rng, s.n * s.cols);
+      QuantBuffers qb;
+      for (int32_t i = 0; i < s.n; ++i) ref_quantize(x.data() + i * s.cols, s.cols, &qb.q, &qb.d, &qb.bias);
+      AlignedActs acts(qb, s.cols);
+      // Reference: the dequantized weights times the dequantized activations.
+      std::vector<double> ref(s.n * s.rows), mag(s.n * s.rows);
+      for (int32_t i = 0; i < s.n; ++i) {
+        for (int64_t r = 0; r < s.rows; ++r) {
+          double acc = 0, m = 0;
+          for (int64_t c = 0; c < s.cols; ++c) {
+            const double xv = static_cast<double>(qb.q[i * s.cols + c]) * qb.d[i * (s.cols / 32) + c / 32];
+            acc += wv[r * s.cols + c] * xv;
+            m += std::fabs(wv[r * s.cols + c] * xv);
+          }
+          ref[i * s.rows + r] = acc;
+          mag[i * s.rows + r] = m;
+        }
+      }
+      for (CpuIsa isa : supported_isas()) {
+        CAPTURE(cpu_isa_name(isa));
+        const CpuKernels& k = cpu_kernels_for(isa);
+        for (QMatmulFn fn : t == DType::Q8_0 ? std::vector<QMatmulFn>{k.q8_0_gemv, k.q8_0_gemm}
+                                             : std::vector<QMatmulFn>{k.q4_0_gemv, k.q4_0_gemm}) {
+          std::vector<float> out(s.n * s.rows, NAN);
+          // Two calls over a split of the rows, as two threads would make.
+          const int64_t mid = s.rows / 3;
+          fn(w.data(), s.cols, 0, mid, acts.view, s.n, out.data(), s.rows);
+          fn(w.data(), s.cols, mid, s.rows, acts.view, s.n, out.data(), s.rows);
+          for (size_t i = 0; i < out.size(); ++i) {
+            REQUIRE(std::fabs(out[i] - ref[i]) <= 2e-6 * mag[i] + 1e-6);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("float matmuls (f32, f16; gemv and gemm) match the scalar reference on every path") {
+  for (DType t : {DType::F32, DType::F16}) {
+    CAPTURE(dtype_name(t));
+    std::mt19937 rng(13);
+    for (const Shape& s : shapes(false, rng)) {
+      CAPTURE(s.rows);
+      CAPTURE(s.cols);
+      CAPTURE(s.n);
+      std::vector<float> wv;
+      const std::vector<uint8_t> w = make_weights(t, rng, s.rows, s.cols, &wv);
+      const std::vector<float> x = random_floats(rng, s.n * s.cols);
+      for (CpuIsa isa : supported_isas()) {
+        CAPTURE(cpu_isa_name(isa));
+        const CpuKernels& k = cpu_kernels_for(isa);
+        const bool f32 = t == DType::F32;
+        for (FMatmulFn fn : {f32 ? k.f32_gemv : k.f16_gemv, f32 ? k.f32_gemm : k.f16_gemm}) {
+          std::vector<float> out(s.n * s.rows, NAN);
+          const int64_t mid = (s.rows + 1) / 2;
+          fn(w.data(), s.cols, 0, mid, x.data(), s.n, out.data(), s.rows);
+          fn(w.data(), s.cols, mid, s.rows, x.data(), s.n, out.data(), s.rows);
+          for (int32_t i = 0; i < s.n; ++i) {
+            for (int64_t r = 0; r < s.rows; ++r) {
+              double acc = 0, m = 0;
+              for (int64_t c = 0; c < s.cols; ++c) {
+                acc += static_cast<double>(wv[r * s.cols + c]) * x[i * s.cols + c];
+                m += std::fabs(static_cast<double>(wv[r * s.cols + c]) * x[i * s.cols + c]);
+              }
+              REQUIRE(std::fabs(out[i * s.rows + r] - acc) <= 1e-6 * m + 1e-6);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("vector kernels (rmsnorm, swiglu, add, dot, axpy) match the scalar reference on every path") {
+  std::mt19937 rng(17);
+  for (CpuIsa isa : supported_isas()) {
+    CAPTURE(cpu_isa_name(isa));
+    const CpuKernels& k = cpu_kernels_for(isa);
+    for (int64_t n = 1; n <= 80; n += (n < 40 ? 1 : 13)) {
+      CAPTURE(n);
+      const std::vector<float> a = random_floats(rng, n, 4.0f), b = random_floats(rng, n, 2.0f);
+      std::vector<float> w = random_floats(rng, n);
+      std::vector<float> out(n);
+      double ss = 0;
+      for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(a[i]) * a[i];
+      const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
+      k.rmsnorm(out.data(), a.data(), w.data(), n, 1e-5f);
+      for (int64_t i = 0; i < n; ++i) REQUIRE(std::fabs(out[i] - w[i] * a[i] * inv) <= 1e-5 * (1 + std::fabs(w[i] * a[i] * inv)));
+      k.swiglu(out.data(), a.data(), b.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = a[i] / (1.0 + std::exp(-static_cast<double>(a[i]))) * b[i];
+        REQUIRE(std::fabs(out[i] - e) <= 1e-5 * (1 + std::fabs(e)));
+      }
+      k.add(out.data(), a.data(), b.data(), n);
+      for (int64_t i = 0; i < n; ++i) REQUIRE(out[i] == a[i] + b[i]);
+      double dot = 0, mag = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        dot += static_cast<double>(a[i]) * b[i];
+        mag += std::fabs(static_cast<double>(a[i]) * b[i]);
+      }
+      REQUIRE(std::fabs(k.dot(a.data(), b.data(), n) - dot) <= 1e-6 * mag + 1e-6);
+      std::vector<float> y = w;
+      k.axpy(y.data(), 0.75f, a.data(), n);
+      for (int64_t i = 0; i < n; ++i) REQUIRE(std::fabs(y[i] - (w[i] + 0.75 * a[i])) <= 1e-6 * (1 + std::fabs(y[i])));
+    }
+    // Extreme inputs to swiglu stay finite (the vector exp clamps).
+    const float big[3] = {-200.0f, 0.0f, 200.0f}, one[3] = {1.0f, 1.0f, 1.0f};
+    float o[3];
+    k.swiglu(o, big, one, 3);
+    CHECK(std::fabs(o[0]) < 1e-30f);
+    CHECK(o[1] == 0.0f);
+    CHECK(o[2] == doctest::Approx(200.0f));
+  }
+}
+
+TEST_CASE("logits are bit-identical for 1, 2 and 3 threads on every path and weight type") {
+  SynthShape shape;
+  REQUIRE(synth_shape("tiny", &shape));
+  const std::string dir = test::temp_dir("kernels");
+  const char* saved = std::getenv("EMBER_ISA");
+  const std::string saved_isa = saved ? saved : "";
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
+    CAPTURE(dtype_name(t));
+    auto m = make_synthetic(shape, t, 5, "");
+    REQUIRE(m.is_ok());
+    const std::string path = dir + "/tiny-" + dtype_name(t) + ".ember";
+    REQUIRE(write_model(m.value()->spec, path).is_ok());
+    ember_model* model = nullptr;
+    REQUIRE(ember_model_open(path.c_str(), nullptr, &model) == EMBER_OK);
+    ember_model_info info;
+    info.struct_size = sizeof info;
+    REQUIRE(ember_model_get_info(model, &info) == EMBER_OK);
+    const int32_t vocab = info.vocab_size;
+    for (CpuIsa isa : supported_isas()) {
+      CAPTURE(cpu_isa_name(isa));
+      setenv("EMBER_ISA", cpu_isa_name(isa), 1);
+      std::vector<std::vector<float>> per_threads;
+      for (int threads = 1; threads <= 3; ++threads) {
+        ember_session_options so;
+        ember_session_options_default(&so);
+        so.context_length = 64;
+        so.max_batch = 16;
+        so.n_threads = threads;
+        ember_session* s = nullptr;
+        REQUIRE(ember_session_create(model, &so, &s) == EMBER_OK);
+        std::vector<int32_t> prompt;
+        for (int i = 0; i < 13; ++i) prompt.push_back(3 + (i * 29) % (vocab - 3));
+        std::vector<float> logits(vocab), all;
+        REQUIRE(ember_session_prefill(s, prompt.data(), prompt.size(), logits.data()) == EMBER_OK);
+        all = logits;
+        for (int i = 0; i < 4; ++i) {
+          REQUIRE(ember_session_decode(s, 5 + i, logits.data()) == EMBER_OK);
+          all.insert(all.end(), logits.begin(), logits.end());
+        }
+        ember_session_free(s);
+        for (float v : all) REQUIRE(std::isfinite(v));
+        per_threads.push_back(all);
+      }
+      CHECK(per_threads[0] == per_threads[1]);
+      CHECK(per_threads[0] == per_threads[2]);
+    }
+    ember_model_free(model);
+  }
+  if (saved) {
+    setenv("EMBER_ISA", saved_isa.c_str(), 1);
+  } else {
+    unsetenv("EMBER_ISA");
+  }
+}
+
+TEST_CASE("an unknown or unsupported EMBER_ISA is an error with a message, not a crash") {
+  const char* saved = std::getenv("EMBER_ISA");
+  const std::string saved_isa = saved ? saved : "";
+  setenv("EMBER_ISA", "sse9", 1);
+  auto r = cpu_select_kernels();
+  CHECK(r.status().code() == EMBER_ERR_UNSUPPORTED);
+  CHECK(r.status().message().find("sse9") != std::string::npos);
+  for (int i = 0; i < kCpuIsaCount; ++i) {
+    const CpuIsa isa = static_cast<CpuIsa>(i);
+    setenv("EMBER_ISA", cpu_isa_name(isa), 1);
+    auto k = cpu_select_kernels();
+    CHECK(k.is_ok() == cpu_isa_supported(isa));
+    if (k.is_ok()) CHECK(k.value()->isa == isa);
+  }
+  if (saved) {
+    setenv("EMBER_ISA", saved_isa.c_str(), 1);
+  } else {
+    unsetenv("EMBER_ISA");
+  }
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,125 @@
+// ember bench: the JSON carries every key of the reproducible template.
+// ember perplexity: Q8_0 within 1% of F32, on a synthetic model and on the
+// real stories260K (whose ffn_down rows, 172 wide, keep f32).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "model/stories_fixture.h"
+#include "tools/convert/quantize.h"
+#include "tools_helpers.h"
+
+namespace ember {
+namespace {
+
+// The text to score: the golden story when the test data is there, else a
+// fixed paragraph (the synthetic model's score does not need real text).
+std::string text_file(const std::string& dir) {
+  const std::string golden = test::test_data_dir() + "/golden/once-upon-a-time.txt";
+  if (std::filesystem::exists(golden)) return golden;
+  const std::string path = dir + "/text.txt";
+  std::ofstream(path) << "Once upon a time, there was a little girl named Lily. She liked to play outside in the "
+                         "park with her friends. One day, she saw a big red ball under a tree.\n";
+  return path;
+}
+
+double perplexity_of(const std::string& model, const std::string& text, const std::string& extra = "") {
+  auto r = test::run_cli("perplexity -m " + model + " -f " + text + " --threads 1 " + extra + " 2>/dev/null");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  const size_t at = r.out.find("perplexity ");
+  REQUIRE(at != std::string::npos);
+  const double ppl = std::atof(r.out.c_str() + at + 11);
+  const size_t tk = r.out.find("tokens_scored ");
+  REQUIRE(tk != std::string::npos);
+  CHECK(std::atoi(r.out.c_str() + tk + 14) > 10);
+  return ppl;
+}
+
+std::string quantized_copy(const std::string& in, const std::string& out, DType t) {
+  auto m = import_ember(in);
+  REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+  REQUIRE(quantize_model(m.value().get(), t, nullptr).is_ok());
+  REQUIRE(write_model(m.value()->spec, out).is_ok());
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("tools") {
+
+TEST_CASE("bench --json: every key of the reproducible template") {
+  const std::string dir = test::temp_dir("bench");
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  const std::string model = test::synth_ember(dir, tiny, DType::Q8_0, 1, "tiny-q8.ember");
+  auto r = test::run_cli("bench -m " + model + " -p 8,16 -n 4 -r 1 --threads 1 --probe-mb 16 --json 2>/dev/null");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  const std::string& j = r.out;
+  for (const char* key :
+       {"hardware", "cpu_model", "physical_cores", "logical_threads", "memory_capacity_gb", "memory_bandwidth_gbs",
+        "software", "inference_framework", "version", "git_hash", "backend", "kernels", "quantization",
+        "thread_count", "numa_affinity", "runs", "workload", "model_size", "parameters", "input_length",
+        "output_length", "batch_size", "model_sha256", "metrics", "first_token_latency_ms", "tokens_per_second",
+        "prefill_tokens_per_second", "inter_token_latency_ms_p50", "inter_token_latency_ms_p95", "peak_rss_bytes",
+        "effective_bandwidth_gbs", "bandwidth_utilization_pct"}) {
+    CHECK_MESSAGE(j.find(std::string("\"") + key + "\":") != std::string::npos, key);
+  }
+  CHECK(j.find("\"inference_framework\": \"ember\"") != std::string::npos);
+  CHECK(j.find("\"input_length\": 16") != std::string::npos);
+  CHECK(j.find("\"quantization\": \"q8_0") != std::string::npos);
+  CHECK(j.find("\"model_sha256\": \"" + test::data_digest(model) + "\"") != std::string::npos);
+  CHECK(j.find("nan") == std::string::npos);
+
+  // The text table, and a clear error for a length the context cannot hold.
+  r = test::run_cli("bench -m " + model + " -p 8 -n 2 -r 1 --probe-mb 16 2>/dev/null");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("decode tok/s") != std::string::npos);
+  r = test::run_cli("bench -m " + model + " -p 4096 -n 2 2>&1");
+  CHECK(r.rc != 0);
+  CHECK(r.out.rfind("EMBER_ERR_INVALID_ARGUMENT: -p 4096", 0) == 0);
+}
+
+TEST_CASE("perplexity: Q8_0 within 1% of F32 on a synthetic model") {
+  const std::string dir = test::temp_dir("ppl-synth");
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  const std::string f32 = test::synth_ember(dir, tiny, DType::F32, 2, "tiny-f32.ember");
+  const std::string q8 = quantized_copy(f32, dir + "/tiny-q8.ember", DType::Q8_0);
+  const std::string text = text_file(dir);
+  const double a = perplexity_of(f32, text, "--ctx 64 --max-tokens 150");
+  const double b = perplexity_of(q8, text, "--ctx 64 --max-tokens 150");
+  MESSAGE("synthetic tiny: f32 " << a << ", q8_0 " << b);
+  CHECK(std::isfinite(a));
+  CHECK(std::fabs(b - a) / a < 0.01);
+}
+
+TEST_CASE("perplexity: stories260K Q8_0 within 1% of F32 (ffn_down keeps f32)") {
+  const std::string f32 = test::stories_model("llama2c");
+  if (f32.empty()) return;
+  const std::string dir = test::temp_dir("ppl-stories");
+  const std::string q8 = quantized_copy(f32, dir + "/stories-q8.ember", DType::Q8_0);
+  auto file = ModelFile::open(q8, ModelFile::Options{});
+  REQUIRE(file.is_ok());
+  int q8_count = 0, f32_matrices = 0;
+  for (const auto& t : file.value()->tensors()) {
+    if (t.n_dims == 2 && t.dtype == DType::Q8_0) ++q8_count;
+    if (t.n_dims == 2 && t.dtype == DType::F32) {
+      ++f32_matrices;
+      CHECK(t.name.find("ffn_down") != std::string::npos);
+    }
+  }
+  CHECK(q8_count > 0);
+  CHECK(f32_matrices == 5);
+  const std::string text = test::test_data("golden/once-upon-a-time.txt");
+  if (text.empty()) return;
+  const double a = perplexity_of(f32, text, "--ctx 256");
+  const double b = perplexity_of(q8, text, "--ctx 256");
+  MESSAGE("stories260K: f32 " << a << ", q8_0 " << b);
+  CHECK(a > 1.0);
+  CHECK(a < 50.0);  // a trained model on its own kind of text
+  CHECK(std::fabs(b - a) / a < 0.01);
+}
+
+}  // TEST_SUITE
+}  // namespace ember

@@ -1,0 +1,195 @@
+#include "tools/convert/gguf_writer.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+namespace ember {
+namespace {
+
+constexpr uint32_t kGgufVersion = 3;
+constexpr uint64_t kGgufAlignment = 32;  // general.alignment's default; not written
+
+// GGUF metadata value types (the specification's numbering).
+enum : uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9 };
+
+// Little-endian serialization into a growing buffer (x86 and ARM Linux are
+// little-endian; GGUF is too).
+class Out {
+ public:
+  std::vector<uint8_t> bytes;
+  void raw(const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    bytes.insert(bytes.end(), b, b + n);
+  }
+  void u32(uint32_t v) { raw(&v, 4); }
+  void i32(int32_t v) { raw(&v, 4); }
+  void u64(uint64_t v) { raw(&v, 8); }
+  void f32(float v) { raw(&v, 4); }
+  void str(const std::string& s) {
+    u64(s.size());
+    raw(s.data(), s.size());
+  }
+  // Key-value pairs.
+  void kv_u32(const char* k, uint32_t v) { key(k, kU32); u32(v); }
+  void kv_i32(const char* k, int32_t v) { key(k, kI32); i32(v); }
+  void kv_f32(const char* k, float v) { key(k, kF32); f32(v); }
+  void kv_bool(const char* k, bool v) { key(k, kBool); const uint8_t b = v; raw(&b, 1); }
+  void kv_str(const char* k, const std::string& v) { key(k, kString); str(v); }
+  void kv_strs(const char* k, const std::vector<std::string>& v) {
+    key(k, kArray);
+    u32(kString);
+    u64(v.size());
+    for (const auto& s : v) str(s);
+  }
+  void kv_f32s(const char* k, const std::vector<float>& v) {
+    key(k, kArray);
+    u32(kF32);
+    u64(v.size());
+    raw(v.data(), v.size() * 4);
+  }
+  void kv_i32s(const char* k, const std::vector<int32_t>& v) {
+    key(k, kArray);
+    u32(kI32);
+    u64(v.size());
+    raw(v.data(), v.size() * 4);
+  }
+  uint64_t n_kv = 0;
+
+ private:
+  void key(const char* k, uint32_t type) {
+    str(k);
+    u32(type);
+    ++n_kv;
+  }
+};
+
+uint32_t ggml_type(DType t) {
+  switch (t) {
+    case DType::F32: return 0;
+    case DType::F16: return 1;
+    case DType::Q4_0: return 2;
+    case DType::Q8_0: return 8;
+    case DType::BF16: return 30;
+  }
+  return 0;
+}
+
+// llama.cpp's llama_ftype for a file whose matrices are mostly `t`.
+uint32_t llama_file_type(DType t) {
+  switch (t) {
+    case DType::F32: return 0;   // ALL_F32
+    case DType::F16: return 1;   // MOSTLY_F16
+    case DType::Q4_0: return 2;  // MOSTLY_Q4_0
+    case DType::Q8_0: return 7;  // MOSTLY_Q8_0
+    case DType::BF16: return 32; // MOSTLY_BF16
+  }
+  return 0;
+}
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options) {
+  const HParams& hp = spec.hparams;
+  const Vocab& v = spec.vocab;
+  if (hp.rope_style != RopeStyle::Adjacent) {
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "'%s': the model rotates half-split RoPE pairs; llama.cpp's llama architecture "
+                         "rotates adjacent pairs (the Q/K rows would need permuting)", path.c_str());
+  }
+  if (v.kind == TokenizerKind::BytePairBPE && v.merges.empty()) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': a byte-level BPE vocabulary without merges", path.c_str());
+  }
+  // The type most matrix bytes have: llama.cpp's general.file_type.
+  uint64_t bytes_by_type[kDTypeCount] = {};
+  for (const auto& t : spec.tensors) {
+    if (t.shape.size() != 1 && t.shape.size() != 2) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s' has %zu dims; GGUF llama weights have 1 or 2",
+                           t.name.c_str(), t.shape.size());
+    }
+    if (t.shape.size() == 2) bytes_by_type[static_cast<int>(t.dtype)] += t.size;
+  }
+  int main_type = 0;
+  for (int i = 1; i < kDTypeCount; ++i) {
+    if (bytes_by_type[i] > bytes_by_type[main_type]) main_type = i;
+  }
+
+  Out kv;
+  kv.kv_str("general.architecture", "llama");
+  if (!options.name.empty()) kv.kv_str("general.name", options.name);
+  kv.kv_u32("general.file_type", llama_file_type(static_cast<DType>(main_type)));
+  kv.kv_u32("llama.vocab_size", hp.vocab_size);
+  kv.kv_u32("llama.context_length", hp.max_seq_len);
+  kv.kv_u32("llama.embedding_length", hp.dim);
+  kv.kv_u32("llama.block_count", hp.n_layers);
+  kv.kv_u32("llama.feed_forward_length", hp.hidden_dim);
+  kv.kv_u32("llama.rope.dimension_count", hp.head_dim());
+  kv.kv_u32("llama.attention.head_count", hp.n_heads);
+  kv.kv_u32("llama.attention.head_count_kv", hp.n_kv_heads);
+  kv.kv_f32("llama.attention.layer_norm_rms_epsilon", hp.norm_eps);
+  kv.kv_f32("llama.rope.freq_base", hp.rope_theta);
+  kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama" : "gpt2");
+  kv.kv_strs("tokenizer.ggml.tokens", v.pieces);
+  if (!v.scores.empty()) kv.kv_f32s("tokenizer.ggml.scores", v.scores);
+  if (!v.types.empty()) {
+    std::vector<int32_t> types(v.types.begin(), v.types.end());
+    kv.kv_i32s("tokenizer.ggml.token_type", types);
+  }
+  if (!v.merges.empty()) kv.kv_strs("tokenizer.ggml.merges", v.merges);
+  if (v.bos_id >= 0) kv.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
+  if (v.eos_id >= 0) kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
+  if (v.unk_id >= 0) kv.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
+  if (v.pad_id >= 0) kv.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(v.pad_id));
+  kv.kv_bool("tokenizer.ggml.add_bos_token", v.add_bos);
+  kv.kv_bool("tokenizer.ggml.add_eos_token", v.add_eos);
+  kv.kv_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+
+  Out head;
+  head.raw("GGUF", 4);
+  head.u32(kGgufVersion);
+  head.u64(spec.tensors.size());
+  head.u64(kv.n_kv);
+  head.raw(kv.bytes.data(), kv.bytes.size());
+  std::vector<uint64_t> offsets(spec.tensors.size());
+  uint64_t data_size = 0;
+  for (size_t i = 0; i < spec.tensors.size(); ++i) {
+    const TensorSource& t = spec.tensors[i];
+    offsets[i] = align_up(data_size, kGgufAlignment);
+    data_size = offsets[i] + t.size;
+    head.str(t.name);
+    head.u32(static_cast<uint32_t>(t.shape.size()));
+    for (size_t d = t.shape.size(); d-- > 0;) head.u64(static_cast<uint64_t>(t.shape[d]));  // innermost first
+    head.u32(ggml_type(t.dtype));
+    head.u64(offsets[i]);
+  }
+  head.bytes.resize(align_up(head.bytes.size(), kGgufAlignment), 0);
+
+  // Streamed to a temporary file renamed into place: a failed write never
+  // leaves a half-written model, and large models are not copied in memory.
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return Status::error(EMBER_ERR_IO, "cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
+  bool ok = std::fwrite(head.bytes.data(), 1, head.bytes.size(), f) == head.bytes.size();
+  static const uint8_t kZeros[kGgufAlignment] = {};
+  uint64_t at = 0;
+  for (size_t i = 0; ok && i < spec.tensors.size(); ++i) {
+    const TensorSource& t = spec.tensors[i];
+    if (offsets[i] > at) ok = std::fwrite(kZeros, 1, offsets[i] - at, f) == offsets[i] - at;
+    if (ok && t.size) ok = std::fwrite(t.data, 1, t.size, f) == t.size;
+    at = offsets[i] + t.size;
+  }
+  ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  const int err = errno;
+  std::fclose(f);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::error(EMBER_ERR_IO, "cannot write '%s' (%llu bytes): %s", path.c_str(),
+                         static_cast<unsigned long long>(head.bytes.size() + data_size), std::strerror(err));
+  }
+  return Status::ok();
+}
+
+}  // namespace ember

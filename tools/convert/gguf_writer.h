@@ -1,0 +1,25 @@
+// Writes a model as a GGUF v3 file that llama.cpp loads (llama
+// architecture), for side-by-side runs on the same weights. Tensors keep
+// their bytes (ember's Q8_0/Q4_0 blocks are GGUF's); GGUF dims are
+// innermost first, so shapes are written reversed. ember's GGUF importer
+// reads the file back to the same tensors.
+#pragma once
+
+#include <string>
+
+#include "api/status.h"
+#include "format/model_file.h"
+
+namespace ember {
+
+// general.name for the file; "" leaves the key out.
+struct GgufWriteOptions {
+  std::string name;
+};
+
+// Errors: EMBER_ERR_UNSUPPORTED (a byte-level BPE vocabulary without
+// merges, half-split RoPE, which llama.cpp's llama arch does not rotate),
+// EMBER_ERR_BAD_TENSOR (a tensor that is not 1-D or 2-D), EMBER_ERR_IO.
+Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options = {});
+
+}  // namespace ember

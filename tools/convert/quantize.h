@@ -1,0 +1,52 @@
+// Re-typing a model's weights: `ember quantize` and `ember convert --dtype`.
+// Matrices become the target type; norms (1-D tensors) stay f32; a matrix
+// whose rows are not a whole number of 32-element blocks cannot be stored
+// as Q8_0/Q4_0 and keeps its own (wider) float type, which is reported.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/status.h"
+#include "format/dtype.h"
+#include "tools/convert/importers.h"
+
+namespace ember {
+
+// A tensor that did not become the target type, and why.
+struct QuantizeNote {
+  std::string tensor;
+  DType kept = DType::F32;
+  std::string reason;
+};
+
+struct QuantizeReport {
+  DType target = DType::F32;
+  int converted = 0;                // matrices now of the target type
+  int unchanged = 0;                // already of the target type (bytes copied)
+  int norms = 0;                    // 1-D tensors kept f32
+  std::vector<QuantizeNote> kept;   // matrices kept wider, with the reason
+  uint64_t bytes_before = 0;
+  uint64_t bytes_after = 0;
+};
+
+// The targets `ember quantize --dtype` accepts: f32, f16, bf16, q8_0, q4_0.
+// Errors: EMBER_ERR_INVALID_ARGUMENT naming the value and the choices.
+Result<DType> parse_target_dtype(const std::string& name);
+
+// Opens an .ember file (verified) as an ImportedModel whose spec points into
+// the mapping, so it can be re-typed and written again.
+Result<std::unique_ptr<ImportedModel>> import_ember(const std::string& path);
+
+// Re-types model->spec's tensors to `target` in place. New bytes are owned
+// by model->owned; provenance.quantization records the recipe. A float
+// source is converted through f32 (a quantized source is dequantized first,
+// so re-quantizing Q8_0 to Q4_0 loses what both lose). Errors:
+// EMBER_ERR_BAD_TENSOR for a tensor whose size does not match its shape.
+Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report);
+
+// One line per kept tensor plus a summary, for stderr.
+std::string describe_quantize_report(const QuantizeReport& report);
+
+}  // namespace ember

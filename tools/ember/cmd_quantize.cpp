@@ -1,0 +1,49 @@
+// `ember quantize IN.ember -o OUT.ember --dtype q8_0|q4_0|f16|bf16|f32`:
+// re-types the weights of an .ember model (norms stay f32; matrices whose
+// rows are not a multiple of 32 keep their float type, said on stderr).
+#include <chrono>
+#include <cstdio>
+
+#include "tools/convert/quantize.h"
+#include "tools/ember/args.h"
+#include "tools/ember/commands.h"
+
+namespace ember::cli {
+
+int cmd_quantize(int argc, char** argv) {
+  Args args(argc, argv, {"-o", "--dtype"});
+  if (args.has("--help") || args.has("-h")) {
+    std::puts("usage: ember quantize IN.ember -o OUT.ember --dtype q8_0|q4_0|f16|bf16|f32\n"
+              "  matrices become DTYPE; norms stay f32; a matrix whose rows are not a multiple of 32\n"
+              "  elements keeps its float type for q8_0/q4_0 (each such tensor is named on stderr).\n"
+              "  The recipe is recorded in the file's provenance (ember info shows it).");
+    return 0;
+  }
+  args.check_known({"-o", "--dtype"});
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember quantize --help)");
+  if (args.positionals().size() != 1) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "expected one input .ember file (see ember quantize --help)");
+  }
+  if (!args.has("-o")) return report(EMBER_ERR_INVALID_ARGUMENT, "-o OUT.ember is required");
+  if (!args.has("--dtype")) return report(EMBER_ERR_INVALID_ARGUMENT, "--dtype q8_0|q4_0|f16|bf16|f32 is required");
+  auto target = parse_target_dtype(args.get("--dtype"));
+  if (!target.is_ok()) return report(target.status().code(), target.status().message());
+  const std::string in = args.positionals()[0], out = args.get("-o");
+  if (in == out) return report(EMBER_ERR_INVALID_ARGUMENT, "-o '" + out + "' is the input file; write a new file");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = import_ember(in);
+  if (!model.is_ok()) return report(model.status().code(), model.status().message());
+  QuantizeReport rep;
+  Status s = quantize_model(model.value().get(), target.value(), &rep);
+  if (!s.is_ok()) return report(s.code(), s.message());
+  s = write_model(model.value()->spec, out);
+  if (!s.is_ok()) return report(s.code(), s.message());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::fputs(describe_quantize_report(rep).c_str(), stderr);
+  std::fprintf(stderr, "quantized '%s' -> '%s' in %.0f ms: %s\n", in.c_str(), out.c_str(), ms,
+               model.value()->spec.provenance.quantization.c_str());
+  return 0;
+}
+
+}  // namespace ember::cli
