@@ -7,17 +7,20 @@
 #
 # aarch64 runs the tests on two CPU models, so both NEON kernel paths ship
 # tested: the whole suite on cortex-a76 (dot-product and FP16: Raspberry Pi
-# 5, picks "neondot"), then the suites in EMBER_CROSS_A72_SUITES on
-# cortex-a72 (no dot-product: Raspberry Pi 4, picks "neon"). qemu is slow:
-# the kernel tests run every ISA the CPU supports, so the a76 pass already
-# covers neon too; the a72 pass proves the probe and the golden output on
-# the older core. armhf runs the whole suite on qemu's "max" ARMv8 core
-# (portable kernels; ember has no 32-bit NEON path).
+# 5, picks "neondot"), then a subset on cortex-a72 (no dot-product:
+# Raspberry Pi 4, picks "neon"): the suites whose results go through the
+# kernels (golden, kernels, reference, memory, c_api). The kernel tests run
+# every ISA the CPU supports, so the a76 pass already covers neon too; the
+# a72 pass proves the probe, the kernels and the golden output on the older
+# core. armhf runs the whole suite on qemu's "max" ARMv8 core
+# (portable kernels; ember has no 32-bit NEON path). The last line is
+# "cross-test: N passed, M failed" (test cases over all CPU models).
 #
 # Environment:
 #   QEMU_CPU               one CPU model for every run (qemu reads it too), e.g. max
 #   EMBER_TEST_DATA        test data directory (default: ../shared beside the checkout)
-#   EMBER_CROSS_A72_SUITES doctest suite filter for the cortex-a72 pass
+#   EMBER_CROSS_A72_SUITES  doctest suites for the cortex-a72 pass (default golden,kernels,reference,memory,c_api)
+#   EMBER_CROSS_A72_EXCLUDE doctest test cases it leaves out (default none)
 #   EMBER_CMAKE_ARGS       extra configure arguments, e.g. "-DEMBER_BOARD=rpi5 -DEMBER_STATIC=ON"
 #   JOBS                   build and ctest parallelism (default 2)
 #
@@ -37,11 +40,16 @@ case "$target" in
     triplet=aarch64-linux-gnu
     qemu="qemu-aarch64"
     cpus=(cortex-a76 cortex-a72)
+    ctest_exclude=""
     ;;
   armhf)
     triplet=arm-linux-gnueabihf
     qemu="qemu-arm"
     cpus=(max)
+    # qemu-arm (7.2) reports a SIGBUS on a truncated mapping one page off
+    # (si_addr), so the mapping guard replaces the wrong page and the access
+    # faults forever; qemu-aarch64 and real kernels report it right.
+    ctest_exclude="truncated after open"
     ;;
   *) usage ;;
 esac
@@ -101,15 +109,19 @@ for i in "${!cpus[@]}"; do
     # ctest runs each test through CMAKE_CROSSCOMPILING_EMULATOR (the
     # toolchain file's qemu line); QEMU_CPU reaches every qemu it starts.
     log "$target on $cpu: the whole suite (ctest)"
-    ctest --test-dir "$build" --output-on-failure -j "$jobs" 2>&1 | tee "$out" || status=1
+    # --timeout: a test that hangs under emulation fails instead of holding CI.
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 \
+      ${ctest_exclude:+--exclude-regex "$ctest_exclude"} 2>&1 | tee "$out" || status=1
     # "100% tests passed, 0 tests failed out of 88"
     n_failed=$(sed -n 's/.* tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$out")
     n_total=$(sed -n 's/.* tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' "$out")
     n_passed=$(( ${n_total:-0} - ${n_failed:-0} ))
   else
-    suites=${EMBER_CROSS_A72_SUITES:-golden,kernels,*dispatch*,c_api}
-    log "$target on $cpu: doctest suites $suites"
-    qemu_run "$build/tests/ember_tests" "--test-suite=$suites" 2>&1 | tee "$out" || status=1
+    suites=${EMBER_CROSS_A72_SUITES:-golden,kernels,reference,memory,c_api}
+    exclude=${EMBER_CROSS_A72_EXCLUDE:-}
+    log "$target on $cpu: doctest suites $suites${exclude:+, less test cases $exclude}"
+    qemu_run "$build/tests/ember_tests" "--test-suite=$suites" ${exclude:+"--test-case-exclude=$exclude"} 2>&1 |
+      tee "$out" || status=1
     # "[doctest] test cases: 15 | 15 passed | 0 failed | 67 skipped"
     n_passed=$(sed -n 's/^\[doctest\] test cases: *[0-9]* | *\([0-9]*\) passed.*/\1/p' "$out")
     n_failed=$(sed -n 's/^\[doctest\] test cases:.*| *\([0-9]*\) failed.*/\1/p' "$out")

@@ -115,8 +115,32 @@ ember_status ember_model_open(const char* path, const ember_model_options* optio
   ember_model_options o;
   ember_model_options_default(&o);
   if (!ember::read_options(options, &o, "ember_model_options")) return EMBER_ERR_INVALID_ARGUMENT;
+  // The integrity policy. Fail closed: a key without the signature policy, or
+  // the policy without a key, is a caller mistake, not "check less".
+  if (o.integrity_policy < EMBER_INTEGRITY_NONE || o.integrity_policy > EMBER_INTEGRITY_SIGNATURE) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                                     "integrity_policy = %d is not an ember_integrity_policy (0, 1, 2)",
+                                     o.integrity_policy));
+  }
   ember::Model::Options mo;
-  mo.verify_digest = o.verify_digest != 0;
+  mo.verify_digest = o.verify_digest != 0 || o.integrity_policy == EMBER_INTEGRITY_DIGEST;
+  mo.verify_signature = o.integrity_policy == EMBER_INTEGRITY_SIGNATURE;
+  if (o.public_key_pem) {
+    constexpr size_t kMaxPem = 1 << 16;
+    const size_t len = o.public_key_pem_len ? o.public_key_pem_len : strnlen(o.public_key_pem, kMaxPem + 1);
+    if (len == 0 || len > kMaxPem) {
+      return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                                       "public_key_pem is %zu bytes: a P-256 PEM key is about 180", len));
+    }
+    if (!mo.verify_signature) {
+      return fail(EMBER_ERR_INVALID_ARGUMENT,
+                  "public_key_pem is set but integrity_policy is not EMBER_INTEGRITY_SIGNATURE (the key would check "
+                  "nothing)");
+    }
+    mo.public_key_pem.assign(o.public_key_pem, len);
+  } else if (mo.verify_signature) {
+    return fail(EMBER_ERR_INVALID_ARGUMENT, "integrity_policy is EMBER_INTEGRITY_SIGNATURE but public_key_pem is NULL");
+  }
   auto model = ember::Model::open(path, mo);
   if (!model.is_ok()) return done(model.status());
   *out_model = new (std::nothrow) ember_model{std::move(model).value()};

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ember_generated.h"
+#include "security/signature.h"
 
 namespace ember {
 namespace {
@@ -21,6 +22,67 @@ uint32_t read_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   return v;  // little-endian targets only (x86_64, aarch64, armhf)
+}
+
+uint64_t read_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// Trailer field offsets (the table at the top of model_file.h).
+constexpr size_t kTrVersion = 8, kTrAlgorithm = 12, kTrSigLen = 16, kTrSig = 20, kTrKeyId = 92,
+                 kTrZeros = 124, kTrSize = 240, kTrEndMagic = 248;
+
+// What follows the data segment: exactly one well-formed trailer, or the
+// file is refused. `n` > 0 bytes at `p`.
+Status parse_trailer(const uint8_t* p, uint64_t n, ModelContents* out) {
+  const bool magic = n >= 8 && std::memcmp(p, kTrailerMagic, 8) == 0;
+  if (!magic) {
+    return Status::error(EMBER_ERR_FORMAT,
+                         "%llu bytes of trailing data after the data segment (not a signature trailer)",
+                         static_cast<unsigned long long>(n));
+  }
+  if (n < kTrailerSize) {
+    return Status::error(EMBER_ERR_TRUNCATED, "signature trailer is %llu bytes, expected %llu",
+                         static_cast<unsigned long long>(n), static_cast<unsigned long long>(kTrailerSize));
+  }
+  if (n > kTrailerSize) {
+    return Status::error(EMBER_ERR_FORMAT,
+                         "%llu bytes of trailing data after the data segment (a signature trailer is %llu)",
+                         static_cast<unsigned long long>(n), static_cast<unsigned long long>(kTrailerSize));
+  }
+  if (std::memcmp(p + kTrEndMagic, kTrailerMagic, 8) != 0) {
+    return Status::error(EMBER_ERR_FORMAT, "signature trailer: the closing magic is not \"EMBRSIG1\"");
+  }
+  if (read_u64(p + kTrSize) != kTrailerSize) {
+    return Status::error(EMBER_ERR_FORMAT, "signature trailer: trailer size = %llu, expected %llu",
+                         static_cast<unsigned long long>(read_u64(p + kTrSize)),
+                         static_cast<unsigned long long>(kTrailerSize));
+  }
+  if (read_u32(p + kTrVersion) != kTrailerVersion) {
+    return Status::error(EMBER_ERR_VERSION, "signature trailer: version = %u; this build reads version %u",
+                         read_u32(p + kTrVersion), kTrailerVersion);
+  }
+  if (read_u32(p + kTrAlgorithm) != kTrailerAlgorithmEcdsaP256Sha256) {
+    return Status::error(EMBER_ERR_FORMAT, "signature trailer: algorithm = %u is not known (1 = ECDSA P-256)",
+                         read_u32(p + kTrAlgorithm));
+  }
+  const uint32_t sig_len = read_u32(p + kTrSigLen);
+  if (sig_len == 0 || sig_len > kMaxSignatureBytes) {
+    return Status::error(EMBER_ERR_FORMAT, "signature trailer: signature length = %u, must be 1..%zu", sig_len,
+                         kMaxSignatureBytes);
+  }
+  for (size_t i = kTrSig + sig_len; i < kTrKeyId; ++i) {
+    if (p[i] != 0) return Status::error(EMBER_ERR_FORMAT, "signature trailer: non-zero padding at byte %zu", i);
+  }
+  for (size_t i = kTrZeros; i < kTrSize; ++i) {
+    if (p[i] != 0) return Status::error(EMBER_ERR_FORMAT, "signature trailer: non-zero padding at byte %zu", i);
+  }
+  out->has_signature = true;
+  out->signature.assign(p + kTrSig, p + kTrSig + sig_len);
+  std::memcpy(out->signature_key_id.data(), p + kTrKeyId, 32);
+  return Status::ok();
 }
 
 Status check_hparams(const HParams& hp) {
@@ -142,6 +204,8 @@ uint64_t TensorView::elements() const {
 }
 
 Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
+  out->has_signature = false;
+  out->signature.clear();
   // 1. Framing: size prefix, identifier, metadata inside the file.
   if (size < 12) {
     return Status::error(EMBER_ERR_TRUNCATED, "file is %zu bytes, too short for the .ember header (12)", size);
@@ -176,10 +240,8 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
                          static_cast<unsigned long long>(data_offset), static_cast<unsigned long long>(data_size),
                          size);
   }
-  if (size != data_offset + data_size) {
-    return Status::error(EMBER_ERR_FORMAT, "%llu bytes of trailing data after the data segment",
-                         static_cast<unsigned long long>(size - data_offset - data_size));
-  }
+  const uint64_t data_end = data_offset + data_size;
+  if (size != data_end) EMBER_TRY(parse_trailer(data + data_end, size - data_end, out));
   for (uint64_t i = 4 + fb_size; i < data_offset; ++i) {
     if (data[i] != 0) {
       return Status::error(EMBER_ERR_FORMAT, "non-zero byte in the padding before the data segment at %llu",
@@ -297,24 +359,115 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   out->data_offset = data_offset;
   out->data_size = data_size;
   out->data_sha256.assign(m->data_sha256()->begin(), m->data_sha256()->end());
+  out->signed_size = data_offset + data_size;
   return Status::ok();
 }
 
+std::vector<uint8_t> encode_signature_trailer(const std::vector<uint8_t>& der, const Sha256Digest& key_id) {
+  std::vector<uint8_t> t(kTrailerSize, 0);
+  const uint32_t version = kTrailerVersion, algorithm = kTrailerAlgorithmEcdsaP256Sha256;
+  const uint32_t len = static_cast<uint32_t>(std::min(der.size(), kMaxSignatureBytes));
+  const uint64_t size = kTrailerSize;
+  std::memcpy(t.data(), kTrailerMagic, 8);
+  std::memcpy(t.data() + kTrVersion, &version, 4);
+  std::memcpy(t.data() + kTrAlgorithm, &algorithm, 4);
+  std::memcpy(t.data() + kTrSigLen, &len, 4);
+  if (len) std::memcpy(t.data() + kTrSig, der.data(), len);
+  std::memcpy(t.data() + kTrKeyId, key_id.data(), 32);
+  std::memcpy(t.data() + kTrSize, &size, 8);
+  std::memcpy(t.data() + kTrEndMagic, kTrailerMagic, 8);
+  return t;
+}
+
+Status check_data_digest(const uint8_t* data, const ModelContents& c) {
+  const Sha256Digest d = sha256(data + c.data_offset, c.data_size);
+  if (c.data_sha256.size() != 32 || std::memcmp(d.data(), c.data_sha256.data(), 32) != 0) {
+    return Status::error(EMBER_ERR_INTEGRITY,
+                         "data segment SHA-256 is %s but the metadata records %s: the weights were changed",
+                         to_hex(d.data(), 32).c_str(), to_hex(c.data_sha256.data(), c.data_sha256.size()).c_str());
+  }
+  return Status::ok();
+}
+
+Status check_signature(const uint8_t* data, const ModelContents& c, std::string_view public_key_pem) {
+  // The key first: a bad key is the caller's mistake, whatever the file.
+  EMBER_ASSIGN_OR_RETURN(const Sha256Digest want_id, key_id_from_pem(public_key_pem));
+  if (!c.has_signature) {
+    return Status::error(EMBER_ERR_SIGNATURE,
+                         "the file has no signature trailer but the policy requires a signature "
+                         "(sign it with `ember sign M.ember --key K.pem`)");
+  }
+  if (c.signature_key_id != want_id) {
+    return Status::error(EMBER_ERR_SIGNATURE, "signed by another key (key id %s..., expected %s...)",
+                         to_hex(c.signature_key_id.data(), 8).c_str(), to_hex(want_id.data(), 8).c_str());
+  }
+  const Sha256Digest h = sha256(data, c.signed_size);
+  const Status s = verify_hash_signature(public_key_pem, h, c.signature.data(), c.signature.size());
+  if (!s.is_ok()) {
+    return Status::error(EMBER_ERR_SIGNATURE,
+                         "signature does not match the file's bytes (key id %s...): the file was changed after "
+                         "signing, or the signature was made for another file; %s",
+                         to_hex(want_id.data(), 8).c_str(), s.message().c_str());
+  }
+  return Status::ok();
+}
+
+Result<std::vector<uint8_t>> make_signature_trailer(const uint8_t* data, uint64_t signed_size,
+                                                    std::string_view private_key_pem) {
+  EMBER_ASSIGN_OR_RETURN(const Sha256Digest id, key_id_from_pem(private_key_pem));
+  const Sha256Digest h = sha256(data, signed_size);
+  EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> der, sign_hash(private_key_pem, h));
+  return encode_signature_trailer(der, id);
+}
+
 Result<std::unique_ptr<ModelFile>> ModelFile::open(const std::string& path, const Options& options) {
+  if (options.verify_signature) {
+    // Refuse a bad key before touching the file.
+    EMBER_TRY(key_id_from_pem(options.public_key_pem).status().with_context("public key"));
+  }
+  EMBER_ASSIGN_OR_RETURN(const FileIdentity before, file_identity(path));
   EMBER_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
   auto model = std::unique_ptr<ModelFile>(new ModelFile());
   model->file_ = std::move(file);
-  EMBER_TRY(verify_model(model->file_.data(), model->file_.size(), &model->contents_)
-                .with_context("'" + path + "'"));
-  if (options.verify_digest) {
-    const ModelContents& c = model->contents_;
-    const Sha256Digest d = sha256(model->file_.data() + c.data_offset, c.data_size);
-    if (std::memcmp(d.data(), c.data_sha256.data(), 32) != 0) {
-      return Status::error(EMBER_ERR_INTEGRITY, "'%s': data segment SHA-256 is %s but the metadata records %s",
-                           path.c_str(), to_hex(d.data(), 32).c_str(), to_hex(c.data_sha256.data(), 32).c_str());
-    }
+  model->guard_slot_ = register_mapping(model->file_.data(), model->file_.size());
+  const std::string where = "'" + path + "'";
+  const uint8_t* data = model->file_.data();
+  EMBER_TRY(verify_model(data, model->file_.size(), &model->contents_).with_context(where));
+  if (options.verify_signature) {
+    EMBER_TRY(check_signature(data, model->contents_, options.public_key_pem).with_context(where));
   }
+  if (options.verify_digest) EMBER_TRY(check_data_digest(data, model->contents_).with_context(where));
+  // What was checked must be what is mapped: the same inode, size and mtime
+  // before the mapping and after every check.
+  EMBER_ASSIGN_OR_RETURN(model->identity_, file_identity(path));
+  if (!model->identity_.same_file(before) || model->identity_.size != before.size ||
+      model->identity_.mtime_ns != before.mtime_ns || before.size != model->file_.size()) {
+    return Status::error(EMBER_ERR_INTEGRITY, "%s changed while it was being verified (size %llu -> %llu); refusing it",
+                         where.c_str(), static_cast<unsigned long long>(before.size),
+                         static_cast<unsigned long long>(model->identity_.size));
+  }
+  EMBER_TRY(model->check_intact().with_context(where));
   return model;
+}
+
+ModelFile::~ModelFile() { unregister_mapping(guard_slot_); }
+
+Status ModelFile::check_intact() const {
+  if (mapping_faulted(guard_slot_)) {
+    return Status::error(EMBER_ERR_IO,
+                         "'%s' was truncated while mapped: reads past its new end returned zeros; reopen the model",
+                         file_.path().c_str());
+  }
+  auto now = file_identity(file_.path());
+  // Gone or replaced by rename: the mapping keeps the inode it verified.
+  if (!now.is_ok() || !now->same_file(identity_)) return Status::ok();
+  if (now->size != identity_.size || now->mtime_ns != identity_.mtime_ns) {
+    return Status::error(EMBER_ERR_INTEGRITY,
+                         "'%s' was changed in place after it was verified (size %llu -> %llu bytes); reopen the model",
+                         file_.path().c_str(), static_cast<unsigned long long>(identity_.size),
+                         static_cast<unsigned long long>(now->size));
+  }
+  return Status::ok();
 }
 
 const TensorView* ModelFile::find(std::string_view name) const {

@@ -1,6 +1,50 @@
 // A verified, memory-mapped .ember file. Nothing in it is used before every
 // check in verify_model() has passed: framing, the FlatBuffers verifier with
-// explicit limits, then the semantic rules (DESIGN.md principle 2).
+// explicit limits, then the semantic rules (DESIGN.md principle 2), then the
+// integrity policy (none, the data segment's SHA-256, or an ECDSA P-256
+// signature in the trailer).
+//
+// The signature trailer. An .ember file may end with exactly one trailer of
+// kTrailerSize (256) bytes after the data segment; nothing else may follow
+// the data segment. Little-endian, offsets within the trailer:
+//
+//     0   8  magic "EMBRSIG1"
+//     8   4  u32 version (1)
+//    12   4  u32 algorithm (1 = ECDSA P-256 over SHA-256)
+//    16   4  u32 signature length in bytes (1..72)
+//    20  72  the DER signature, zero-padded to 72 bytes
+//    92  32  key id: SHA-256 of the signer's public key (DER SubjectPublicKeyInfo)
+//   124 116  zeros
+//   240   8  u64 trailer size (256)
+//   248   8  magic "EMBRSIG1"
+//
+// The signature is over SHA-256 of every byte before the trailer (metadata,
+// padding and data segment), so a changed byte anywhere fails it. The
+// metadata's data_size says where the data segment ends, so the loader knows
+// where a trailer must start; the size and magic at the end let other tools
+// find it from the end. Re-signing replaces the trailer. The key id is not
+// trusted: it only lets a refusal say "signed by another key" instead of
+// "the file changed".
+//
+// The mapped file after verification. The mapping is read-only and private,
+// but pages not yet read still come from the file: a file changed in place
+// after verification would be read as changed, and a file truncated while
+// mapped raises SIGBUS on access past the new end. What ember does:
+//   - open() stats the path before mapping and again after every check;
+//     a file replaced, resized or written to meanwhile is refused
+//     (EMBER_ERR_INTEGRITY) rather than used unverified;
+//   - the mapping is registered with a SIGBUS guard
+//     (platforms/linux/mapping_guard.h): an access past a truncated end
+//     reads zeros instead of killing the process, and the mapping is marked;
+//   - check_intact() reports a marked mapping (EMBER_ERR_IO) or a file that
+//     is the same inode but now has another size or modification time
+//     (EMBER_ERR_INTEGRITY). A file replaced by rename (what `ember sign`
+//     and `ember convert` do) is fine: the mapping keeps the old inode.
+// What is not prevented: results computed from a page that changed or was
+// zeroed before check_intact() is called are wrong; callers that keep a
+// model open while others may write its file should call check_intact()
+// after each step (Model::check_intact(); the C API's session calls do not
+// call it yet).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +57,7 @@
 #include "format/dtype.h"
 #include "model/hparams.h"
 #include "platforms/linux/mapped_file.h"
+#include "platforms/linux/mapping_guard.h"
 #include "security/sha256.h"
 #include "tokenizer/vocab.h"
 
@@ -53,7 +98,31 @@ struct ModelContents {
   uint64_t data_offset = 0;
   uint64_t data_size = 0;
   std::vector<uint8_t> data_sha256;
+  // The signature trailer, when the file has one (see the top of this file).
+  bool has_signature = false;
+  uint64_t signed_size = 0;          // bytes the signature covers: data_offset + data_size
+  std::vector<uint8_t> signature;    // DER
+  Sha256Digest signature_key_id{};   // as recorded; not trusted
 };
+
+constexpr uint64_t kTrailerSize = 256;
+constexpr uint32_t kTrailerVersion = 1;
+constexpr uint32_t kTrailerAlgorithmEcdsaP256Sha256 = 1;
+inline constexpr char kTrailerMagic[8] = {'E', 'M', 'B', 'R', 'S', 'I', 'G', '1'};
+
+// The 256 trailer bytes for a DER signature and the signer's key id.
+std::vector<uint8_t> encode_signature_trailer(const std::vector<uint8_t>& der, const Sha256Digest& key_id);
+
+// Checks the data segment's SHA-256 against the metadata (EMBER_ERR_INTEGRITY).
+Status check_data_digest(const uint8_t* data, const ModelContents& c);
+// Checks the trailer's signature with `public_key_pem` (EMBER_ERR_SIGNATURE:
+// no trailer, another key, or bytes that are not the signed ones;
+// EMBER_ERR_INVALID_ARGUMENT: a key that is not P-256 PEM).
+Status check_signature(const uint8_t* data, const ModelContents& c, std::string_view public_key_pem);
+// The trailer that signs the first `signed_size` bytes of `data` (the file
+// without any old trailer) with `private_key_pem`.
+Result<std::vector<uint8_t>> make_signature_trailer(const uint8_t* data, uint64_t signed_size,
+                                                    std::string_view private_key_pem);
 
 // Parses and verifies `size` bytes of an .ember file. The views in `out`
 // point into `data`, which must outlive them. Never reads outside
@@ -64,8 +133,20 @@ class ModelFile {
  public:
   struct Options {
     bool verify_digest = false;  // hash the data segment against the metadata
+    // Require a signature trailer made by this key (PEM text) over every
+    // byte before it. Empty: a trailer, if any, is checked for form only.
+    bool verify_signature = false;
+    std::string public_key_pem;
   };
+  // Errors: the verifier's, EMBER_ERR_INTEGRITY / EMBER_ERR_SIGNATURE from
+  // the policy, EMBER_ERR_INTEGRITY when the file changed while being checked.
   static Result<std::unique_ptr<ModelFile>> open(const std::string& path, const Options& options);
+  ~ModelFile();
+
+  // EMBER_ERR_IO once an access past a truncated end was absorbed;
+  // EMBER_ERR_INTEGRITY when the file (same inode) changed size or mtime
+  // since open. Cheap (one stat); see the top of this file.
+  Status check_intact() const;
 
   const HParams& hparams() const { return contents_.hparams; }
   const Vocab& vocab() const { return contents_.vocab; }
@@ -78,6 +159,8 @@ class ModelFile {
  private:
   MappedFile file_;
   ModelContents contents_;
+  FileIdentity identity_;  // the file as verified
+  int guard_slot_ = -1;    // SIGBUS guard registration (mapping_guard.h)
 };
 
 // A tensor to write: name, type, shape and its bytes (not owned).

@@ -14,10 +14,17 @@ namespace ember {
 
 class Model {
  public:
+  // The integrity policy (ember_integrity_policy): structure only, + the
+  // data segment's digest, + a signature by public_key_pem over the file.
   struct Options {
     bool verify_digest = false;
+    bool verify_signature = false;
+    std::string public_key_pem;  // PEM text, used during open only
   };
   static Result<std::unique_ptr<Model>> open(const std::string& path, const Options& options);
+
+  // Whether the mapped file is still the one verified (ModelFile::check_intact).
+  Status check_intact() const { return file_->check_intact(); }
 
   const ModelFile& file() const { return *file_; }
   const HParams& hparams() const { return file_->hparams(); }

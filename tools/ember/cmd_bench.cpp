@@ -252,6 +252,8 @@ int cmd_bench(int argc, char** argv) {
     ember_model_free(model);
     return code;
   }
+  // What the session ran on: the kernels chosen (CPU) or the device.
+  const std::string kernels = ember_session_backend(session);
   ember_session_free(session);
   ember_model_free(model);
 
@@ -262,15 +264,6 @@ int cmd_bench(int argc, char** argv) {
   const HardwareInfo hw = probe_hardware();
   const int threads = threads_arg > 0 ? static_cast<int>(threads_arg) : hw.logical_threads;
   const double bw = probe_read_bandwidth_gbs(threads, static_cast<uint64_t>(probe_mb) << 20, 8);
-  // The kernels: the C API has no query yet, so for the CPU ask a backend
-  // built the way the session builds it (same dispatch, same threads).
-  std::string kernels = "not reported for this backend";
-  if (backend == EMBER_BACKEND_CPU) {
-    BackendOptions bo;
-    bo.n_threads = threads;
-    auto cpu = create_backend(BackendKind::Cpu, bo);
-    if (cpu.is_ok()) kernels = cpu.value()->describe();
-  }
   const char* isa_env = std::getenv("EMBER_ISA");
   const bool numa_bound = hw.numa_nodes > 1 && !hw.mems_allowed.empty() &&
                           hw.mems_allowed != "0-" + std::to_string(hw.numa_nodes - 1);
@@ -293,6 +286,7 @@ int cmd_bench(int argc, char** argv) {
         .str("inference_framework", "ember")
         .str("version", ember_version())
         .str("git_hash", EMBER_GIT_HASH)
+        .str("build", EMBER_BUILD_FLAVOR)
         .str("backend", backend_name)
         .str("kernels", kernels)
         .str("ember_isa", isa_env ? isa_env : "")
@@ -347,6 +341,7 @@ int cmd_bench(int argc, char** argv) {
   std::printf("machine   %s: %d cores, %d threads, %.1f GB; read probe %.1f GB/s (%d threads)\n", hw.cpu_model.c_str(),
               hw.physical_cores, hw.logical_threads, hw.memory_capacity_gb, bw, threads);
   std::printf("          features %s\n", hw.cpu_features.c_str());
+  std::printf("build     %s\n", EMBER_BUILD_FLAVOR);
   std::printf("software  ember %s (git %s), backend %s, %d thread(s)%s, kernels %s\n", ember_version(), EMBER_GIT_HASH,
               backend_name.c_str(), threads, numa_bound ? ", NUMA-bound" : "", kernels.c_str());
   std::printf("workload  batch 1, %lld decoded tokens; %lld repetitions after a warm-up; mean ± sd\n\n",

@@ -46,13 +46,15 @@ const char* kRunHelp =
     "  --context-shift    when the context is full, drop the older half and go on\n"
     "  --backend B        cpu|vulkan|auto (default cpu)\n"
     "  --dump-logits FILE write the logits after the last prompt token, one per line\n"
-    "  --verify-digest    check the data segment's SHA-256 before running\n";
+    "  --verify-digest    check the data segment's SHA-256 before running\n"
+    "  --require-signature P.pem  refuse the model unless it is signed by this public key (ember sign)\n";
 
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
-                                         "--min-p", "--repeat-penalty", "--seed", "--dump-logits"};
+                                         "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
+                                         "--require-signature"};
   std::vector<std::string> known = with_value;
   known.insert(known.end(), {"--verify-digest", "--context-shift"});
   for (int i = 0; kSessionFlags[i]; ++i) {
@@ -89,6 +91,18 @@ int cmd_run(int argc, char** argv) {
   ember_model_options mo;
   ember_model_options_default(&mo);
   mo.verify_digest = args.has("--verify-digest");
+  std::string public_key;  // must outlive ember_model_open
+  if (args.has("--require-signature")) {
+    FILE* kf = std::fopen(args.get("--require-signature").c_str(), "rb");
+    if (!kf) return report(EMBER_ERR_IO, "cannot open --require-signature key '" + args.get("--require-signature") + "'");
+    char kbuf[4096];
+    size_t kn;
+    while ((kn = std::fread(kbuf, 1, sizeof kbuf, kf)) > 0 && public_key.size() < (1 << 16)) public_key.append(kbuf, kn);
+    std::fclose(kf);
+    mo.integrity_policy = EMBER_INTEGRITY_SIGNATURE;
+    mo.public_key_pem = public_key.c_str();
+    mo.public_key_pem_len = public_key.size();
+  }
   ember_model* model = nullptr;
   ember_status st = ember_model_open(args.get("-m").c_str(), &mo, &model);
   if (st != EMBER_OK) return report_last(st);

@@ -26,5 +26,8 @@ int cmd_quantize(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_keygen(int argc, char** argv);
+int cmd_sign(int argc, char** argv);
+int cmd_verify(int argc, char** argv);
 
 }  // namespace ember::cli

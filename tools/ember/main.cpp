@@ -24,6 +24,9 @@ const Command kCommands[] = {
     {"synth", ember::cli::cmd_synth, "a synthetic model: synth --shape tiny|110m|0.5b|1.1b --dtype T -o FILE [--gguf]"},
     {"bench", ember::cli::cmd_bench, "prefill and decode speed: bench -m M [-p 64,512] [-n 128] [-r 5] [--json]"},
     {"perplexity", ember::cli::cmd_perplexity, "perplexity of a text: perplexity -m M -f TEXT [--ctx N]"},
+    {"keygen", ember::cli::cmd_keygen, "a signing key pair: keygen --private K.pem --public P.pem"},
+    {"sign", ember::cli::cmd_sign, "sign a model in place: sign M.ember --key K.pem"},
+    {"verify", ember::cli::cmd_verify, "check a model's structure, digest and signature: verify M.ember [--pubkey P.pem]"},
 };
 
 void usage() {

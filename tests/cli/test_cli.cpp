@@ -1,0 +1,148 @@
+// The `ember` command as a user meets it: exit codes, one-line errors that
+// start with the status name, tokenize against the conformance vectors,
+// info, demo without test data, and seeds that give the same text for any
+// thread count.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/stories_fixture.h"
+#include "test_data.h"
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Run run(const std::string& args) {
+  static int counter = 0;
+  const std::string err_path = ember::test::temp_dir("cli") + "/stderr-" + std::to_string(counter++);
+  Run r;
+  FILE* p = popen((std::string(EMBER_CLI_PATH) + " " + args + " 2>" + err_path).c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = ember::test::read_text_file(err_path);
+  return r;
+}
+
+std::vector<std::string> split_tests(const std::string& text, const std::string& sep) {
+  std::vector<std::string> parts;
+  size_t at = 0;
+  while (true) {
+    const size_t next = text.find(sep, at);
+    parts.push_back(text.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) break;
+    at = next + sep.size();
+  }
+  return parts;
+}
+
+}  // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE("errors exit non-zero with one stderr line starting with the status name") {
+  struct Case {
+    std::string args;
+    std::string status;
+  };
+  const std::string dir = ember::test::temp_dir("cli");
+  { FILE* f = std::fopen((dir + "/garbage.ember").c_str(), "wb"); std::fputs("not a model at all", f); std::fclose(f); }
+  const Case cases[] = {
+      {"run -m /nonexistent/model.ember -p hi", "EMBER_ERR_IO"},
+      {"run -m " + dir + "/garbage.ember -p hi", "EMBER_ERR_FORMAT"},
+      {"run -p hi", "EMBER_ERR_INVALID_ARGUMENT"},
+      {"run -m x.ember --temp nan", "EMBER_ERR_INVALID_ARGUMENT"},
+      {"run -m x.ember --top-p 2", "EMBER_ERR_INVALID_ARGUMENT"},
+      {"run -m x.ember --kv-type q4", "EMBER_ERR_INVALID_ARGUMENT"},
+      {"run -m x.ember --bogus", "EMBER_ERR_INVALID_ARGUMENT"},
+      {"convert /nonexistent.bin -o x.ember --tokenizer t.bin", "EMBER_ERR_IO"},
+      {"convert " + dir + "/garbage.ember -o " + dir + "/out.ember", "EMBER_ERR_INVALID_ARGUMENT"},
+      {"info /nonexistent.ember", "EMBER_ERR_IO"},
+      {"tokenize /nonexistent.gguf --text hi", "EMBER_ERR_IO"},
+      {"frobnicate", "EMBER_ERR_INVALID_ARGUMENT"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Run r = run(c.args);
+    CHECK(r.code != 0);
+    CHECK(r.err.rfind(c.status + ": ", 0) == 0);
+    CHECK(r.err.find(c.status + ": ") == r.err.rfind(c.status + ": "));  // one error line
+  }
+}
+
+TEST_CASE("tokenize: GGUF vocabularies give the conformance ids") {
+  for (const char* name : {"ggml-vocab-llama-spm", "ggml-vocab-gpt-2"}) {
+    CAPTURE(name);
+    const std::string gguf = ember::test::test_data(std::string("vocab/") + name + ".gguf");
+    if (gguf.empty()) return;
+    const auto inputs = split_tests(ember::test::read_text_file(gguf + ".inp"), "\n__ggml_vocab_test__\n");
+    std::istringstream expected(ember::test::read_text_file(gguf + ".out"));
+    // Spot-check through the CLI (the library suite checks every vector).
+    std::string line;
+    for (size_t i = 0; i < 6 && std::getline(expected, line); ++i) {
+      const std::string file = ember::test::temp_dir("cli") + "/input.txt";
+      FILE* f = std::fopen(file.c_str(), "wb");
+      std::fwrite(inputs[i].data(), 1, inputs[i].size(), f);
+      std::fclose(f);
+      const Run r = run("tokenize " + gguf + " --file " + file);
+      REQUIRE(r.code == 0);
+      std::string got = r.out;
+      while (!got.empty() && got.back() == '\n') got.pop_back();
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      while (!line.empty() && line.front() == ' ') line.erase(line.begin());
+      CHECK(got == line);
+    }
+  }
+}
+
+TEST_CASE("info shows hyper-parameters, tokenizer, every tensor with its type, provenance and digest") {
+  const std::string model = ember::test::stories_model("llama2c");
+  if (model.empty()) return;
+  const Run r = run("info " + model + " --verify-digest");
+  REQUIRE(r.code == 0);
+  for (const char* needle : {"dim 64", "hidden 172", "layers 5", "heads 8", "kv-heads 4", "vocab 512",
+                             "sentencepiece", "stories260K.bin", "(verified)", "blk.4.ffn_down.weight", "f32"}) {
+    CHECK_MESSAGE(r.out.find(needle) != std::string::npos, needle);
+  }
+}
+
+TEST_CASE("the same seed gives the same text across runs and thread counts") {
+  const std::string model = ember::test::stories_model("llama2c");
+  if (model.empty()) return;
+  const std::string args = "run -m " + model + " -p 'Lily had a' -n 60 --temp 0.9 --top-k 40 --top-p 0.95 --seed 11";
+  const Run one = run(args + " --threads 1");
+  const Run two = run(args + " --threads 2");
+  const Run again = run(args + " --threads 1");
+  REQUIRE(one.code == 0);
+  CHECK(one.out == two.out);
+  CHECK(one.out == again.out);
+  const Run other = run("run -m " + model + " -p 'Lily had a' -n 60 --temp 0.9 --top-k 40 --top-p 0.95 --seed 12");
+  CHECK(other.out != one.out);
+}
+
+TEST_CASE("demo generates with a synthetic model when there is no test data, and says so") {
+  const std::string dir = ember::test::temp_dir("cli-demo");
+  const Run r = run("demo --out " + dir + " -n 8");
+  // With EMBER_TEST_DATA pointing nowhere, demo must make its own model.
+  const std::string cmd = std::string("EMBER_TEST_DATA=") + dir + "/none " + EMBER_CLI_PATH + " demo --out " + dir +
+                          " -n 8 2>" + dir + "/err >" + dir + "/out";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  CHECK(ember::test::read_text_file(dir + "/err").find("SYNTHETIC") != std::string::npos);
+  CHECK(!ember::test::read_text_file(dir + "/out").empty());
+  CHECK(r.code == 0);
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with clang and
+# -fsanitize=fuzzer,address,undefined into build-fuzz/, generates seed
+# corpora from the real files in ../shared, and runs each target for a
+# bounded time.
+#   tools/scripts/fuzz.sh [SECONDS_PER_TARGET=30] [TARGET...]
+# Env: EMBER_TEST_DATA (default ../shared), BUILD (default build-fuzz),
+#      JOBS (default 2). Exit status 1 when a target crashes or leaks; the
+#      reproducer is left in $BUILD/artifacts/. Prints executions per target.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SECONDS_PER_TARGET=${1:-30}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api)
+BUILD=${BUILD:-build-fuzz}
+JOBS=${JOBS:-2}
+DATA=${EMBER_TEST_DATA:-$(pwd)/../shared}
+
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DEMBER_SANITIZE=address,undefined -DEMBER_VULKAN=OFF -DEMBER_FUZZ=ON \
+  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" \
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" >/dev/null
+cmake --build "$BUILD" -j"$JOBS" --target ember_cli "${TARGETS[@]}"
+
+# Seed corpora, generated here (never committed).
+SEEDS=$BUILD/seeds
+rm -rf "$SEEDS"
+mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api} "$BUILD/artifacts"
+EMBER=$BUILD/ember
+if [ -f "$DATA/models/stories260K.bin" ]; then
+  ASAN_OPTIONS=detect_leaks=0 "$EMBER" convert "$DATA/models/stories260K.bin" --tokenizer "$DATA/models/tok512.bin" \
+    -o "$SEEDS/fuzz_model_open/stories260K.ember" >/dev/null
+fi
+ASAN_OPTIONS=detect_leaks=0 "$EMBER" synth --shape tiny --dtype q8_0 -o "$SEEDS/fuzz_model_open/tiny-q8_0.ember" >/dev/null 2>&1 || true
+ASAN_OPTIONS=detect_leaks=0 "$EMBER" synth --shape tiny --dtype f32 -o "$SEEDS/fuzz_model_open/tiny-f32.ember" >/dev/null 2>&1 || true
+if [ -f "$SEEDS/fuzz_model_open/tiny-f32.ember" ]; then  # a signed seed (exercises the trailer)
+  cp "$SEEDS/fuzz_model_open/tiny-f32.ember" "$SEEDS/fuzz_model_open/tiny-signed.ember"
+  rm -f "$BUILD/k.pem" "$BUILD/p.pem"
+  ASAN_OPTIONS=detect_leaks=0 "$EMBER" keygen --private "$BUILD/k.pem" --public "$BUILD/p.pem" >/dev/null
+  ASAN_OPTIONS=detect_leaks=0 "$EMBER" sign "$SEEDS/fuzz_model_open/tiny-signed.ember" --key "$BUILD/k.pem" >/dev/null
+fi
+for f in "$DATA"/models/*.gguf "$DATA"/vocab/*.gguf; do [ -f "$f" ] && cp "$f" "$SEEDS/fuzz_gguf/"; done
+# Tokenizer seeds: each test input, prefixed by a mode byte per vocabulary and operation.
+python3 - "$DATA" "$SEEDS/fuzz_tokenizer" <<'PY'
+import os, sys, struct
+data, out = sys.argv[1], sys.argv[2]
+n = 0
+for name in ("ggml-vocab-llama-spm.gguf.inp", "ggml-vocab-gpt-2.gguf.inp"):
+    p = os.path.join(data, "vocab", name)
+    if not os.path.exists(p):
+        continue
+    for text in open(p, "rb").read().split(b"\n__ggml_vocab_test__\n"):
+        for mode in (0, 1, 2, 6):
+            open(os.path.join(out, "t%04d" % n), "wb").write(bytes([mode]) + text)
+            n += 1
+for mode in (3, 4, 5):  # decode: a few ids, one out of range
+    open(os.path.join(out, "ids%d" % mode), "wb").write(bytes([mode]) + struct.pack("<5i", 1, 2, 100, 300, 70000))
+PY
+head -c 512 /dev/zero > "$SEEDS/fuzz_c_api/zeros"
+head -c 512 /dev/urandom > "$SEEDS/fuzz_c_api/random" 2>/dev/null || true
+echo 'seed' > "$SEEDS/fuzz_model_semantic/seed"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export EMBER_TEST_DATA=$DATA
+status=0
+printf '%-22s %8s %12s %8s %s\n' target seconds executions exec/s result
+for t in "${TARGETS[@]}"; do
+  corpus=$BUILD/corpus/$t
+  mkdir -p "$corpus"
+  log=$BUILD/$t.log
+  rc=0
+  "$BUILD/tests/fuzz/$t" "$corpus" "$SEEDS/$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 \
+    -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1 || rc=$?
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  result=ok
+  if [ $rc -ne 0 ]; then
+    result="FAILED (rc $rc, see $log and $BUILD/artifacts/)"
+    status=1
+    grep -m5 -E 'ERROR|runtime error|SUMMARY' "$log" || true
+  fi
+  printf '%-22s %8s %12s %8s %s\n' "$t" "$SECONDS_PER_TARGET" "$execs" "$rate" "$result"
+done
+exit $status

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the test suite:
+#   asan  — AddressSanitizer + UndefinedBehaviorSanitizer build of the whole
+#           suite in build-asan/ (EMBER_SANITIZE=address,undefined), every
+#           test through ctest; any report fails the run.
+#   tsan  — ThreadSanitizer build in build-tsan/, running the multi-session
+#           test (many sessions on one model on many threads).
+#   tools/scripts/sanitize.sh [asan|tsan|all]   (default all)
+# Env: JOBS (default 2), EMBER_VULKAN (default OFF: lavapipe under ASan is
+# slow and its own leaks are not ours), EMBER_TEST_DATA as for the tests.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+WHAT=${1:-all}
+JOBS=${JOBS:-2}
+VULKAN=${EMBER_VULKAN:-OFF}
+
+run_asan() {
+  # gcc: the suite is written for it (clang 14 refuses a C++20 lambda capture
+  # of a structured binding in tests/tokenizer). The fuzz targets have their
+  # own clang build (tools/scripts/fuzz.sh, build-fuzz/).
+  CC=gcc CXX=g++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DEMBER_SANITIZE=address,undefined -DEMBER_VULKAN="$VULKAN" \
+    -DCMAKE_C_FLAGS="-fno-sanitize-recover=undefined" -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" >/dev/null
+  cmake --build build-asan -j"$JOBS"
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    ctest --test-dir build-asan --output-on-failure -j"$JOBS" --timeout 900
+}
+
+run_tsan() {
+  # XNNPACK/pthreadpool are prebuilt without TSan instrumentation: off here,
+  # so every thread the test starts is ember's own thread pool.
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=thread \
+    -DEMBER_VULKAN=OFF -DEMBER_XNNPACK=OFF >/dev/null
+  cmake --build build-tsan -j"$JOBS" --target ember_tests
+  TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+    build-tsan/tests/ember_tests -tc='many sessions*'
+}
+
+case "$WHAT" in
+  asan) run_asan ;;
+  tsan) run_tsan ;;
+  all) run_asan && run_tsan ;;
+  *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;;
+esac
