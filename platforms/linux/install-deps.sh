@@ -14,7 +14,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git file
   libxnnpack-dev libflatbuffers-dev flatbuffers-compiler libmbedtls-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
-  doctest-dev clang
+  doctest-dev clang libclang-rt-14-dev
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 )
 

@@ -452,6 +452,8 @@ Result<std::unique_ptr<ModelFile>> ModelFile::open(const std::string& path, cons
 
 ModelFile::~ModelFile() { unregister_mapping(guard_slot_); }
 
+bool ModelFile::faulted() const { return mapping_faulted(guard_slot_); }
+
 Status ModelFile::check_intact() const {
   if (mapping_faulted(guard_slot_)) {
     return Status::error(EMBER_ERR_IO,

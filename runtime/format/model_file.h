@@ -43,8 +43,10 @@
 // What is not prevented: results computed from a page that changed or was
 // zeroed before check_intact() is called are wrong; callers that keep a
 // model open while others may write its file should call check_intact()
-// after each step (Model::check_intact(); the C API's session calls do not
-// call it yet).
+// after each step (Model::check_intact(); the C API's session calls check
+// the whole identity at session creation and the fault mark after every
+// step, so a truncation seen during a step fails that step with
+// EMBER_ERR_IO).
 #pragma once
 
 #include <cstdint>
@@ -147,6 +149,8 @@ class ModelFile {
   // EMBER_ERR_INTEGRITY when the file (same inode) changed size or mtime
   // since open. Cheap (one stat); see the top of this file.
   Status check_intact() const;
+  // Only the SIGBUS mark (no system call): cheap enough for every step.
+  bool faulted() const;
 
   const HParams& hparams() const { return contents_.hparams; }
   const Vocab& vocab() const { return contents_.vocab; }

@@ -100,10 +100,14 @@ typedef struct ember_model_options {
   /* Check the data segment's SHA-256 against the metadata before use
    * (reads the whole file once). Default 0. Same as policy DIGEST. */
   int verify_digest;
-  /* ember_integrity_policy; default EMBER_INTEGRITY_NONE. */
+  /* ember_integrity_policy; default EMBER_INTEGRITY_NONE. Fails closed: the
+   * SIGNATURE policy without a key, or a key without it, is
+   * EMBER_ERR_INVALID_ARGUMENT. A missing, foreign or broken signature is
+   * EMBER_ERR_SIGNATURE; a data digest mismatch EMBER_ERR_INTEGRITY. */
   int integrity_policy;
   /* PEM text of the public key that must have signed the file (policy
-   * SIGNATURE). Not owned; read during ember_model_open only. */
+   * SIGNATURE). Not owned; read during ember_model_open only.
+   * public_key_pem_len 0 means the text is NUL-terminated. */
   const char* public_key_pem;
   size_t public_key_pem_len;
 } ember_model_options;

@@ -106,6 +106,7 @@ Result<SessionPlan> Session::plan(const Model& model, const SessionOptions& opti
 }
 
 Result<std::unique_ptr<Session>> Session::create(const Model& model, const SessionOptions& options) {
+  EMBER_TRY(model.check_intact());
   auto session = std::unique_ptr<Session>(new Session(model));
   EMBER_ASSIGN_OR_RETURN(session->plan_, plan_with_graph(model, options, &session->graph_, &session->backend_));
   const SessionPlan& plan = session->plan_;
@@ -200,6 +201,9 @@ Status Session::prefill(const int32_t* tokens, size_t count, float* logits) {
     step.pos = pos_;
     step.logits = logits_;
     EMBER_TRY(backend_->execute(step));
+    // A file truncated under us reads as zero pages (mapping_guard.h): the
+    // step's results are garbage, so the step fails.
+    if (model_.file().faulted()) EMBER_TRY(model_.check_intact());
     std::memcpy(history_ + pos_, tokens + done, n * sizeof(int32_t));
     pos_ += n;
     done += n;
