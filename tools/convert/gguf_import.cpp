@@ -28,8 +28,9 @@ Result<DType> dtype_from_ggml(const GgufTensorInfo& t) {
 }  // namespace
 
 bool is_gguf_file(const std::string& path) {
-  auto bytes = read_file(path);  // small cost: only used on the CLI path
-  return bytes.is_ok() && bytes->size() >= 4 && std::memcmp(bytes->data(), "GGUF", 4) == 0;
+  // Only the magic: the input may be gigabytes, and import maps it anyway.
+  auto mapped = MappedFile::open(path);
+  return mapped.is_ok() && mapped->size() >= 4 && std::memcmp(mapped->data(), "GGUF", 4) == 0;
 }
 
 Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
