@@ -70,7 +70,11 @@ void rows(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r0, i
 void q4_0_gemv__avx512vnni(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n,
                            float* out, int64_t out_stride) {
   const int64_t row_bytes = cols / 32 * static_cast<int64_t>(sizeof(KBlockQ4_0));
-  for (int32_t t = 0; t < n; ++t) rows<1>(w, row_bytes, x, r0, r1, t, out, out_stride);
+  // One row at a time: a single weight stream per thread reads at full
+  // bandwidth, where interleaving 4 rows' streams measured 3-4x slower.
+  for (int32_t t = 0; t < n; ++t) {
+    for (int64_t r = r0; r < r1; ++r) tile<1, 1>(w, row_bytes, x, r, t, out, out_stride);
+  }
 }
 
 void q4_0_gemm__avx512vnni(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n,
