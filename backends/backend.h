@@ -12,6 +12,7 @@
 
 #include "api/status.h"
 #include "format/dtype.h"
+#include "format/layout.h"
 #include "kv/kv_cache.h"
 #include "model/hparams.h"
 
@@ -23,6 +24,7 @@ struct MemoryPlan;
 struct WeightRef {
   const char* name = "";
   DType dtype = DType::F32;
+  Layout layout = Layout::RowMajor;  // Rows16: see format/layout.h
   const uint8_t* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;

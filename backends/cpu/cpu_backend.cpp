@@ -157,8 +157,20 @@ void CpuBackend::run_matmuls(const Op* ops, int count, int32_t n) {
     Job& j = jobs[m];
     j = {&w, act(ops[m].out), nullptr, nullptr};
     switch (w.dtype) {
-      case DType::Q8_0: j.qfn = n == 1 ? k_->q8_0_gemv : k_->q8_0_gemm; break;
-      case DType::Q4_0: j.qfn = n == 1 ? k_->q4_0_gemv : k_->q4_0_gemm; break;
+      case DType::Q8_0:
+        if (w.layout == Layout::Rows16) {
+          j.qfn = n == 1 ? k_->q8_0_rows16_gemv : k_->q8_0_rows16_gemm;
+        } else {
+          j.qfn = n == 1 ? k_->q8_0_gemv : k_->q8_0_gemm;
+        }
+        break;
+      case DType::Q4_0:
+        if (w.layout == Layout::Rows16) {
+          j.qfn = n == 1 ? k_->q4_0_rows16_gemv : k_->q4_0_rows16_gemm;
+        } else {
+          j.qfn = n == 1 ? k_->q4_0_gemv : k_->q4_0_gemm;
+        }
+        break;
       case DType::F32: j.ffn = n == 1 ? k_->f32_gemv : k_->f32_gemm; break;
       case DType::F16: j.ffn = n == 1 ? k_->f16_gemv : k_->f16_gemm; break;
       case DType::BF16: break;
@@ -240,11 +252,11 @@ Status CpuBackend::execute(const StepArgs& step) {
     switch (op.kind) {
       case OpKind::Embed: {
         const WeightRef& w = g.weights[op.weight];
-        uint64_t row_bytes = 0;
-        dtype_bytes(w.dtype, static_cast<uint64_t>(w.cols), &row_bytes);
         for (int32_t i = 0; i < n; ++i) {
-          dequantize_row(w.dtype, w.data + static_cast<uint64_t>(step.tokens[i]) * row_bytes, act(op.out) + i * w.cols,
-                         w.cols);
+          // A Rows16 row is gathered into the conversion row first.
+          const uint8_t* row = layout_row(w.layout, w.dtype, w.data, w.cols, step.tokens[i],
+                                          reinterpret_cast<uint8_t*>(scratch_.row));
+          dequantize_row(w.dtype, row, act(op.out) + i * w.cols, w.cols);
         }
         break;
       }

@@ -25,6 +25,10 @@ struct CpuKernels {
   QMatmulFn q8_0_gemm = nullptr;  // n > 1 (prefill)
   QMatmulFn q4_0_gemv = nullptr;
   QMatmulFn q4_0_gemm = nullptr;
+  QMatmulFn q8_0_rows16_gemv = nullptr;  // weights in the Rows16 layout
+  QMatmulFn q8_0_rows16_gemm = nullptr;
+  QMatmulFn q4_0_rows16_gemv = nullptr;
+  QMatmulFn q4_0_rows16_gemm = nullptr;
   FMatmulFn f32_gemv = nullptr;
   FMatmulFn f32_gemm = nullptr;
   FMatmulFn f16_gemv = nullptr;

@@ -148,14 +148,22 @@ Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
   const uint64_t qbytes = q8 ? 32 : 16;                        // quant bytes per block on the device
   const uint64_t src_block = q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
   const uint64_t blocks = layout.scale_word_offset / (qbytes / 4);
+  const int64_t row_blocks = w.cols / kQuantBlock;
   // Quants, then scales (f16 widened to f32: exact).
   const uint64_t per_chunk_q = kStagingBytes / qbytes;
   for (uint64_t b0 = 0; b0 < blocks; b0 += per_chunk_q) {
     const uint64_t nb = std::min(per_chunk_q, blocks - b0);
     uint8_t* out = static_cast<uint8_t*>(staging_.mapped);
+    uint8_t block[sizeof(BlockQ8_0)];
     for (uint64_t b = 0; b < nb; ++b) {
-      // The quants follow the 2-byte scale in both block types.
-      std::memcpy(out + b * qbytes, w.data + (b0 + b) * src_block + 2, qbytes);
+      // The quants follow the 2-byte scale in both block types; a Rows16
+      // weight is read back in row order (format/layout.h).
+      if (w.layout == Layout::RowMajor) {
+        std::memcpy(out + b * qbytes, w.data + (b0 + b) * src_block + 2, qbytes);
+      } else {
+        layout_block(w.layout, w.dtype, w.data, w.cols, (b0 + b) / row_blocks, (b0 + b) % row_blocks, block);
+        std::memcpy(out + b * qbytes, block + 2, qbytes);
+      }
     }
     EMBER_TRY(copy_chunk(dst, b0 * qbytes, nb * qbytes));
   }
@@ -163,9 +171,15 @@ Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
   for (uint64_t b0 = 0; b0 < blocks; b0 += per_chunk_s) {
     const uint64_t nb = std::min(per_chunk_s, blocks - b0);
     float* out = static_cast<float*>(staging_.mapped);
+    uint8_t block[sizeof(BlockQ8_0)];
     for (uint64_t b = 0; b < nb; ++b) {
       uint16_t h;
-      std::memcpy(&h, w.data + (b0 + b) * src_block, 2);
+      if (w.layout == Layout::RowMajor) {
+        std::memcpy(&h, w.data + (b0 + b) * src_block, 2);
+      } else {
+        layout_block(w.layout, w.dtype, w.data, w.cols, (b0 + b) / row_blocks, (b0 + b) % row_blocks, block);
+        std::memcpy(&h, block, 2);
+      }
       out[b] = f16_to_f32(h);
     }
     EMBER_TRY(copy_chunk(dst, (static_cast<uint64_t>(layout.scale_word_offset) + b0) * 4, nb * 4));

@@ -158,6 +158,14 @@ Status check_tensors(std::vector<TensorView>& tensors, uint64_t data_size) {
       return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %s rows need a multiple of 32 elements, got %lld",
                            name, dtype_name(t.dtype), static_cast<long long>(inner));
     }
+    if (t.layout != Layout::RowMajor &&
+        (t.n_dims != 2 || !layout_fits(t.layout, t.dtype, t.shape[0], t.shape[1]))) {
+      return Status::error(EMBER_ERR_BAD_TENSOR,
+                           "tensor '%s': layout %s needs a q8_0/q4_0 matrix with rows a multiple of 16, got %s %d dims "
+                           "[%lld, ...]",
+                           name, layout_name(t.layout), dtype_name(t.dtype), t.n_dims,
+                           static_cast<long long>(t.shape[0]));
+    }
     uint64_t expected = 0;
     if (!dtype_bytes(t.dtype, elements, &expected) || expected != t.size) {
       return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': size = %llu bytes but %s x %llu elements need %llu",
@@ -316,11 +324,12 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
         return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': dtype = %u is not a known type", t.name.c_str(),
                              static_cast<unsigned>(ft->dtype()));
       }
-      if (static_cast<uint8_t>(ft->layout()) != 0) {
+      if (static_cast<uint8_t>(ft->layout()) >= kLayoutCount) {
         return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': layout = %u is not a known layout", t.name.c_str(),
                              static_cast<unsigned>(ft->layout()));
       }
       t.dtype = static_cast<DType>(ft->dtype());
+      t.layout = static_cast<Layout>(ft->layout());
       const auto* shape = ft->shape();
       if (!shape || shape->size() == 0 || shape->size() > kMaxDims) {
         return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %u dimensions (must be 1..4)", t.name.c_str(),

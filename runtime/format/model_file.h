@@ -57,6 +57,7 @@
 
 #include "api/status.h"
 #include "format/dtype.h"
+#include "format/layout.h"
 #include "model/hparams.h"
 #include "platforms/linux/mapped_file.h"
 #include "platforms/linux/mapping_guard.h"
@@ -73,6 +74,7 @@ constexpr int kMaxDims = 4;
 struct TensorView {
   std::string name;
   DType dtype = DType::F32;
+  Layout layout = Layout::RowMajor;
   int n_dims = 0;
   int64_t shape[kMaxDims] = {0, 0, 0, 0};  // outermost first: [rows, cols]
   uint64_t offset = 0;                      // within the data segment
@@ -174,6 +176,7 @@ struct TensorSource {
   std::vector<int64_t> shape;
   const void* data = nullptr;
   uint64_t size = 0;
+  Layout layout = Layout::RowMajor;  // of `data`
 };
 
 struct ModelSpec {
@@ -181,6 +184,9 @@ struct ModelSpec {
   Vocab vocab;
   std::vector<TensorSource> tensors;
   Provenance provenance;
+  // The layout the writer gives every RowMajor tensor it fits (Q8_0/Q4_0
+  // matrices with rows a multiple of 16); RowMajor writes them as given.
+  Layout quant_layout = Layout::Rows16;
 };
 
 // Serializes a model into the .ember layout. The spec is checked the way the

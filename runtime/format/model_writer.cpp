@@ -13,7 +13,26 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
-Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
+Result<std::vector<uint8_t>> serialize_model(const ModelSpec& given) {
+  // Regroup the tensors the requested layout fits (format/layout.h).
+  ModelSpec spec = given;
+  std::vector<std::vector<uint8_t>> packed;
+  for (TensorSource& t : spec.tensors) {
+    if (t.layout != Layout::RowMajor || spec.quant_layout == Layout::RowMajor || t.shape.size() != 2 ||
+        !layout_fits(spec.quant_layout, t.dtype, t.shape[0], t.shape[1])) {
+      continue;
+    }
+    uint64_t need = 0;
+    if (!dtype_bytes(t.dtype, static_cast<uint64_t>(t.shape[0]) * static_cast<uint64_t>(t.shape[1]), &need) ||
+        need != t.size) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': size = %llu bytes does not hold its shape",
+                           t.name.c_str(), static_cast<unsigned long long>(t.size));
+    }
+    packed.emplace_back(t.size);
+    pack_rows16(t.dtype, static_cast<const uint8_t*>(t.data), packed.back().data(), t.shape[0], t.shape[1]);
+    t.data = packed.back().data();
+    t.layout = spec.quant_layout;
+  }
   // Lay out the data segment.
   std::vector<uint64_t> offsets(spec.tensors.size());
   uint64_t data_size = 0;
@@ -54,7 +73,8 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
     const TensorSource& t = spec.tensors[i];
     std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
     tensors.push_back(fb::CreateTensor(fbb, fbb.CreateString(t.name), static_cast<fb::DType>(t.dtype),
-                                       fbb.CreateVector(shape), offsets[i], t.size));
+                                       fbb.CreateVector(shape), offsets[i], t.size,
+                                       static_cast<fb::Layout>(t.layout)));
   }
   const Provenance& p = spec.provenance;
   auto provenance = fb::CreateProvenance(

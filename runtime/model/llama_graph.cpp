@@ -44,6 +44,7 @@ WeightRef weight_ref(const TensorView& t) {
   WeightRef w;
   w.name = t.name.c_str();
   w.dtype = t.dtype;
+  w.layout = t.layout;
   w.data = t.data;
   w.rows = t.rows();
   w.cols = t.cols();

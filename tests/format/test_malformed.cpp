@@ -65,14 +65,14 @@ uint32_t get_u32(const std::vector<uint8_t>& b, size_t at) {
 void put_u32(std::vector<uint8_t>* b, size_t at, uint32_t v) { std::memcpy(b->data() + at, &v, 4); }
 
 // Where the sections of the baseline lie.
-struct Layout {
+struct FileLayout {
   size_t meta_end;     // 4 + metadata size: the first padding byte
   size_t data_offset;  // the first data byte
   size_t size;         // the file size
 };
 
-Layout layout_of(const std::vector<uint8_t>& b) {
-  Layout l;
+FileLayout layout_of(const std::vector<uint8_t>& b) {
+  FileLayout l;
   l.meta_end = 4 + get_u32(b, 0);
   l.data_offset = (l.meta_end + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
   l.size = b.size();
@@ -168,7 +168,7 @@ TEST_CASE("the baseline and its rebuilt twin are valid") {
   const auto& base = baseline();
   REQUIRE(!base.empty());
   CHECK(verify(base).code == EMBER_OK);
-  const Layout l = layout_of(base);
+  const FileLayout l = layout_of(base);
   CHECK(l.meta_end < l.data_offset);  // the padding cases below need padding
   CHECK(l.data_offset < l.size);
   RawModel m = raw();
@@ -186,7 +186,7 @@ TEST_CASE("the baseline and its rebuilt twin are valid") {
 TEST_CASE("truncation at every section is EMBER_ERR_TRUNCATED") {
   const auto& base = baseline();
   REQUIRE(!base.empty());
-  const Layout l = layout_of(base);
+  const FileLayout l = layout_of(base);
   auto cut = [&](size_t n) { return std::vector<uint8_t>(base.begin(), base.begin() + static_cast<std::ptrdiff_t>(n)); };
 
   EXPECT_FAILS(verify(cut(0)), EMBER_ERR_TRUNCATED, "too short");
@@ -210,7 +210,7 @@ TEST_CASE("truncation at every section is EMBER_ERR_TRUNCATED") {
 TEST_CASE("framing: identifier, trailing bytes, padding, size prefix") {
   const auto& base = baseline();
   REQUIRE(!base.empty());
-  const Layout l = layout_of(base);
+  const FileLayout l = layout_of(base);
 
   {  // bad file identifier
     auto b = base;
@@ -452,7 +452,11 @@ TEST_CASE("tensor table entries are EMBER_ERR_BAD_TENSOR naming the tensor") {
                "multiple of 32");
   EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = 5; }), EMBER_ERR_BAD_TENSOR, "dtype = 5");
   EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = 255; }), EMBER_ERR_BAD_TENSOR, "dtype = 255");
-  EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 1; }), EMBER_ERR_BAD_TENSOR, "layout = 1");
+  EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 2; }), EMBER_ERR_BAD_TENSOR, "layout = 2");
+  EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 255; }), EMBER_ERR_BAD_TENSOR, "layout = 255");
+  // rows16 only for q8_0/q4_0 matrices with rows a multiple of 16
+  EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 1; }), EMBER_ERR_BAD_TENSOR, "layout rows16 needs");
+  EXPECT_FAILS(with([](M& m) { m.tensors[1].layout = 1; }), EMBER_ERR_BAD_TENSOR, "layout rows16 needs");
   // attn_q starts where attn_norm starts; attn_k starts inside attn_q
   EXPECT_FAILS(with([](M& m) { m.tensors[2].offset = m.tensors[1].offset; }), EMBER_ERR_BAD_TENSOR, "overlap");
   EXPECT_FAILS(with([](M& m) { m.tensors[3].offset = m.tensors[2].offset + 64; }), EMBER_ERR_BAD_TENSOR, "overlap");
@@ -537,7 +541,7 @@ TEST_CASE("vocabulary pieces the tokenizer refuses (Model::open)") {
 TEST_CASE("every metadata byte flipped: verify_model never crashes") {
   auto b = baseline();
   REQUIRE(!b.empty());
-  const Layout l = layout_of(b);
+  const FileLayout l = layout_of(b);
   const auto t0 = std::chrono::steady_clock::now();
   size_t ok = 0, failed = 0, bad_status = 0;
   for (size_t i = 0; i < l.meta_end; ++i) {

@@ -13,6 +13,7 @@
 #include "backends/cpu/dispatch.h"
 #include "ember.h"
 #include "format/dtype.h"
+#include "format/layout.h"
 #include "format/model_file.h"
 #include "test_data.h"
 #include "tools/convert/synthetic.h"
@@ -124,6 +125,7 @@ TEST_CASE("the probe and the dispatch agree: generic always, the best path suppo
   for (CpuIsa isa : isas) {
     const CpuKernels& k = cpu_kernels_for(isa);
     CHECK(k.isa == isa);
+    CHECK((k.q8_0_rows16_gemv && k.q8_0_rows16_gemm && k.q4_0_rows16_gemv && k.q4_0_rows16_gemm));
     CHECK((k.quantize_q8 && k.q8_0_gemv && k.q8_0_gemm && k.q4_0_gemv && k.q4_0_gemm && k.f32_gemv && k.f32_gemm &&
            k.f16_gemv && k.f16_gemm && k.rmsnorm && k.swiglu && k.add && k.dot && k.axpy));
     CpuIsa back;
@@ -201,6 +203,65 @@ TEST_CASE("quantized matmuls (q8_0, q4_0; gemv and gemm) match the scalar refere
       }
     }
   }
+}
+
+TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls match the reference on every path") {
+  for (DType t : {DType::Q8_0, DType::Q4_0}) {
+    CAPTURE(dtype_name(t));
+    std::mt19937 rng(23);
+    for (int64_t rows : {16, 32, 48, 80}) {
+      for (int32_t n = 1; n <= 17; n += (n < 6 ? 1 : 5)) {
+        const int64_t cols = 32 * (1 + static_cast<int64_t>(rng() % 9));
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(n);
+        std::vector<float> wv;
+        const std::vector<uint8_t> plain = make_weights(t, rng, rows, cols, &wv);
+        REQUIRE(layout_fits(Layout::Rows16, t, rows, cols));
+        std::vector<uint8_t> packed(plain.size()), back(plain.size());
+        pack_rows16(t, plain.data(), packed.data(), rows, cols);
+        CHECK(packed != plain);
+        unpack_rows16(t, packed.data(), back.data(), rows, cols);
+        REQUIRE(back == plain);
+        uint64_t row_bytes = 0;
+        REQUIRE(dtype_bytes(t, static_cast<uint64_t>(cols), &row_bytes));
+        std::vector<uint8_t> scratch(row_bytes);
+        for (int64_t r = 0; r < rows; r += 7) {
+          const uint8_t* row = layout_row(Layout::Rows16, t, packed.data(), cols, r, scratch.data());
+          REQUIRE(std::equal(row, row + row_bytes, plain.begin() + r * row_bytes));
+        }
+        const std::vector<float> x = random_floats(rng, n * cols);
+        QuantBuffers qb;
+        for (int32_t i = 0; i < n; ++i) ref_quantize(x.data() + i * cols, cols, &qb.q, &qb.d, &qb.bias);
+        AlignedActs acts(qb, cols);
+        for (CpuIsa isa : supported_isas()) {
+          CAPTURE(cpu_isa_name(isa));
+          const CpuKernels& k = cpu_kernels_for(isa);
+          const bool q8 = t == DType::Q8_0;
+          for (QMatmulFn fn : {q8 ? k.q8_0_rows16_gemv : k.q4_0_rows16_gemv, q8 ? k.q8_0_rows16_gemm : k.q4_0_rows16_gemm}) {
+            std::vector<float> out(n * rows, NAN);
+            const int64_t mid = rows / 16 / 2 * 16;
+            fn(packed.data(), cols, 0, mid, acts.view, n, out.data(), rows);
+            fn(packed.data(), cols, mid, rows, acts.view, n, out.data(), rows);
+            for (int32_t i = 0; i < n; ++i) {
+              for (int64_t r = 0; r < rows; ++r) {
+                double acc = 0, m = 0;
+                for (int64_t c = 0; c < cols; ++c) {
+                  const double xv = static_cast<double>(qb.q[i * cols + c]) * qb.d[i * (cols / 32) + c / 32];
+                  acc += wv[r * cols + c] * xv;
+                  m += std::fabs(wv[r * cols + c] * xv);
+                }
+                REQUIRE(std::fabs(out[i * rows + r] - acc) <= 2e-6 * m + 1e-6);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(!layout_fits(Layout::Rows16, DType::Q8_0, 24, 64));
+  CHECK(!layout_fits(Layout::Rows16, DType::F16, 32, 64));
+  CHECK(layout_fits(Layout::RowMajor, DType::F16, 3, 5));
 }
 
 TEST_CASE("float matmuls (f32, f16; gemv and gemm) match the scalar reference on every path") {

@@ -13,6 +13,14 @@ Result<DType> parse_target_dtype(const std::string& name) {
   return t;
 }
 
+Result<Layout> parse_layout(const std::string& name) {
+  Layout l;
+  if (!layout_from_name(name.c_str(), &l)) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "--layout '%s' is not a layout (rows16, row-major)", name.c_str());
+  }
+  return l;
+}
+
 Result<std::unique_ptr<ImportedModel>> import_ember(const std::string& path) {
   auto model = std::make_unique<ImportedModel>();
   EMBER_ASSIGN_OR_RETURN(model->source, MappedFile::open(path));
@@ -29,6 +37,12 @@ Result<std::unique_ptr<ImportedModel>> import_ember(const std::string& path) {
     s.shape.assign(t.shape, t.shape + t.n_dims);
     s.data = t.data;
     s.size = t.size;
+    if (t.layout != Layout::RowMajor) {
+      // Everything downstream reads rows; the writer regroups again.
+      model->owned.emplace_back(t.size);
+      unpack_rows16(t.dtype, t.data, model->owned.back().data(), t.rows(), t.cols());
+      s.data = model->owned.back().data();
+    }
     spec.tensors.push_back(std::move(s));
   }
   return model;

@@ -10,15 +10,17 @@
 namespace ember::cli {
 
 int cmd_convert(int argc, char** argv) {
-  Args args(argc, argv, {"-o", "--tokenizer", "--dtype"});
+  Args args(argc, argv, {"-o", "--tokenizer", "--dtype", "--layout"});
   if (args.has("--help") || args.has("-h")) {
     std::puts("usage: ember convert IN -o OUT.ember [--tokenizer tokenizer.bin] [--dtype q8_0|q4_0|f16|bf16|f32]\n"
+              "                     [--layout rows16|row-major]\n"
               "  IN is a GGUF v2/v3 file (llama architecture) or a llama2.c checkpoint;\n"
               "  a llama2.c checkpoint needs its tokenizer.bin via --tokenizer.\n"
-              "  --dtype re-types the weights as `ember quantize` does (default: keep the source's types).");
+              "  --dtype re-types the weights as `ember quantize` does (default: keep the source's types).\n");
+    std::fputs(kLayoutHelp, stdout);
     return 0;
   }
-  args.check_known({"-o", "--tokenizer", "--dtype"});
+  args.check_known({"-o", "--tokenizer", "--dtype", "--layout"});
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
   if (args.positionals().size() != 1) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "expected one input file (see ember convert --help)");
@@ -30,6 +32,8 @@ int cmd_convert(int argc, char** argv) {
     if (!t.is_ok()) return report(t.status().code(), t.status().message());
     target = t.value();
   }
+  auto layout = parse_layout(args.get("--layout", "rows16"));
+  if (!layout.is_ok()) return report(layout.status().code(), layout.status().message());
   const std::string in = args.positionals()[0];
   const auto t0 = std::chrono::steady_clock::now();
   Result<std::unique_ptr<ImportedModel>> imported = Status::error(EMBER_ERR_INTERNAL, "not imported");
@@ -49,7 +53,8 @@ int cmd_convert(int argc, char** argv) {
     if (!q.is_ok()) return report(q.code(), q.message());
     std::fputs(describe_quantize_report(rep).c_str(), stderr);
   }
-  const ModelSpec& spec = imported.value()->spec;
+  ModelSpec& spec = imported.value()->spec;
+  spec.quant_layout = layout.value();
   const Status s = write_model(spec, args.get("-o"));
   if (!s.is_ok()) return report(s.code(), s.message());
   const double ms =

@@ -55,8 +55,9 @@ int cmd_info(int argc, char** argv) {
       std::snprintf(shape, sizeof shape, "[%lld, %lld]", static_cast<long long>(t.shape[0]),
                     static_cast<long long>(t.shape[1]));
     }
-    std::printf("  %-28s %-5s %-16s %12llu bytes @ %llu\n", t.name.c_str(), dtype_name(t.dtype), shape,
-                static_cast<unsigned long long>(t.size), static_cast<unsigned long long>(t.offset));
+    std::printf("  %-28s %-5s %-16s %-9s %12llu bytes @ %llu\n", t.name.c_str(), dtype_name(t.dtype), shape,
+                layout_name(t.layout), static_cast<unsigned long long>(t.size),
+                static_cast<unsigned long long>(t.offset));
   }
   return 0;
 }

@@ -11,15 +11,16 @@
 namespace ember::cli {
 
 int cmd_quantize(int argc, char** argv) {
-  Args args(argc, argv, {"-o", "--dtype"});
+  Args args(argc, argv, {"-o", "--dtype", "--layout"});
   if (args.has("--help") || args.has("-h")) {
-    std::puts("usage: ember quantize IN.ember -o OUT.ember --dtype q8_0|q4_0|f16|bf16|f32\n"
+    std::puts("usage: ember quantize IN.ember -o OUT.ember --dtype q8_0|q4_0|f16|bf16|f32 [--layout rows16|row-major]\n"
               "  matrices become DTYPE; norms stay f32; a matrix whose rows are not a multiple of 32\n"
               "  elements keeps its float type for q8_0/q4_0 (each such tensor is named on stderr).\n"
               "  The recipe is recorded in the file's provenance (ember info shows it).");
+    std::fputs(kLayoutHelp, stdout);
     return 0;
   }
-  args.check_known({"-o", "--dtype"});
+  args.check_known({"-o", "--dtype", "--layout"});
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember quantize --help)");
   if (args.positionals().size() != 1) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "expected one input .ember file (see ember quantize --help)");
@@ -28,6 +29,8 @@ int cmd_quantize(int argc, char** argv) {
   if (!args.has("--dtype")) return report(EMBER_ERR_INVALID_ARGUMENT, "--dtype q8_0|q4_0|f16|bf16|f32 is required");
   auto target = parse_target_dtype(args.get("--dtype"));
   if (!target.is_ok()) return report(target.status().code(), target.status().message());
+  auto layout = parse_layout(args.get("--layout", "rows16"));
+  if (!layout.is_ok()) return report(layout.status().code(), layout.status().message());
   const std::string in = args.positionals()[0], out = args.get("-o");
   if (in == out) return report(EMBER_ERR_INVALID_ARGUMENT, "-o '" + out + "' is the input file; write a new file");
 
@@ -37,6 +40,7 @@ int cmd_quantize(int argc, char** argv) {
   QuantizeReport rep;
   Status s = quantize_model(model.value().get(), target.value(), &rep);
   if (!s.is_ok()) return report(s.code(), s.message());
+  model.value()->spec.quant_layout = layout.value();
   s = write_model(model.value()->spec, out);
   if (!s.is_ok()) return report(s.code(), s.message());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

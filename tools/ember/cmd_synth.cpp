@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tools/convert/gguf_writer.h"
+#include "tools/convert/quantize.h"
 #include "tools/convert/synthetic.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
@@ -37,7 +38,7 @@ std::string find_llama2_vocab() {
 
 const char* kSynthHelp =
     "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype f32|f16|bf16|q8_0|q4_0] [--gguf]\n"
-    "                   [--seed N] [--vocab FILE|builtin]\n"
+    "                   [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
     "  deterministic pseudo-random weights of a named shape (norms f32), for tests and benchmarks:\n"
     "    tiny  dim 64,   hidden 192,  2 layers,  4 heads,  2 kv-heads\n"
     "    110m  dim 768,  hidden 2048, 12 layers, 12 heads, 12 kv-heads, vocabulary 32000\n"
@@ -48,17 +49,18 @@ const char* kSynthHelp =
     "  --seed N    weight seed (default 42): the same seed gives the same bytes\n"
     "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
     "              the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
-    "              directory ($EMBER_TEST_DATA or ../shared) when present, else builtin\n";
+    "              directory ($EMBER_TEST_DATA or ../shared) when present, else builtin\n"
+    "  --layout L  .ember only: q8_0/q4_0 matrices as rows16 (default, for the CPU kernels) or row-major\n";
 
 }  // namespace
 
 int cmd_synth(int argc, char** argv) {
-  Args args(argc, argv, {"--shape", "--dtype", "-o", "--seed", "--vocab"});
+  Args args(argc, argv, {"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kSynthHelp, stdout);
     return 0;
   }
-  args.check_known({"--shape", "--dtype", "-o", "--seed", "--vocab", "--gguf"});
+  args.check_known({"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--gguf"});
   const int64_t seed = args.get_int("--seed", 42, 0, INT64_MAX);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember synth --help)");
   if (!args.positionals().empty()) {
@@ -75,6 +77,8 @@ int cmd_synth(int argc, char** argv) {
   if (!dtype_from_name(dtype_arg.c_str(), &dtype)) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--dtype '" + dtype_arg + "' is not a type (f32, f16, bf16, q8_0, q4_0)");
   }
+  auto layout = parse_layout(args.get("--layout", "rows16"));
+  if (!layout.is_ok()) return report(layout.status().code(), layout.status().message());
   std::string vocab = args.get("--vocab");
   if (vocab == "builtin") {
     vocab.clear();
@@ -87,7 +91,8 @@ int cmd_synth(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   auto model = make_synthetic(shape, dtype, static_cast<uint64_t>(seed), vocab);
   if (!model.is_ok()) return report(model.status().code(), model.status().message());
-  const ModelSpec& spec = model.value()->spec;
+  ModelSpec& spec = model.value()->spec;
+  spec.quant_layout = layout.value();
   const std::string out = args.get("-o");
   const bool gguf = args.has("--gguf");
   Status s;

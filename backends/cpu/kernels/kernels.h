@@ -73,6 +73,18 @@ static_assert(sizeof(KBlockQ8_0) == 34 && sizeof(KBlockQ4_0) == 18);
   void q4_0_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x,        \
                         int32_t n, float* out, int64_t out_stride);
 
+// The same matmuls for weights in the Rows16 layout (format/layout.h): w is
+// the whole tensor, r0 and r1 multiples of 16.
+#define EMBER_DECLARE_ROWS16_KERNELS(isa)                                                                   \
+  void q8_0_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                               int32_t n, float* out, int64_t out_stride);                                 \
+  void q8_0_rows16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                               int32_t n, float* out, int64_t out_stride);                                 \
+  void q4_0_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                               int32_t n, float* out, int64_t out_stride);                                 \
+  void q4_0_rows16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                               int32_t n, float* out, int64_t out_stride);
+
 #define EMBER_DECLARE_FLOAT_KERNELS(isa)                                                                    \
   void q8_quantize__##isa(const float* x, int64_t cols, int8_t* q, float* d, int32_t* bias);               \
   void f32_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,  \
@@ -91,6 +103,7 @@ static_assert(sizeof(KBlockQ8_0) == 34 && sizeof(KBlockQ4_0) == 18);
 
 // generic: portable C++, the reference every other path is tested against.
 EMBER_DECLARE_QUANT_KERNELS(generic)
+EMBER_DECLARE_ROWS16_KERNELS(generic)
 EMBER_DECLARE_FLOAT_KERNELS(generic)
 #if defined(__x86_64__)
 // avx2: AVX2 + FMA + F16C (int8 products with vpmaddubsw).
@@ -98,6 +111,7 @@ EMBER_DECLARE_QUANT_KERNELS(avx2)
 EMBER_DECLARE_FLOAT_KERNELS(avx2)
 // avx512: F + BW + VL; the int8 kernels also use VNNI (vpdpbusd).
 EMBER_DECLARE_QUANT_KERNELS(avx512vnni)
+EMBER_DECLARE_ROWS16_KERNELS(avx512vnni)
 EMBER_DECLARE_FLOAT_KERNELS(avx512)
 #endif
 #if defined(__aarch64__)

@@ -1,0 +1,50 @@
+// How a weight's bytes are arranged in the data segment.
+//
+// RowMajor: shape [rows, cols], each row contiguous; quantized rows are runs
+// of 32-element blocks (as GGUF stores them).
+//
+// Rows16 (Q8_0 and Q4_0 matrices whose row count is a multiple of 16): the
+// same bytes regrouped so that a 64-byte load feeds one int8 dot-product
+// instruction per 16 rows, with no horizontal sums and no scale shuffling.
+// Rows are taken 16 at a time; group g occupies the bytes that rows
+// [16g, 16g + 16) occupy in RowMajor (16 x row bytes), laid out as
+//
+//   scales   cols/32 x 16 f16: block b's scales of rows 0..15 at 32*b
+//   quants   cols/32 tiles, block b's tile holding, for chunk c and row i,
+//            4 bytes at 64*c + 4*i:
+//              Q8_0 (8 chunks, 512 bytes): q_i[4c .. 4c+3] + 128, as u8
+//              Q4_0 (4 chunks, 256 bytes): the nibble bytes q_i[4c .. 4c+3]
+//                (low nibble element j, high nibble element j + 16)
+//
+// The tensor's size and every plan figure are those of RowMajor. Written at
+// conversion time (`--layout`), so the mapped weights stay zero-copy.
+#pragma once
+
+#include <cstdint>
+
+#include "format/dtype.h"
+
+namespace ember {
+
+enum class Layout : uint8_t { RowMajor = 0, Rows16 = 1 };
+constexpr int kLayoutCount = 2;
+constexpr int kRows16 = 16;
+
+const char* layout_name(Layout l);  // "row-major", "rows16"
+bool layout_from_name(const char* name, Layout* out);
+// Whether a [rows, cols] matrix of type t can be stored as l.
+bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols);
+
+// RowMajor -> Rows16 and back, for a whole [rows, cols] tensor (layout_fits).
+void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
+void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
+
+// Row r of a tensor stored as l, in RowMajor bytes (cols / 32 blocks): the
+// row itself for RowMajor, else gathered into `scratch` (row bytes).
+const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch);
+
+// Block j of row r, in RowMajor bytes (f16 scale, then the quants), into
+// `out` (34 or 18 bytes). For a RowMajor tensor, a copy.
+void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out);
+
+}  // namespace ember
