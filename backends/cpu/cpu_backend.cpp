@@ -185,8 +185,17 @@ void CpuBackend::run_matmuls(const Op* ops, int count, int32_t n) {
     qa.bias = scratch_.act_bias;
     qa.cols = cols;
   }
-  // Four chunks per thread: balance when a thread is slow to start.
-  pool_->run(4 * pool_->size(), [&](int chunk, int n_chunks, int thread) {
+  // At least four chunks per thread: balance when a thread is slow to
+  // start. Decode steps are short (a few microseconds per matmul), so they
+  // are cut finer, about 8 groups of 16 rows a chunk, to keep the wait for
+  // the last chunk short; claiming one costs one atomic.
+  int n_chunks = 4 * pool_->size();
+  if (n == 1 && pool_->size() > 1) {
+    int64_t groups = 0;
+    for (int m = 0; m < count; ++m) groups += (jobs[m].w->rows + 15) / 16;
+    n_chunks = static_cast<int>(std::clamp<int64_t>(groups / 8, n_chunks, 16 * pool_->size()));
+  }
+  pool_->run(n_chunks, [&](int chunk, int n_chunks, int thread) {
     for (int m = 0; m < count; ++m) {
       const Job& j = jobs[m];
       const int64_t rows = j.w->rows;
