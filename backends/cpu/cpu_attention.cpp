@@ -43,7 +43,7 @@ void cpu_kv_store(const HParams& hp, const CpuKvLayer& kv, const float* k, const
 
 void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
                    int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
-                   float* scratch, DotFn dot, AxpyFn axpy) {
+                   float* scratch, const AttentionKernels& kern) {
   const int64_t head_dim = hp.head_dim(), kv_dim = hp.kv_dim(), q_dim = head_dim * hp.n_heads;
   const int64_t group = hp.n_heads / hp.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
@@ -54,42 +54,39 @@ void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, floa
   for (int32_t i = row_begin; i < row_end; ++i) {
     const int32_t n_pos = pos + i + 1;
     const float* qi = q + i * q_dim;
-    for (int32_t t = 0; t < n_pos; ++t) {
-      const uint8_t* ksrc = kv.k + t * kv.k_row_bytes;
-      const float* k = reinterpret_cast<const float*>(ksrc);
-      if (kv.k_type != KvType::F32) {
-        kv_load_row(kv.k_type, ksrc, krow, kv_dim);
-        k = krow;
-      }
+    if (kv.k_type == KvType::F32) {
+      const float* k = reinterpret_cast<const float*>(kv.k);
+      const int64_t stride = static_cast<int64_t>(kv.k_row_bytes / sizeof(float));
       for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        scores[hh * context + t] = dot(qi + hh * head_dim, k + (hh / group) * head_dim, head_dim) * scale;
+        kern.dot_rows(qi + hh * head_dim, k + (hh / group) * head_dim, stride, n_pos, head_dim, scale,
+                      scores + hh * context);
+      }
+    } else {
+      for (int32_t t = 0; t < n_pos; ++t) {
+        kv_load_row(kv.k_type, kv.k + t * kv.k_row_bytes, krow, kv_dim);
+        for (int32_t hh = head_begin; hh < head_end; ++hh) {
+          scores[hh * context + t] = kern.dot(qi + hh * head_dim, krow + (hh / group) * head_dim, head_dim) * scale;
+        }
       }
     }
     for (int32_t hh = head_begin; hh < head_end; ++hh) {
-      float* s = scores + hh * context;
-      float max = -INFINITY;
-      for (int32_t t = 0; t < n_pos; ++t) max = std::max(max, s[t]);
-      float sum = 0.0f;
-      for (int32_t t = 0; t < n_pos; ++t) {
-        s[t] = std::exp(s[t] - max);
-        sum += s[t];
-      }
-      const float inv = 1.0f / sum;
-      for (int32_t t = 0; t < n_pos; ++t) s[t] *= inv;
+      kern.softmax(scores + hh * context, n_pos);
       std::memset(out + i * q_dim + hh * head_dim, 0, head_dim * sizeof(float));
     }
-    for (int32_t t = 0; t < n_pos; ++t) {
-      const uint8_t* vsrc = kv.v + t * kv.v_row_bytes;
-      const float* v = reinterpret_cast<const float*>(vsrc);
-      if (kv.v_type != KvType::F32) {
-        kv_load_row(kv.v_type, vsrc, vrow, kv_dim);
-        v = vrow;
-      }
+    if (kv.v_type == KvType::F32) {
+      const float* v = reinterpret_cast<const float*>(kv.v);
+      const int64_t stride = static_cast<int64_t>(kv.v_row_bytes / sizeof(float));
       for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        const float a = scores[hh * context + t];
-        const float* vh = v + (hh / group) * head_dim;
-        float* oh = out + i * q_dim + hh * head_dim;
-        axpy(oh, a, vh, head_dim);
+        kern.axpy_rows(out + i * q_dim + hh * head_dim, scores + hh * context, v + (hh / group) * head_dim, stride,
+                       n_pos, head_dim);
+      }
+    } else {
+      for (int32_t t = 0; t < n_pos; ++t) {
+        kv_load_row(kv.v_type, kv.v + t * kv.v_row_bytes, vrow, kv_dim);
+        for (int32_t hh = head_begin; hh < head_end; ++hh) {
+          kern.axpy(out + i * q_dim + hh * head_dim, scores[hh * context + t], vrow + (hh / group) * head_dim,
+                    head_dim);
+        }
       }
     }
   }

@@ -35,9 +35,18 @@ void cpu_kv_store(const HParams& hp, const CpuKvLayer& kv, const float* k, const
 
 // For query rows i in [row_begin, row_end) of the step (position pos + i) and
 // heads [head_begin, head_end): out = softmax(q k^T / sqrt(head_dim)) v over
-// positions 0 .. pos + i. dot and axpy are the dispatched f32 kernels.
+// positions 0 .. pos + i, with the dispatched f32 kernels (an f32 cache is
+// read in place, one kernel call per head and row; other types are
+// converted a row at a time and shared by the heads that read it).
+struct AttentionKernels {
+  DotFn dot;
+  AxpyFn axpy;
+  DotRowsFn dot_rows;
+  AxpyRowsFn axpy_rows;
+  SoftmaxFn softmax;
+};
 void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
                    int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
-                   float* scratch, DotFn dot, AxpyFn axpy);
+                   float* scratch, const AttentionKernels& k);
 
 }  // namespace ember

@@ -319,7 +319,8 @@ Status CpuBackend::execute(const StepArgs& step) {
           split_range(hp.n_heads, 1, chunk, n_chunks, &h0, &h1);
           if (h0 >= h1) return;
           cpu_attention(hp, kv, q, out, step.pos, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1), g.context,
-                        scratch_.attention + thread * attention_floats_, k_->dot, k_->axpy);
+                        scratch_.attention + thread * attention_floats_,
+                        AttentionKernels{k_->dot, k_->axpy, k_->dot_rows, k_->axpy_rows, k_->softmax});
         });
         break;
       }

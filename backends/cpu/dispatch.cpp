@@ -16,21 +16,22 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
   q8_0_rows16_gemv__##isa, q8_0_rows16_gemm__##isa, q4_0_rows16_gemv__##isa, q4_0_rows16_gemm__##isa
 #define EMBER_FLOAT_MATMUL_ENTRIES(isa) f32_gemv__##isa, f32_gemm__##isa, f16_gemv__##isa, f16_gemm__##isa
 #define EMBER_VECTOR_ENTRIES(isa) \
-  f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa
+  f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
+      f32_axpy_rows__##isa, f32_softmax__##isa
 
 // Constant-initialized tables, one per path built into this binary.
 constexpr CpuKernels kGeneric = {CpuIsa::Generic, "generic", q8_quantize__generic, EMBER_QUANT_ENTRIES(generic), EMBER_ROWS16_ENTRIES(generic),
                                  EMBER_FLOAT_MATMUL_ENTRIES(generic), EMBER_VECTOR_ENTRIES(generic)};
 #if defined(__x86_64__)
-constexpr CpuKernels kAvx2 = {CpuIsa::Avx2, "avx2", q8_quantize__avx2, EMBER_QUANT_ENTRIES(avx2), EMBER_ROWS16_ENTRIES(generic),
+constexpr CpuKernels kAvx2 = {CpuIsa::Avx2, "avx2", q8_quantize__avx2, EMBER_QUANT_ENTRIES(avx2), EMBER_ROWS16_ENTRIES(avx2),
                               EMBER_FLOAT_MATMUL_ENTRIES(avx2), EMBER_VECTOR_ENTRIES(avx2)};
 constexpr CpuKernels kAvx512 = {CpuIsa::Avx512, "avx512vnni", q8_quantize__avx512, EMBER_QUANT_ENTRIES(avx512vnni), EMBER_ROWS16_ENTRIES(avx512vnni),
                                 EMBER_FLOAT_MATMUL_ENTRIES(avx512), EMBER_VECTOR_ENTRIES(avx512)};
 #endif
 #if defined(__aarch64__)
-constexpr CpuKernels kNeon = {CpuIsa::Neon, "neon", q8_quantize__neon, EMBER_QUANT_ENTRIES(neon), EMBER_ROWS16_ENTRIES(generic),
+constexpr CpuKernels kNeon = {CpuIsa::Neon, "neon", q8_quantize__neon, EMBER_QUANT_ENTRIES(neon), EMBER_ROWS16_ENTRIES(neon),
                               EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon)};
-constexpr CpuKernels kNeonDot = {CpuIsa::NeonDot, "neondot", q8_quantize__neon, EMBER_QUANT_ENTRIES(neondot), EMBER_ROWS16_ENTRIES(generic),
+constexpr CpuKernels kNeonDot = {CpuIsa::NeonDot, "neondot", q8_quantize__neon, EMBER_QUANT_ENTRIES(neondot), EMBER_ROWS16_ENTRIES(neondot),
                                  EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon)};
 #endif
 

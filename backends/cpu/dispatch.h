@@ -38,6 +38,9 @@ struct CpuKernels {
   AddFn add = nullptr;
   DotFn dot = nullptr;
   AxpyFn axpy = nullptr;
+  DotRowsFn dot_rows = nullptr;
+  AxpyRowsFn axpy_rows = nullptr;
+  SoftmaxFn softmax = nullptr;
 };
 
 // "generic", "avx2", "avx512", "neon", "neondot" (the EMBER_ISA spellings).

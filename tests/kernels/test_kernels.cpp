@@ -127,7 +127,7 @@ TEST_CASE("the probe and the dispatch agree: generic always, the best path suppo
     CHECK(k.isa == isa);
     CHECK((k.q8_0_rows16_gemv && k.q8_0_rows16_gemm && k.q4_0_rows16_gemv && k.q4_0_rows16_gemm));
     CHECK((k.quantize_q8 && k.q8_0_gemv && k.q8_0_gemm && k.q4_0_gemv && k.q4_0_gemm && k.f32_gemv && k.f32_gemm &&
-           k.f16_gemv && k.f16_gemm && k.rmsnorm && k.swiglu && k.add && k.dot && k.axpy));
+           k.f16_gemv && k.f16_gemm && k.rmsnorm && k.swiglu && k.add && k.dot && k.axpy && k.dot_rows && k.axpy_rows && k.softmax));
     CpuIsa back;
     REQUIRE(cpu_isa_from_name(cpu_isa_name(isa), &back));
     CHECK(back == isa);
@@ -328,6 +328,20 @@ TEST_CASE("vector kernels (rmsnorm, swiglu, add, dot, axpy) match the scalar ref
         mag += std::fabs(static_cast<double>(a[i]) * b[i]);
       }
       REQUIRE(std::fabs(k.dot(a.data(), b.data(), n) - dot) <= 1e-6 * mag + 1e-6);
+      std::vector<float> sm = a;
+      for (auto& v : sm) v *= 8.0f;  // scores spread over [-32, 32]
+      double smax = -1e30, ssum = 0;
+      for (float v : sm) smax = std::max<double>(smax, v);
+      for (float v : sm) ssum += std::exp(static_cast<double>(v) - smax);
+      std::vector<float> want(n);
+      for (int64_t i = 0; i < n; ++i) want[i] = static_cast<float>(std::exp(static_cast<double>(sm[i]) - smax) / ssum);
+      k.softmax(sm.data(), n);
+      double total = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        REQUIRE(std::fabs(sm[i] - want[i]) <= 1e-6 * want[i] + 1e-12);
+        total += sm[i];
+      }
+      REQUIRE(std::fabs(total - 1.0) <= 1e-5);
       std::vector<float> y = w;
       k.axpy(y.data(), 0.75f, a.data(), n);
       for (int64_t i = 0; i < n; ++i) REQUIRE(std::fabs(y[i] - (w[i] + 0.75 * a[i])) <= 1e-6 * (1 + std::fabs(y[i])));
@@ -339,6 +353,30 @@ TEST_CASE("vector kernels (rmsnorm, swiglu, add, dot, axpy) match the scalar ref
     CHECK(std::fabs(o[0]) < 1e-30f);
     CHECK(o[1] == 0.0f);
     CHECK(o[2] == doctest::Approx(200.0f));
+  }
+}
+
+TEST_CASE("attention row kernels (dot_rows, axpy_rows) equal dot and axpy row by row, bit for bit") {
+  std::mt19937 rng(29);
+  for (CpuIsa isa : supported_isas()) {
+    CAPTURE(cpu_isa_name(isa));
+    const CpuKernels& k = cpu_kernels_for(isa);
+    for (int64_t n : {1, 7, 16, 31, 32, 64, 80, 128, 130}) {
+      for (int32_t rows : {1, 2, 5, 33}) {
+        CAPTURE(n);
+        CAPTURE(rows);
+        const int64_t stride = n + 3 + static_cast<int64_t>(rng() % 5);
+        const std::vector<float> q = random_floats(rng, n), kv = random_floats(rng, rows * stride, 2.0f);
+        const std::vector<float> alpha = random_floats(rng, rows);
+        std::vector<float> scores(rows);
+        k.dot_rows(q.data(), kv.data(), stride, rows, n, 0.125f, scores.data());
+        for (int32_t t = 0; t < rows; ++t) REQUIRE(scores[t] == k.dot(q.data(), kv.data() + t * stride, n) * 0.125f);
+        std::vector<float> y = random_floats(rng, n), want = y;
+        k.axpy_rows(y.data(), alpha.data(), kv.data(), stride, rows, n);
+        for (int32_t t = 0; t < rows; ++t) k.axpy(want.data(), alpha[t], kv.data() + t * stride, n);
+        REQUIRE(y == want);
+      }
+    }
   }
 }
 

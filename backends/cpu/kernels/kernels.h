@@ -50,6 +50,15 @@ using AddFn = void (*)(float* out, const float* a, const float* b, int64_t n);
 using DotFn = float (*)(const float* a, const float* b, int64_t n);
 // y += alpha * x (attention's weighted sum of values).
 using AxpyFn = void (*)(float* y, float alpha, const float* x, int64_t n);
+// out[t] = dot(q, k + t * k_stride) * scale for t < n_rows (scores of one
+// head over the keys), each exactly as DotFn computes it.
+using DotRowsFn = void (*)(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
+                           float* out);
+// y += alpha[t] * (x + t * x_stride) for t = 0 .. n_rows - 1 in order, each
+// exactly as AxpyFn computes it.
+using AxpyRowsFn = void (*)(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n);
+// x = softmax(x) in place: exp(x - max) / sum (attention scores).
+using SoftmaxFn = void (*)(float* x, int64_t n);
 
 // Block layouts as stored in the file (bit-compatible with GGUF and with
 // format/dtype.h, which the ISA files do not include; see the rule above).
@@ -99,7 +108,12 @@ static_assert(sizeof(KBlockQ8_0) == 34 && sizeof(KBlockQ4_0) == 18);
   void f32_swiglu__##isa(float* out, const float* a, const float* b, int64_t n);                           \
   void f32_add__##isa(float* out, const float* a, const float* b, int64_t n);                              \
   float f32_dot__##isa(const float* a, const float* b, int64_t n);                                         \
-  void f32_axpy__##isa(float* y, float alpha, const float* x, int64_t n);
+  void f32_axpy__##isa(float* y, float alpha, const float* x, int64_t n);                                   \
+  void f32_dot_rows__##isa(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n,     \
+                           float scale, float* out);                                                       \
+  void f32_axpy_rows__##isa(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, \
+                            int64_t n);                                                                      \
+  void f32_softmax__##isa(float* x, int64_t n);
 
 // generic: portable C++, the reference every other path is tested against.
 EMBER_DECLARE_QUANT_KERNELS(generic)
@@ -108,6 +122,7 @@ EMBER_DECLARE_FLOAT_KERNELS(generic)
 #if defined(__x86_64__)
 // avx2: AVX2 + FMA + F16C (int8 products with vpmaddubsw).
 EMBER_DECLARE_QUANT_KERNELS(avx2)
+EMBER_DECLARE_ROWS16_KERNELS(avx2)
 EMBER_DECLARE_FLOAT_KERNELS(avx2)
 // avx512: F + BW + VL; the int8 kernels also use VNNI (vpdpbusd).
 EMBER_DECLARE_QUANT_KERNELS(avx512vnni)
@@ -117,8 +132,10 @@ EMBER_DECLARE_FLOAT_KERNELS(avx512)
 #if defined(__aarch64__)
 // neon: ASIMD (int8 products with vmull/vpadal); neondot adds SDOT.
 EMBER_DECLARE_QUANT_KERNELS(neon)
+EMBER_DECLARE_ROWS16_KERNELS(neon)
 EMBER_DECLARE_FLOAT_KERNELS(neon)
 EMBER_DECLARE_QUANT_KERNELS(neondot)
+EMBER_DECLARE_ROWS16_KERNELS(neondot)
 #endif
 
 }  // namespace ember

@@ -3,6 +3,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <math.h>
+
 #include "backends/cpu/kernels/kernels.h"
 
 namespace ember {
@@ -93,6 +95,64 @@ void f32_axpy__avx2(float* y, float alpha, const float* x, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
   for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// Attention over many keys in one call (no call per key): the same
+// arithmetic as f32_dot / f32_axpy per row, in row order.
+void f32_dot_rows__avx2(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
+                          float* out) {
+  for (int32_t t = 0; t < n_rows; ++t) out[t] = f32_dot__avx2(q, k + t * k_stride, n) * scale;
+}
+
+namespace {
+
+// y kept in V registers across the rows (head sizes 64 and 128).
+template <int V>
+void axpy_rows_in_registers(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows) {
+  __m256 acc[V];
+  for (int v = 0; v < V; ++v) acc[v] = _mm256_loadu_ps(y + 8 * v);
+  for (int32_t t = 0; t < n_rows; ++t) {
+    const __m256 a = _mm256_set1_ps(alpha[t]);
+    for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(a, _mm256_loadu_ps(x + t * x_stride + 8 * v), acc[v]);
+  }
+  for (int v = 0; v < V; ++v) _mm256_storeu_ps(y + 8 * v, acc[v]);
+}
+
+}  // namespace
+
+void f32_axpy_rows__avx2(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  if (n == 32) return axpy_rows_in_registers<4>(y, alpha, x, x_stride, n_rows);
+  if (n == 64) return axpy_rows_in_registers<8>(y, alpha, x, x_stride, n_rows);
+  for (int32_t t = 0; t < n_rows; ++t) f32_axpy__avx2(y, alpha[t], x + t * x_stride, n);
+}
+
+void f32_softmax__avx2(float* x, int64_t n) {
+  float mx = -INFINITY;
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  for (float v : lanes) mx = v > mx ? v : mx;
+  for (int64_t k = i; k < n; ++k) mx = x[k] > mx ? x[k] : mx;
+  const __m256 m = _mm256_set1_ps(mx);
+  __m256 vsum = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+    _mm256_storeu_ps(x + i, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  _mm256_store_ps(lanes, vsum);
+  float sum = 0.0f;
+  for (float v : lanes) sum += v;
+  for (; i < n; ++i) {
+    x[i] = expf(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+  for (; i < n; ++i) x[i] *= inv;
 }
 
 }  // namespace ember

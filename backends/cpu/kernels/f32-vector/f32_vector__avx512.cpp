@@ -3,6 +3,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <math.h>
+
 #include "backends/cpu/kernels/kernels.h"
 
 namespace ember {
@@ -94,6 +96,61 @@ void f32_axpy__avx512(float* y, float alpha, const float* x, int64_t n) {
   if (i < n) {
     const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+// Attention over many keys in one call (no call per key): the same
+// arithmetic as f32_dot / f32_axpy per row, in row order.
+void f32_dot_rows__avx512(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
+                          float* out) {
+  for (int32_t t = 0; t < n_rows; ++t) out[t] = f32_dot__avx512(q, k + t * k_stride, n) * scale;
+}
+
+namespace {
+
+// y kept in V registers across the rows (head sizes 64 and 128).
+template <int V>
+void axpy_rows_in_registers(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows) {
+  __m512 acc[V];
+  for (int v = 0; v < V; ++v) acc[v] = _mm512_loadu_ps(y + 16 * v);
+  for (int32_t t = 0; t < n_rows; ++t) {
+    const __m512 a = _mm512_set1_ps(alpha[t]);
+    for (int v = 0; v < V; ++v) acc[v] = _mm512_fmadd_ps(a, _mm512_loadu_ps(x + t * x_stride + 16 * v), acc[v]);
+  }
+  for (int v = 0; v < V; ++v) _mm512_storeu_ps(y + 16 * v, acc[v]);
+}
+
+}  // namespace
+
+void f32_axpy_rows__avx512(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  if (n == 64) return axpy_rows_in_registers<4>(y, alpha, x, x_stride, n_rows);
+  if (n == 128) return axpy_rows_in_registers<8>(y, alpha, x, x_stride, n_rows);
+  for (int32_t t = 0; t < n_rows; ++t) f32_axpy__avx512(y, alpha[t], x + t * x_stride, n);
+}
+
+void f32_softmax__avx512(float* x, int64_t n) {
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
+  if (i < n) vmax = _mm512_mask_max_ps(vmax, tail_mask(n - i), vmax, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512 sum = _mm512_setzero_ps();
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
+    _mm512_storeu_ps(x + i, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (i < n) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m));
+    _mm512_mask_storeu_ps(x + i, k, e);
+    sum = _mm512_mask_add_ps(sum, k, sum, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+  for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+  if (i < n) {
+    const __mmask16 k = tail_mask(n - i);
+    _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), inv));
   }
 }
 

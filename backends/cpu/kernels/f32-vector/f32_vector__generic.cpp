@@ -2,6 +2,8 @@
 // operations is the one the golden logits were produced with.
 #include <cmath>
 
+#include <math.h>
+
 #include "backends/cpu/kernels/kernels.h"
 
 namespace ember {
@@ -36,6 +38,29 @@ float f32_dot__generic(const float* a, const float* b, int64_t n) {
 
 void f32_axpy__generic(float* y, float alpha, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// Attention over many keys in one call (no call per key): the same
+// arithmetic as f32_dot / f32_axpy per row, in row order.
+void f32_dot_rows__generic(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
+                          float* out) {
+  for (int32_t t = 0; t < n_rows; ++t) out[t] = f32_dot__generic(q, k + t * k_stride, n) * scale;
+}
+
+void f32_axpy_rows__generic(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  for (int32_t t = 0; t < n_rows; ++t) f32_axpy__generic(y, alpha[t], x + t * x_stride, n);
+}
+
+void f32_softmax__generic(float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = expf(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
 }  // namespace ember

@@ -48,5 +48,28 @@ void f32_axpy__neon(float* y, float alpha, const float* x, int64_t n) {
   for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
+// Attention over many keys in one call (no call per key): the same
+// arithmetic as f32_dot / f32_axpy per row, in row order.
+void f32_dot_rows__neon(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
+                          float* out) {
+  for (int32_t t = 0; t < n_rows; ++t) out[t] = f32_dot__neon(q, k + t * k_stride, n) * scale;
+}
+
+void f32_axpy_rows__neon(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  for (int32_t t = 0; t < n_rows; ++t) f32_axpy__neon(y, alpha[t], x + t * x_stride, n);
+}
+
+void f32_softmax__neon(float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = expf(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
 }  // namespace ember
 #endif
