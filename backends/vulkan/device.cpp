@@ -41,6 +41,10 @@ DeviceCaps probe(const VkApi& api, VkPhysicalDevice pd) {
   caps.max_storage_buffers = props.limits.maxPerStageDescriptorStorageBuffers;
   caps.max_push_constants = props.limits.maxPushConstantsSize;
   caps.max_group_count_x = props.limits.maxComputeWorkGroupCount[0];
+  caps.vendor_id = props.vendorID;
+  caps.device_id = props.deviceID;
+  caps.driver_version = props.driverVersion;
+  std::memcpy(caps.pipeline_cache_uuid, props.pipelineCacheUUID, VK_UUID_SIZE);
 
   if (props.apiVersion >= VK_API_VERSION_1_1 && api.vkGetPhysicalDeviceProperties2 &&
       api.vkGetPhysicalDeviceFeatures2) {
@@ -51,6 +55,8 @@ DeviceCaps probe(const VkApi& api, VkPhysicalDevice pd) {
     p2.pNext = &sub;
     api.vkGetPhysicalDeviceProperties2(pd, &p2);
     caps.subgroup_size = sub.subgroupSize;
+    caps.subgroup_arithmetic = (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                               (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
 
     VkPhysicalDeviceFeatures2 f2{};
     f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
@@ -183,6 +189,8 @@ Result<std::unique_ptr<Device>> Device::create(const DeviceOptions& options) {
       dev->queue_family_ = static_cast<uint32_t>(family);
     }
   }
+  // SPIR-V 1.3 (the subgroup shaders) needs Vulkan 1.1 of the instance too.
+  if (app.apiVersion < VK_API_VERSION_1_1) dev->caps_.subgroup_arithmetic = false;
   if (!dev->physical_) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: no usable device among %u:%s", count,
                          refused.empty() ? " none found" : refused.c_str());

@@ -14,8 +14,9 @@ namespace ember::vk {
 // What the capability probe found. The backend needs only Vulkan 1.0 compute
 // (weights are repacked into 32-bit words and f16 is packed with
 // packHalf2x16, so no 8/16-bit storage feature is required); the optional
-// features are reported by describe() and recorded for future shader
-// variants (integer dot product for Q8_0, fp16 arithmetic).
+// features are reported by describe(); subgroup arithmetic selects the
+// "subgroup" reduction shaders (pipelines.h), the others are recorded for
+// future variants (integer dot product for Q8_0, fp16 arithmetic).
 struct DeviceCaps {
   std::string name;
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
@@ -26,12 +27,21 @@ struct DeviceCaps {
   bool int8_arithmetic = false;  // shaderInt8
   bool int_dot = false;          // shaderIntegerDotProduct (1.3)
   uint32_t subgroup_size = 0;    // 0 when the device predates Vulkan 1.1
+  // subgroupAdd & co. usable in compute shaders: the device supports the
+  // arithmetic subgroup operations in the compute stage and both it and the
+  // instance are Vulkan 1.1 or later (pipelines.h: the "subgroup" shaders).
+  bool subgroup_arithmetic = false;
   uint32_t max_shared_bytes = 0;
   uint64_t max_storage_range = 0;     // largest storage buffer binding
   uint32_t max_storage_buffers = 0;   // per shader stage
   uint32_t max_push_constants = 0;
   uint32_t max_group_count_x = 0;
   uint64_t device_local_bytes = 0;    // the largest device-local heap
+  // What a pipeline cache is valid for (pipeline_cache.h).
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint32_t driver_version = 0;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
 };
 
 const char* device_type_name(VkPhysicalDeviceType type);

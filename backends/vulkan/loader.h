@@ -45,6 +45,7 @@ namespace ember::vk {
   X(vkDestroyPipelineLayout)                  \
   X(vkCreatePipelineCache)                    \
   X(vkDestroyPipelineCache)                   \
+  X(vkGetPipelineCacheData)                   \
   X(vkCreateComputePipelines)                 \
   X(vkDestroyPipeline)                        \
   X(vkCreateDescriptorPool)                   \

@@ -6,7 +6,7 @@
 namespace ember::vk {
 namespace {
 
-constexpr uint64_t kStagingBytes = 8ull << 20;  // a multiple of every block size used below
+constexpr uint64_t kStagingBytes = 8ull << 20;  // a multiple of every unit staged below (4, 16, 32 bytes)
 
 int find_memory_type(const VkPhysicalDeviceMemoryProperties& mp, uint32_t type_bits, VkMemoryPropertyFlags want) {
   for (uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
@@ -97,44 +97,112 @@ Result<WeightLayout> weight_layout(const WeightRef& w) {
   return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: weight '%s' has dtype %s", w.name, dtype_name(w.dtype));
 }
 
+Result<uint32_t> kv_row_words(KvType t, uint32_t kv_dim) {
+  if (kv_dim == 0 || kv_dim % 2 || (t == KvType::Q8_0 && kv_dim % kQuantBlock)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: a %s kv cache needs kv_dim (%u) to be a multiple of %d",
+                         kv_type_name(t), kv_dim, t == KvType::Q8_0 ? kQuantBlock : 2);
+  }
+  switch (t) {
+    case KvType::F32: return kv_dim;
+    case KvType::F16: return kv_dim / 2;
+    case KvType::Q8_0: return kv_dim / 4 + (kv_dim / kQuantBlock + 1) / 2;
+  }
+  return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: kv type %u is unknown", static_cast<unsigned>(t));
+}
+
+uint32_t kv_type_code(KvType t) {
+  switch (t) {
+    case KvType::F32: return 0;
+    case KvType::F16: return 1;
+    case KvType::Q8_0: return 2;
+  }
+  return 0;
+}
+
+void kv_row_to_host(KvType t, const uint32_t* words, uint32_t kv_dim, uint8_t* out) {
+  if (t != KvType::Q8_0) {
+    // Little-endian words hold f32 elements, or f16 pairs low half first:
+    // the CPU's bytes already.
+    std::memcpy(out, words, t == KvType::F32 ? 4ull * kv_dim : 2ull * kv_dim);
+    return;
+  }
+  const uint8_t* quants = reinterpret_cast<const uint8_t*>(words);
+  const uint16_t* scales = reinterpret_cast<const uint16_t*>(words + kv_dim / 4);
+  BlockQ8_0* blocks = reinterpret_cast<BlockQ8_0*>(out);
+  for (uint32_t b = 0; b < kv_dim / kQuantBlock; ++b) {
+    blocks[b].scale = scales[b];
+    std::memcpy(blocks[b].q, quants + b * kQuantBlock, kQuantBlock);
+  }
+}
+
 Uploader::~Uploader() {
   if (cb_) dev_.api().vkFreeCommandBuffers(dev_.device(), dev_.command_pool(), 1, &cb_);
   destroy_buffer(dev_, &staging_);
 }
 
-Status Uploader::ensure_staging() {
-  if (staging_.buffer) return Status::ok();
-  EMBER_ASSIGN_OR_RETURN(staging_, create_buffer(dev_, kStagingBytes, true, "the staging buffer"));
-  VkCommandBufferAllocateInfo cai{};
-  cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-  cai.commandPool = dev_.command_pool();
-  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cai.commandBufferCount = 1;
-  EMBER_VK_TRY(dev_.api().vkAllocateCommandBuffers(dev_.device(), &cai, &cb_), "vkAllocateCommandBuffers");
-  return Status::ok();
+Result<uint8_t*> Uploader::stage(const Buffer& dst, uint64_t offset, uint64_t max_bytes, uint64_t unit,
+                                 uint64_t* got) {
+  if (!staging_.buffer) {
+    EMBER_ASSIGN_OR_RETURN(staging_, create_buffer(dev_, kStagingBytes, true, "the staging buffer"));
+    VkCommandBufferAllocateInfo cai{};
+    cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    cai.commandPool = dev_.command_pool();
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    EMBER_VK_TRY(dev_.api().vkAllocateCommandBuffers(dev_.device(), &cai, &cb_), "vkAllocateCommandBuffers");
+  }
+  if (kStagingBytes - used_ < unit) EMBER_TRY(flush());
+  const uint64_t room = (kStagingBytes - used_) / unit * unit;
+  *got = std::min(room, max_bytes);
+  uint8_t* p = static_cast<uint8_t*>(staging_.mapped) + used_;
+  // Whole words on both sides: buffers are sized in words (create_buffer)
+  // and the tail of a partial word is zeroed.
+  const uint64_t copy = (*got + 3) / 4 * 4;
+  if (copy != *got) std::memset(p + *got, 0, copy - *got);
+  pending_.push_back({dst.buffer, VkBufferCopy{used_, offset, copy}});
+  used_ += (copy + 15) / 16 * 16;  // 16-byte aligned staging offsets (kStagingBytes is a multiple)
+  return p;
 }
 
-Status Uploader::copy_chunk(const Buffer& dst, uint64_t offset, uint64_t bytes) {
+Status Uploader::flush() {
+  if (pending_.empty()) return Status::ok();
   const VkApi& a = dev_.api();
   EMBER_VK_TRY(a.vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
   VkCommandBufferBeginInfo bi{};
   bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   EMBER_VK_TRY(a.vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
-  VkBufferCopy region{0, offset, (bytes + 3) / 4 * 4};
-  a.vkCmdCopyBuffer(cb_, staging_.buffer, dst.buffer, 1, &region);
+  // Consecutive copies to one buffer go as one command.
+  for (size_t i = 0; i < pending_.size();) {
+    size_t j = i + 1;
+    while (j < pending_.size() && pending_[j].dst == pending_[i].dst) ++j;
+    std::vector<VkBufferCopy> regions;
+    regions.reserve(j - i);
+    for (size_t k = i; k < j; ++k) regions.push_back(pending_[k].region);
+    a.vkCmdCopyBuffer(cb_, staging_.buffer, pending_[i].dst, static_cast<uint32_t>(regions.size()), regions.data());
+    i = j;
+  }
+  // The copies are visible to every later compute and transfer access.
+  VkMemoryBarrier mb{};
+  mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+  a.vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr,
+                         0, nullptr);
   EMBER_VK_TRY(a.vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+  pending_.clear();
+  used_ = 0;
+  ++submits_;
   return dev_.submit_and_wait(cb_);
 }
 
 Status Uploader::upload(const void* src, uint64_t bytes, const Buffer& dst, uint64_t offset) {
-  EMBER_TRY(ensure_staging());
   const uint8_t* s = static_cast<const uint8_t*>(src);
   for (uint64_t done = 0; done < bytes;) {
-    const uint64_t n = std::min(kStagingBytes, bytes - done);
-    std::memcpy(staging_.mapped, s + done, n);
-    if (n % 4) std::memset(static_cast<uint8_t*>(staging_.mapped) + n, 0, 4 - n % 4);
-    EMBER_TRY(copy_chunk(dst, offset + done, n));
+    uint64_t n = 0;
+    EMBER_ASSIGN_OR_RETURN(uint8_t* p, stage(dst, offset + done, bytes - done, 4, &n));
+    std::memcpy(p, s + done, n);
     done += n;
   }
   return Status::ok();
@@ -142,22 +210,21 @@ Status Uploader::upload(const void* src, uint64_t bytes, const Buffer& dst, uint
 
 Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
   if (w.dtype != DType::Q8_0 && w.dtype != DType::Q4_0) return upload(w.data, w.size, dst, 0);
-  EMBER_TRY(ensure_staging());
   EMBER_ASSIGN_OR_RETURN(WeightLayout layout, weight_layout(w));
   const bool q8 = w.dtype == DType::Q8_0;
   const uint64_t qbytes = q8 ? 32 : 16;                        // quant bytes per block on the device
   const uint64_t src_block = q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
   const uint64_t blocks = layout.scale_word_offset / (qbytes / 4);
   const int64_t row_blocks = w.cols / kQuantBlock;
-  // Quants, then scales (f16 widened to f32: exact).
-  const uint64_t per_chunk_q = kStagingBytes / qbytes;
-  for (uint64_t b0 = 0; b0 < blocks; b0 += per_chunk_q) {
-    const uint64_t nb = std::min(per_chunk_q, blocks - b0);
-    uint8_t* out = static_cast<uint8_t*>(staging_.mapped);
-    uint8_t block[sizeof(BlockQ8_0)];
+  uint8_t block[sizeof(BlockQ8_0)];
+  // Quants, then scales (f16 widened to f32: exact). The quants follow the
+  // 2-byte scale in both block types; a Rows16 weight is read back in row
+  // order (format/layout.h).
+  for (uint64_t b0 = 0; b0 < blocks;) {
+    uint64_t got = 0;
+    EMBER_ASSIGN_OR_RETURN(uint8_t* out, stage(dst, b0 * qbytes, (blocks - b0) * qbytes, qbytes, &got));
+    const uint64_t nb = got / qbytes;
     for (uint64_t b = 0; b < nb; ++b) {
-      // The quants follow the 2-byte scale in both block types; a Rows16
-      // weight is read back in row order (format/layout.h).
       if (w.layout == Layout::RowMajor) {
         std::memcpy(out + b * qbytes, w.data + (b0 + b) * src_block + 2, qbytes);
       } else {
@@ -165,13 +232,14 @@ Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
         std::memcpy(out + b * qbytes, block + 2, qbytes);
       }
     }
-    EMBER_TRY(copy_chunk(dst, b0 * qbytes, nb * qbytes));
+    b0 += nb;
   }
-  const uint64_t per_chunk_s = kStagingBytes / 4;
-  for (uint64_t b0 = 0; b0 < blocks; b0 += per_chunk_s) {
-    const uint64_t nb = std::min(per_chunk_s, blocks - b0);
-    float* out = static_cast<float*>(staging_.mapped);
-    uint8_t block[sizeof(BlockQ8_0)];
+  for (uint64_t b0 = 0; b0 < blocks;) {
+    uint64_t got = 0;
+    EMBER_ASSIGN_OR_RETURN(uint8_t* bytes,
+                           stage(dst, (static_cast<uint64_t>(layout.scale_word_offset) + b0) * 4, (blocks - b0) * 4, 4,
+                                 &got));
+    const uint64_t nb = got / 4;
     for (uint64_t b = 0; b < nb; ++b) {
       uint16_t h;
       if (w.layout == Layout::RowMajor) {
@@ -180,9 +248,10 @@ Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
         layout_block(w.layout, w.dtype, w.data, w.cols, (b0 + b) / row_blocks, (b0 + b) % row_blocks, block);
         std::memcpy(&h, block, 2);
       }
-      out[b] = f16_to_f32(h);
+      const float f = f16_to_f32(h);
+      std::memcpy(bytes + b * 4, &f, 4);
     }
-    EMBER_TRY(copy_chunk(dst, (static_cast<uint64_t>(layout.scale_word_offset) + b0) * 4, nb * 4));
+    b0 += nb;
   }
   return Status::ok();
 }

@@ -37,24 +37,53 @@ struct WeightLayout {
 };
 Result<WeightLayout> weight_layout(const WeightRef& w);
 
-// Copies host bytes into device buffers through one staging buffer, a chunk
-// per submit. Lifetime: create at prepare, destroyed when uploads are done.
+// Words of one KV cache row of kv_dim elements on the device (shaders/kv.glsl):
+// f32 kv_dim; f16 kv_dim / 2; q8_0 kv_dim / 4 quant words, then the blocks'
+// f16 scales two per word. EMBER_ERR_UNSUPPORTED for an odd kv_dim, or for
+// q8_0 one that is not whole 32-element blocks.
+Result<uint32_t> kv_row_words(KvType t, uint32_t kv_dim);
+// The shaders' code for a KV type: 0 f32, 1 f16, 2 q8_0.
+uint32_t kv_type_code(KvType t);
+// One device KV row (kv_row_words words) in the CPU's row format
+// (kv/kv_cache.h: kv_row_bytes bytes), for tests and debugging.
+void kv_row_to_host(KvType t, const uint32_t* words, uint32_t kv_dim, uint8_t* out);
+
+// Copies host bytes into device buffers through one staging buffer. Copies
+// are batched: each upload fills the staging buffer further and records its
+// copy; one submit carries every copy staged so far, when the buffer is full
+// or at flush(). A model's weights take (total bytes / 8 MiB) + 1 submits,
+// not one or two per weight. Lifetime: create at prepare; flush() before the
+// destination buffers are used; the destructor drops what was not flushed.
 class Uploader {
  public:
   explicit Uploader(Device& dev) : dev_(dev) {}
   ~Uploader();
-  // Uploads weight `w` into `dst` in its device layout.
+  // Stages weight `w` for `dst` in its device layout.
   Status upload_weight(const WeightRef& w, const Buffer& dst);
-  // Uploads `bytes` bytes from `src` to `dst` at `offset`.
+  // Stages `bytes` bytes from `src` for `dst` at `offset`.
   Status upload(const void* src, uint64_t bytes, const Buffer& dst, uint64_t offset);
+  // Submits the staged copies and waits for them.
+  Status flush();
+  // Submits so far (for tests).
+  uint32_t submits() const { return submits_; }
 
  private:
-  Status ensure_staging();
-  Status copy_chunk(const Buffer& dst, uint64_t offset, uint64_t bytes);
+  struct Copy {
+    VkBuffer dst;
+    VkBufferCopy region;
+  };
+  // Room in the staging buffer for up to `max_bytes` bytes of dst at
+  // `offset`, a whole number of `unit`-byte pieces and at least one (the
+  // buffer is flushed first when it has less); the copy is recorded. *got
+  // is the room given.
+  Result<uint8_t*> stage(const Buffer& dst, uint64_t offset, uint64_t max_bytes, uint64_t unit, uint64_t* got);
 
   Device& dev_;
   Buffer staging_;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  std::vector<Copy> pending_;
+  uint64_t used_ = 0;  // staging bytes holding pending copies
+  uint32_t submits_ = 0;
 };
 
 }  // namespace ember::vk

@@ -16,12 +16,6 @@ uint32_t f32_bits(float f) {
   return u;
 }
 
-uint32_t kv_code(KvType t) { return t == KvType::F16 ? 1u : 0u; }
-
-struct Push {
-  uint32_t p[kPushWords] = {};
-};
-
 void dispatch(const Device& dev, VkPipelineLayout layout, VkCommandBuffer cb, VkPipeline pipeline,
               VkDescriptorSet set, const Push& push, uint32_t gx, uint32_t gy, uint32_t gz) {
   const VkApi& a = dev.api();
@@ -32,7 +26,8 @@ void dispatch(const Device& dev, VkPipelineLayout layout, VkCommandBuffer cb, Vk
   record_barrier(dev, cb);
 }
 
-// A 1-D dispatch of `count` invocations, split over x and y.
+}  // namespace
+
 void dispatch_1d(const Device& dev, VkPipelineLayout layout, VkCommandBuffer cb, VkPipeline pipeline,
                  VkDescriptorSet set, const Push& push, uint64_t count) {
   const uint64_t groups = std::max<uint64_t>(1, (count + kGroup - 1) / kGroup);
@@ -66,8 +61,6 @@ Status write_set(Device& dev, VkDescriptorPool pool, VkDescriptorSetLayout set_l
   a.vkUpdateDescriptorSets(dev.device(), kBindings, writes, 0, nullptr);
   return Status::ok();
 }
-
-}  // namespace
 
 void record_barrier(const Device& dev, VkCommandBuffer cb) {
   VkMemoryBarrier mb{};
@@ -141,7 +134,8 @@ Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Gr
       b[5] = act(op.out);
       break;
   }
-  EMBER_ASSIGN_OR_RETURN(out->pipeline[0], pipes.get(shader));
+  const bool reducing = op.kind == OpKind::RmsNorm || op.kind == OpKind::MatMul;
+  EMBER_ASSIGN_OR_RETURN(out->pipeline[0], reducing ? pipes.get_reducing(shader) : pipes.get(shader));
   EMBER_TRY(write_set(dev, pool, pipes.set_layout(), b, bufs.dummy, &out->set[0]));
   out->count = 1;
   return Status::ok();
@@ -198,21 +192,28 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       break;
     }
     case OpKind::Attention: {
+      // One invocation per (row, unit): an element pair, or a pair of q8_0
+      // blocks (shaders/kv.glsl); kv_dim / 2 covers both types' units.
       const uint32_t kv_dim = hp.kv_dim();
       const uint64_t count = static_cast<uint64_t>(nu) * (kv_dim / 2);
       push.p[0] = kv_dim;
-      push.p[1] = kv_code(graph.kv_type_k);
-      push.p[2] = kv_code(graph.kv_type_v);
+      push.p[1] = kv_type_code(graph.kv_type_k);
+      push.p[2] = kv_type_code(graph.kv_type_v);
       push.p[3] = static_cast<uint32_t>(count);
+      push.p[4] = bufs.k_row_words;
+      push.p[5] = bufs.v_row_words;
+      push.p[6] = kv_dim / 2;
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
       Push att;
       att.p[0] = hp.head_dim();
       att.p[1] = hp.n_heads;
       att.p[2] = hp.n_heads / hp.n_kv_heads;
       att.p[3] = kv_dim;
-      att.p[4] = kv_code(graph.kv_type_k);
-      att.p[5] = kv_code(graph.kv_type_v);
+      att.p[4] = kv_type_code(graph.kv_type_k);
+      att.p[5] = kv_type_code(graph.kv_type_v);
       att.p[6] = f32_bits(1.0f / std::sqrt(static_cast<float>(hp.head_dim())));
+      att.p[7] = bufs.k_row_words;
+      att.p[8] = bufs.v_row_words;
       dispatch(dev, layout, cb, p.pipeline[1], p.set[1], att, hp.n_heads, nu, 1);
       break;
     }

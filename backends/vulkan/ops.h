@@ -16,7 +16,8 @@ struct GraphBuffers {
   std::vector<Buffer> weights;        // per Graph::weights entry, device layout
   std::vector<WeightLayout> layouts;
   std::vector<Buffer> acts;           // per activation: rows x cols f32
-  std::vector<Buffer> k, v;           // per layer: context rows of kv_dim (f32 or f16)
+  std::vector<Buffer> k, v;           // per layer: context rows (memory.h kv_row_words)
+  uint32_t k_row_words = 0, v_row_words = 0;
   Buffer step;     // host-visible: int pos, int n, int tokens[max_batch]
   Buffer rope;     // cos [context][head_dim/2], then sin
   Buffer logits;   // host-visible: vocab_size floats read back after a step
@@ -31,6 +32,21 @@ struct PreparedOp {
   VkDescriptorSet set[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
   int count = 0;
 };
+
+// A shader's push constants (meanings per shader: shaders/*.comp).
+struct Push {
+  uint32_t p[kPushWords] = {};
+};
+
+// Allocates a descriptor set from `pool` binding by_binding[i] to binding i
+// (null: the dummy buffer).
+Status write_set(Device& dev, VkDescriptorPool pool, VkDescriptorSetLayout set_layout, const Buffer* const* by_binding,
+                 const Buffer& dummy, VkDescriptorSet* out);
+
+// Records a 1-D dispatch of `count` invocations (64 per workgroup, split over
+// x and y), then a barrier.
+void dispatch_1d(const Device& dev, VkPipelineLayout layout, VkCommandBuffer cb, VkPipeline pipeline,
+                 VkDescriptorSet set, const Push& push, uint64_t count);
 
 // Descriptor sets the graph needs (for sizing the pool).
 uint32_t descriptor_sets_needed(const Graph& graph);

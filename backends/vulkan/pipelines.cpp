@@ -1,15 +1,37 @@
 #include "backends/vulkan/pipelines.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "backends/vulkan/shader_blobs.h"
 
 namespace ember::vk {
 
 const char* shader_suffix(DType t) { return dtype_name(t); }
 
+ShaderChoice choose_shaders(const DeviceCaps& caps, bool force_portable) {
+  ShaderChoice c;
+  const char* env = std::getenv("EMBER_VULKAN_PORTABLE");
+  if (env && std::strcmp(env, "1") == 0) {
+    c.why = "portable (EMBER_VULKAN_PORTABLE=1)";
+  } else if (force_portable) {
+    c.why = "portable (asked for)";
+  } else if (!caps.subgroup_arithmetic) {
+    c.why = "portable (no subgroup arithmetic in compute)";
+  } else {
+    c.reduce = Reduce::Subgroup;
+    c.why = "subgroupAdd";
+  }
+  return c;
+}
+
+Result<VkPipeline> Pipelines::get_reducing(const std::string& base) {
+  return get(base + (choice_.reduce == Reduce::Subgroup ? "__subgroup" : "__shared"));
+}
+
 Pipelines::~Pipelines() {
   const VkApi& a = dev_.api();
   for (auto& p : pipelines_) a.vkDestroyPipeline(dev_.device(), p.second, nullptr);
-  if (cache_) a.vkDestroyPipelineCache(dev_.device(), cache_, nullptr);
   if (layout_) a.vkDestroyPipelineLayout(dev_.device(), layout_, nullptr);
   if (set_layout_) a.vkDestroyDescriptorSetLayout(dev_.device(), set_layout_, nullptr);
 }
@@ -37,12 +59,7 @@ Status Pipelines::init() {
   pl.pushConstantRangeCount = 1;
   pl.pPushConstantRanges = &range;
   EMBER_VK_TRY(a.vkCreatePipelineLayout(dev_.device(), &pl, nullptr, &layout_), "vkCreatePipelineLayout");
-  // In-memory cache shared by this device's pipelines (persisting it to disk
-  // between runs is future work).
-  VkPipelineCacheCreateInfo pc{};
-  pc.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
-  EMBER_VK_TRY(a.vkCreatePipelineCache(dev_.device(), &pc, nullptr, &cache_), "vkCreatePipelineCache");
-  return Status::ok();
+  return cache_.init();
 }
 
 Result<VkPipeline> Pipelines::get(const std::string& name) {
@@ -66,7 +83,7 @@ Result<VkPipeline> Pipelines::get(const std::string& name) {
   ci.stage.pName = "main";
   ci.layout = layout_;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  VkResult r = a.vkCreateComputePipelines(dev_.device(), cache_, 1, &ci, nullptr, &pipeline);
+  VkResult r = a.vkCreateComputePipelines(dev_.device(), cache_.handle(), 1, &ci, nullptr, &pipeline);
   a.vkDestroyShaderModule(dev_.device(), module, nullptr);
   if (r != VK_SUCCESS) return vk_status(r, ("vkCreateComputePipelines(" + name + ")").c_str());
   pipelines_.emplace_back(name, pipeline);

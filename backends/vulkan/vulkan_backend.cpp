@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/vulkan/device.h"
+#include "backends/vulkan/kv_shift.h"
 #include "backends/vulkan/memory.h"
 #include "backends/vulkan/ops.h"
 #include "backends/vulkan/pipelines.h"
@@ -20,9 +21,11 @@ struct VulkanBackend::State {
   vk::GraphBuffers bufs;
   VkDescriptorPool pool = VK_NULL_HANDLE;
   std::vector<vk::PreparedOp> ops;
+  std::unique_ptr<vk::KvShift> shift;  // remove_positions
   VkCommandBuffer cb_decode = VK_NULL_HANDLE;  // n = 1, recorded once
   VkCommandBuffer cb_batch = VK_NULL_HANDLE;   // n > 1, re-recorded when n changes
   bool decode_recorded = false;
+  uint32_t upload_submits = 0;  // prepare's staging submits (a test hook reads it)
   int32_t batch_n = 0;
   const Graph* graph = nullptr;
 
@@ -30,6 +33,7 @@ struct VulkanBackend::State {
     if (!dev) return;
     const vk::VkApi& a = dev->api();
     a.vkDeviceWaitIdle(dev->device());
+    shift.reset();
     VkCommandBuffer cbs[2] = {cb_decode, cb_batch};
     for (VkCommandBuffer cb : cbs) {
       if (cb) a.vkFreeCommandBuffers(dev->device(), dev->command_pool(), 1, &cb);
@@ -50,7 +54,7 @@ namespace {
 
 struct Sizes {
   uint64_t weights = 0, kv = 0, acts = 0, other = 0;
-  uint64_t k_row = 0, v_row = 0;  // bytes of one cache row
+  uint32_t k_row_words = 0, v_row_words = 0;  // one cache row (memory.h kv_row_words)
 };
 
 // Device bytes by purpose; the layout prepare allocates.
@@ -61,19 +65,14 @@ Result<Sizes> device_sizes(const Graph& g) {
     EMBER_ASSIGN_OR_RETURN(vk::WeightLayout l, vk::weight_layout(w));
     s.weights += l.bytes;
   }
-  for (KvType t : {g.kv_type_k, g.kv_type_v}) {
-    if (t != KvType::F32 && t != KvType::F16) {
-      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: kv type %s is not supported (use f32 or f16)",
-                           kv_type_name(t));
-    }
-  }
-  s.k_row = static_cast<uint64_t>(hp.kv_dim()) * (g.kv_type_k == KvType::F16 ? 2 : 4);
-  s.v_row = static_cast<uint64_t>(hp.kv_dim()) * (g.kv_type_v == KvType::F16 ? 2 : 4);
-  s.kv = static_cast<uint64_t>(hp.n_layers) * g.context * (s.k_row + s.v_row);
+  EMBER_ASSIGN_OR_RETURN(s.k_row_words, vk::kv_row_words(g.kv_type_k, hp.kv_dim()));
+  EMBER_ASSIGN_OR_RETURN(s.v_row_words, vk::kv_row_words(g.kv_type_v, hp.kv_dim()));
+  s.kv = static_cast<uint64_t>(hp.n_layers) * g.context * 4 * (s.k_row_words + s.v_row_words);
   for (const ActivationDesc& a : g.activations) s.acts += static_cast<uint64_t>(a.cols) * a.rows * 4;
   s.other = static_cast<uint64_t>(g.context) * hp.head_dim() * 4  // rope cos + sin
             + 8 + static_cast<uint64_t>(g.max_batch) * 4          // step
-            + static_cast<uint64_t>(hp.vocab_size) * 4 + 4;       // logits + dummy
+            + static_cast<uint64_t>(hp.vocab_size) * 4 + 4        // logits + dummy
+            + vk::KvShift::device_bytes(g, s.k_row_words, s.v_row_words);
   return s;
 }
 
@@ -85,7 +84,11 @@ Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(const BackendOption
   auto backend = std::unique_ptr<VulkanBackend>(new VulkanBackend());
   backend->s_ = std::make_unique<State>();
   EMBER_ASSIGN_OR_RETURN(backend->s_->dev, vk::Device::create(dopt));
-  backend->s_->pipes = std::make_unique<vk::Pipelines>(*backend->s_->dev);
+  vk::PipelineCacheOptions cache;
+  cache.enabled = vo.pipeline_cache;
+  cache.dir = vo.pipeline_cache_dir;
+  backend->s_->pipes = std::make_unique<vk::Pipelines>(
+      *backend->s_->dev, vk::choose_shaders(backend->s_->dev->caps(), vo.portable_shaders), cache);
   EMBER_TRY(backend->s_->pipes->init());
   return backend;
 }
@@ -100,12 +103,15 @@ uint64_t VulkanBackend::device_bytes(const Graph& graph) const {
 
 std::string VulkanBackend::describe() const {
   const vk::DeviceCaps& c = s_->dev->caps();
-  char buf[320];
-  std::snprintf(buf, sizeof buf, "vulkan (%s, %s, Vulkan %u.%u, subgroup %u, fp16 %s, int8 %s, int-dot %s, %.1f GiB)",
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "vulkan (%s, %s, Vulkan %u.%u, subgroup %u, fp16 %s, int8 %s, int-dot %s, %.1f GiB, reduce %s, "
+                "pipeline cache %s)",
                 c.name.c_str(), vk::device_type_name(c.type), VK_API_VERSION_MAJOR(c.api_version),
                 VK_API_VERSION_MINOR(c.api_version), c.subgroup_size, c.fp16_arithmetic ? "yes" : "no",
                 c.int8_arithmetic ? "yes" : "no", c.int_dot ? "yes" : "no",
-                static_cast<double>(c.device_local_bytes) / (1ull << 30));
+                static_cast<double>(c.device_local_bytes) / (1ull << 30), s_->pipes->choice().why.c_str(),
+                s_->pipes->cache().state().c_str());
   return buf;
 }
 
@@ -142,7 +148,7 @@ Status VulkanBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_
     return Status::ok();
   };
 
-  // Weights, once, through the staging buffer.
+  // Weights, once, through the staging buffer: batched, (bytes / 8 MiB) + 1 submits.
   {
     vk::Uploader up(dev);
     for (const WeightRef& w : graph.weights) {
@@ -171,6 +177,8 @@ Status VulkanBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_
     EMBER_TRY(check_range(table.size() * 4, "the rope table"));
     EMBER_ASSIGN_OR_RETURN(s.bufs.rope, vk::create_buffer(dev, table.size() * 4, false, "the rope table"));
     EMBER_TRY(up.upload(table.data(), table.size() * 4, s.bufs.rope, 0));
+    EMBER_TRY(up.flush());
+    s.upload_submits = up.submits();
   }
   for (const ActivationDesc& a : graph.activations) {
     const uint64_t bytes = static_cast<uint64_t>(a.cols) * a.rows * 4;
@@ -178,8 +186,10 @@ Status VulkanBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_
     EMBER_ASSIGN_OR_RETURN(Buffer b, vk::create_buffer(dev, bytes, false, a.name));
     s.bufs.acts.push_back(b);
   }
+  s.bufs.k_row_words = sizes.k_row_words;
+  s.bufs.v_row_words = sizes.v_row_words;
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
-    const uint64_t kb = sizes.k_row * graph.context, vb = sizes.v_row * graph.context;
+    const uint64_t kb = 4ull * sizes.k_row_words * graph.context, vb = 4ull * sizes.v_row_words * graph.context;
     EMBER_TRY(check_range(std::max(kb, vb), "the kv cache of one layer"));
     EMBER_ASSIGN_OR_RETURN(Buffer k, vk::create_buffer(dev, kb, false, "the key cache"));
     s.bufs.k.push_back(k);
@@ -191,7 +201,7 @@ Status VulkanBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_
   EMBER_ASSIGN_OR_RETURN(s.bufs.dummy, vk::create_buffer(dev, 16, false, "a placeholder buffer"));
 
   const vk::VkApi& a = dev.api();
-  const uint32_t sets = vk::descriptor_sets_needed(graph);
+  const uint32_t sets = vk::descriptor_sets_needed(graph) + vk::KvShift::descriptor_sets(graph);
   VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * vk::kBindings};
   VkDescriptorPoolCreateInfo pci{};
   pci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
@@ -203,6 +213,9 @@ Status VulkanBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     EMBER_TRY(vk::prepare_op(dev, *s.pipes, s.pool, graph, s.bufs, graph.ops[i], &s.ops[i]));
   }
+  s.shift = std::make_unique<vk::KvShift>();
+  EMBER_TRY(s.shift->prepare(dev, *s.pipes, s.pool, graph, s.bufs));
+  s.pipes->save_cache();  // every pipeline this graph needs now exists
   VkCommandBufferAllocateInfo cai{};
   cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
   cai.commandPool = dev.command_pool();
@@ -272,18 +285,20 @@ Status VulkanBackend::execute(const StepArgs& step) {
 }
 
 Status VulkanBackend::remove_positions(int32_t start, int32_t end, int32_t n_pos) {
-  return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: remove_positions (context shifting) is not implemented yet");
+  State& s = *s_;
+  if (!s.graph || !s.shift) return Status::error(EMBER_ERR_INTERNAL, "vulkan: remove_positions before prepare");
+  if (start < 0 || end < start || end > n_pos || n_pos > s.graph->context) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: remove [%d, %d) of %d positions", start, end, n_pos);
+  }
+  if (start == end || end == n_pos) return Status::ok();  // nothing moves
+  return s.shift->run(start, end, n_pos);
 }
 
-Status VulkanBackend::read_activation(int32_t id, int32_t rows, float* out) {
-  State& s = *s_;
-  if (!s.graph || id < 0 || id >= static_cast<int32_t>(s.bufs.acts.size()) || rows <= 0 ||
-      rows > s.graph->activations[id].rows) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: read_activation(%d, %d) outside the graph", id, rows);
-  }
-  vk::Device& dev = *s.dev;
+namespace {
+
+// Copies `bytes` bytes of `src` from `offset` to host memory `out` (test hooks).
+Status read_buffer(vk::Device& dev, const Buffer& src, uint64_t offset, uint64_t bytes, void* out) {
   const vk::VkApi& a = dev.api();
-  const uint64_t bytes = static_cast<uint64_t>(s.graph->activations[id].cols) * rows * 4;
   EMBER_ASSIGN_OR_RETURN(Buffer host, vk::create_buffer(dev, bytes, true, "a readback buffer"));
   VkCommandBuffer cb = VK_NULL_HANDLE;
   VkCommandBufferAllocateInfo cai{};
@@ -297,8 +312,8 @@ Status VulkanBackend::read_activation(int32_t id, int32_t rows, float* out) {
     VkCommandBufferBeginInfo bi{};
     bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
     a.vkBeginCommandBuffer(cb, &bi);
-    VkBufferCopy region{0, 0, bytes};
-    a.vkCmdCopyBuffer(cb, s.bufs.acts[id].buffer, host.buffer, 1, &region);
+    VkBufferCopy region{offset, 0, bytes};
+    a.vkCmdCopyBuffer(cb, src.buffer, host.buffer, 1, &region);
     a.vkEndCommandBuffer(cb);
     st = dev.submit_and_wait(cb);
     if (st.is_ok()) std::memcpy(out, host.mapped, bytes);
@@ -306,6 +321,36 @@ Status VulkanBackend::read_activation(int32_t id, int32_t rows, float* out) {
   }
   vk::destroy_buffer(dev, &host);
   return st;
+}
+
+}  // namespace
+
+Status VulkanBackend::read_activation(int32_t id, int32_t rows, float* out) {
+  State& s = *s_;
+  if (!s.graph || id < 0 || id >= static_cast<int32_t>(s.bufs.acts.size()) || rows <= 0 ||
+      rows > s.graph->activations[id].rows) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: read_activation(%d, %d) outside the graph", id, rows);
+  }
+  const uint64_t bytes = static_cast<uint64_t>(s.graph->activations[id].cols) * rows * 4;
+  return read_buffer(*s.dev, s.bufs.acts[id], 0, bytes, out);
+}
+
+uint32_t VulkanBackend::upload_submits() const { return s_->upload_submits; }
+
+Status VulkanBackend::read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out) {
+  State& s = *s_;
+  if (!s.graph || layer < 0 || layer >= static_cast<int32_t>(s.bufs.k.size()) || rows <= 0 ||
+      rows > s.graph->context) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: read_kv(%d, %d) outside the graph", layer, rows);
+  }
+  const KvType t = values ? s.graph->kv_type_v : s.graph->kv_type_k;
+  const uint32_t words = values ? s.bufs.v_row_words : s.bufs.k_row_words;
+  const uint32_t kv_dim = s.graph->hparams.kv_dim();
+  EMBER_ASSIGN_OR_RETURN(uint64_t row_bytes, kv_row_bytes(t, kv_dim));
+  std::vector<uint32_t> dev_rows(static_cast<size_t>(words) * rows);
+  EMBER_TRY(read_buffer(*s.dev, values ? s.bufs.v[layer] : s.bufs.k[layer], 0, dev_rows.size() * 4, dev_rows.data()));
+  for (int32_t r = 0; r < rows; ++r) vk::kv_row_to_host(t, dev_rows.data() + r * words, kv_dim, out + r * row_bytes);
+  return Status::ok();
 }
 
 }  // namespace ember

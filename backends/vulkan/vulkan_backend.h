@@ -2,16 +2,20 @@
 // forward step runs on one Vulkan device, recorded into one command buffer
 // and submitted once; only the logits come back to the host.
 //
-// Memory: weights are uploaded once at prepare (through a staging buffer;
-// Q8_0/Q4_0 repacked into 32-bit words, memory.h); the KV cache, the
-// activations and a RoPE table live in device memory (device_bytes). The
-// session's host arena is not used by this backend (scratch_bytes is 0).
+// Memory: weights are uploaded once at prepare (through a staging buffer,
+// several per submit; Q8_0/Q4_0 repacked into 32-bit words, memory.h); the
+// KV cache (f32, f16 or q8_0, rounded as the CPU rounds: shaders/kv.glsl),
+// the activations, a RoPE table and the context shift's scratch
+// (kv_shift.h) live in device memory (device_bytes). The session's host
+// arena is not used by this backend (scratch_bytes is 0).
 //
 // Recording: descriptor sets and pipelines are made at prepare. A step's
 // position and token ids are written to a host-visible step buffer the
 // shaders read, so the decode command buffer (one token) is recorded once
 // and resubmitted for every position; a batch of n > 1 tokens re-records a
-// second command buffer only when n changes.
+// second command buffer only when n changes. Shader variants are chosen
+// once per device from the capability probe (pipelines.h), and compiled
+// pipelines are kept on disk between runs (pipeline_cache.h).
 //
 // This header carries no Vulkan types, so tests and the registry include it
 // without the Vulkan headers.
@@ -28,6 +32,15 @@ struct VulkanOptions {
   // Accept a CPU Vulkan device (Mesa lavapipe): for tests and CI. Also
   // enabled by EMBER_VULKAN_ALLOW_CPU=1 in the environment.
   bool allow_cpu = false;
+  // Use the portable shaders (shared-memory reductions, Vulkan 1.0) even
+  // where the device has subgroup arithmetic. Also forced by
+  // EMBER_VULKAN_PORTABLE=1 in the environment.
+  bool portable_shaders = false;
+  // The pipeline cache on disk (pipeline_cache.h): off when false or when
+  // EMBER_VULKAN_PIPELINE_CACHE=0; `pipeline_cache_dir` empty means
+  // $XDG_CACHE_HOME/ember or ~/.cache/ember.
+  bool pipeline_cache = true;
+  std::string pipeline_cache_dir;
 };
 
 class VulkanBackend final : public Backend {
@@ -41,21 +54,31 @@ class VulkanBackend final : public Backend {
   const char* name() const override { return "vulkan"; }
   uint64_t scratch_bytes(const Graph& graph) const override { return 0; }
   // Uploads the weights and allocates the device KV cache and activations.
-  // EMBER_ERR_UNSUPPORTED: a KV type other than f32/f16, head_dim above 256,
-  // or a tensor larger than the device can bind; EMBER_ERR_NO_MEMORY: the
+  // EMBER_ERR_UNSUPPORTED: a q8_0 KV cache whose kv_dim is not whole blocks,
+  // head_dim above 256, or a tensor larger than the device can bind; EMBER_ERR_NO_MEMORY: the
   // device memory is too small (the message names the bytes).
   Status prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) override;
   // One submit per step. EMBER_ERR_BACKEND when the device is lost; the
   // backend then refuses further steps (close the session or use the CPU).
   Status execute(const StepArgs& step) override;
-  // Not implemented on the device yet: EMBER_ERR_UNSUPPORTED.
+  // Context shifting on the device (kv_shift.h), for every KV type; the same
+  // cache as the CPU's within rounding. EMBER_ERR_INVALID_ARGUMENT outside
+  // 0 <= start <= end <= n_pos <= context; EMBER_ERR_BACKEND on a lost device.
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;
   uint64_t device_bytes(const Graph& graph) const override;
-  // "vulkan (NAME, discrete, subgroup 32, fp16, int8, dot; 8.0 GiB)".
+  // "vulkan (NAME, discrete, Vulkan 1.3, subgroup 32, fp16 yes, int8 yes,
+  // int-dot yes, 8.0 GiB, reduce subgroupAdd, pipeline cache loaded 96 KiB)":
+  // the device, what the probe found, which shader variant runs
+  // (pipelines.h ShaderChoice) and what became of the pipeline cache.
   std::string describe() const override;
 
   // Test hook: copies the first `rows` rows of activation `id` to `out`.
   Status read_activation(int32_t id, int32_t rows, float* out);
+  // Test hook: copies the first `rows` rows of layer `layer`'s key (or value)
+  // cache to `out` in the CPU's row format (kv_row_bytes per row).
+  Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out);
+  // Test hook: the submits prepare used to upload weights and tables.
+  uint32_t upload_submits() const;
 
  private:
   struct State;

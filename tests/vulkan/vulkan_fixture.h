@@ -24,6 +24,17 @@
 namespace ember::test {
 
 #if EMBER_VULKAN
+// The shader variant open_vulkan() asks for: false lets the capability probe
+// choose (subgroup reductions on lavapipe), true forces the portable shaders.
+inline bool g_portable_shaders = false;
+
+// Sets g_portable_shaders for a scope: `for (bool p : {false, true}) {
+// ShaderVariant v(p); ... }` runs a test on both variants.
+struct ShaderVariant {
+  explicit ShaderVariant(bool portable) { g_portable_shaders = portable; }
+  ~ShaderVariant() { g_portable_shaders = false; }
+};
+
 // The Vulkan backend on a CPU device if need be, or null when none exists:
 // then the test is skipped with a message, or fails under
 // EMBER_REQUIRE_TEST_DATA=1 (CI must not skip silently).
@@ -32,6 +43,9 @@ inline std::unique_ptr<VulkanBackend> open_vulkan() {
   if (!std::getenv("VK_ICD_FILENAMES") && std::filesystem::exists(lvp)) setenv("VK_ICD_FILENAMES", lvp, 1);
   VulkanOptions vo;
   vo.allow_cpu = true;
+  vo.portable_shaders = g_portable_shaders;
+  // The pipeline cache in a scratch directory, never the user's.
+  vo.pipeline_cache_dir = temp_dir("vulkan-pipelines");
   auto r = VulkanBackend::create(BackendOptions(), vo);
   if (!r.is_ok()) {
     if (test_data_required()) {
@@ -41,10 +55,10 @@ inline std::unique_ptr<VulkanBackend> open_vulkan() {
     }
     return nullptr;
   }
-  static bool said = false;
-  if (!said) {
+  static bool said[2] = {false, false};
+  if (!said[g_portable_shaders]) {
     MESSAGE("Vulkan device: " << r.value()->describe());
-    said = true;
+    said[g_portable_shaders] = true;
   }
   return std::move(r).value();
 }
@@ -104,5 +118,82 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
   return m;
 }
+
+// Deterministic values in [-1, 1).
+inline uint64_t g_seed = 1;
+inline float rnd() {
+  g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
+  return static_cast<float>((g_seed >> 40) & 0xffffff) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
+}
+
+// A graph under construction; owns its weights' bytes.
+struct Builder {
+  Graph g;
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> store;
+
+  Builder(uint32_t dim, uint32_t heads, uint32_t kv_heads, uint32_t vocab, int32_t context, int32_t max_batch) {
+    g.hparams.dim = dim;
+    g.hparams.hidden_dim = dim;
+    g.hparams.n_layers = 1;
+    g.hparams.n_heads = heads;
+    g.hparams.n_kv_heads = kv_heads;
+    g.hparams.vocab_size = vocab;
+    g.hparams.max_seq_len = context;
+    g.context = context;
+    g.max_batch = max_batch;
+  }
+  int32_t weight(DType t, int64_t rows, int64_t cols, float scale = 1.0f, float offset = 0.0f) {
+    uint64_t row_bytes = 0;
+    REQUIRE(dtype_bytes(t, cols, &row_bytes));
+    auto bytes = std::make_unique<std::vector<uint8_t>>(row_bytes * rows);
+    std::vector<float> row(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (auto& x : row) x = offset + scale * rnd();
+      quantize_row(t, row.data(), bytes->data() + r * row_bytes, cols);
+    }
+    WeightRef w;
+    w.name = "w";
+    w.dtype = t;
+    w.data = bytes->data();
+    w.rows = rows;
+    w.cols = cols;
+    w.size = bytes->size();
+    store.push_back(std::move(bytes));
+    g.weights.push_back(w);
+    return static_cast<int32_t>(g.weights.size() - 1);
+  }
+  int32_t act(int64_t cols, int32_t rows) {
+    g.activations.push_back({"act", cols, rows});
+    return static_cast<int32_t>(g.activations.size() - 1);
+  }
+  void op(OpKind kind, int32_t out, int32_t a, int32_t b = -1, int32_t c = -1, int32_t w = -1, int32_t layer = -1,
+          bool last_row = false) {
+    Op o;
+    o.kind = kind;
+    o.out = out;
+    o.a = a;
+    o.b = b;
+    o.c = c;
+    o.weight = w;
+    o.layer = layer;
+    o.last_row = last_row;
+    g.ops.push_back(o);
+  }
+  // x = embedding of the tokens (f32 table of vocab x dim, or `table_type`).
+  int32_t embed(DType table_type = DType::F32, int64_t cols = 0) {
+    const int64_t c = cols ? cols : g.hparams.dim;
+    const int32_t x = act(c, g.max_batch);
+    op(OpKind::Embed, x, -1, -1, -1, weight(table_type, g.hparams.vocab_size, c));
+    return x;
+  }
+  // The logits tail every graph needs: rmsnorm of the last row, then a matmul.
+  void tail(int32_t x) {
+    const int32_t last = act(g.activations[x].cols, 1);
+    const int32_t logits = act(g.hparams.vocab_size, 1);
+    op(OpKind::RmsNorm, last, x, -1, -1, weight(DType::F32, 1, g.activations[x].cols, 0.1f, 1.0f), -1, true);
+    op(OpKind::MatMul, logits, last, -1, -1, weight(DType::F32, g.hparams.vocab_size, g.activations[x].cols));
+    g.logits = logits;
+  }
+};
 
 }  // namespace ember::test

@@ -24,8 +24,8 @@ int cmd_backends(int argc, char** argv) {
   const Row rows[] = {
       {"cpu", BackendKind::Cpu, "f32 f16 bf16 q8_0 q4_0", "f32 f16 q8_0",
        "threads, context shift, zero-copy mapped weights"},
-      {"vulkan", BackendKind::Vulkan, "f32 f16 bf16 q8_0 q4_0", "f32 f16",
-       "one submit per step, weights uploaded once; no context shift yet"},
+      {"vulkan", BackendKind::Vulkan, "f32 f16 bf16 q8_0 q4_0", "f32 f16 q8_0",
+       "one submit per step, weights uploaded once, context shift on the device"},
   };
   std::printf("%-8s %-10s %-24s %-14s %s\n", "backend", "state", "weights", "kv cache", "device / features");
   for (const Row& r : rows) {

@@ -11,21 +11,18 @@
 #define KTYPE pc.p[4]
 #define VTYPE pc.p[5]
 #define SCALE uintBitsToFloat(pc.p[6])
+#define K_ROWW pc.p[7]
+#define V_ROWW pc.p[8]
 #define CHUNK 256u
 #define MAX_HEAD_DIM 256u
 
 shared float qsh[MAX_HEAD_DIM];
 shared float sc[CHUNK];
 
-float k_elem(uint t, uint d) {
-  uint e = t * KV_DIM + d;
-  return KTYPE == 0u ? uintBitsToFloat(kc[e]) : unpackHalf2x16(kc[e >> 1])[e & 1u];
-}
+#include "kv.glsl"
 
-float v_elem(uint t, uint d) {
-  uint e = t * KV_DIM + d;
-  return VTYPE == 0u ? uintBitsToFloat(vc[e]) : unpackHalf2x16(vc[e >> 1])[e & 1u];
-}
+float k_elem(uint t, uint d) { return k_load(KTYPE, K_ROWW, t, d); }
+float v_elem(uint t, uint d) { return v_load(VTYPE, V_ROWW, t, d); }
 
 void main() {
   uint h = gl_WorkGroupID.x, i = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;

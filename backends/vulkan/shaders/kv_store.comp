@@ -1,31 +1,30 @@
 #version 450
 // Stores this step's keys (a) and values (b) at rows pos .. pos + n - 1 of
-// the layer's cache, as f32 (type 0) or f16 pairs (type 1).
+// the layer's cache in its type (kv.glsl): one invocation per (row, unit).
 #include "common.glsl"
 #define KV_DIM pc.p[0]
 #define KTYPE pc.p[1]
 #define VTYPE pc.p[2]
 #define COUNT pc.p[3]
+#define K_ROWW pc.p[4]
+#define V_ROWW pc.p[5]
+#define UNITS pc.p[6]
+#include "kv.glsl"
 
 void main() {
   uint idx = flat_index();
   if (idx >= COUNT) return;
-  uint pairs = KV_DIM / 2u;
-  uint i = idx / pairs, pr = idx % pairs;
+  uint i = idx / UNITS, u = idx % UNITS;
   uint row = uint(step_buf.pos) + i;
-  uint src = i * KV_DIM + 2u * pr;
-  vec2 k = vec2(a[src], a[src + 1u]);
-  vec2 v = vec2(b[src], b[src + 1u]);
-  if (KTYPE == 0u) {
-    kc[row * KV_DIM + 2u * pr] = floatBitsToUint(k.x);
-    kc[row * KV_DIM + 2u * pr + 1u] = floatBitsToUint(k.y);
-  } else {
-    kc[row * pairs + pr] = packHalf2x16(k);
+  float x[64];
+  if (u < kv_units(KTYPE)) {
+    uint first = i * KV_DIM + kv_unit_first(KTYPE, u), cnt = kv_unit_count(KTYPE, u);
+    for (uint e = 0u; e < cnt; ++e) x[e] = a[first + e];
+    k_store(KTYPE, K_ROWW, row, u, x);
   }
-  if (VTYPE == 0u) {
-    vc[row * KV_DIM + 2u * pr] = floatBitsToUint(v.x);
-    vc[row * KV_DIM + 2u * pr + 1u] = floatBitsToUint(v.y);
-  } else {
-    vc[row * pairs + pr] = packHalf2x16(v);
+  if (u < kv_units(VTYPE)) {
+    uint first = i * KV_DIM + kv_unit_first(VTYPE, u), cnt = kv_unit_count(VTYPE, u);
+    for (uint e = 0u; e < cnt; ++e) x[e] = b[first + e];
+    v_store(VTYPE, V_ROWW, row, u, x);
   }
 }

@@ -2,7 +2,12 @@
 // out[t, r] = dot(weight row r, a[t]) for up to TILE tokens per workgroup:
 // one workgroup per (row, token tile), so each dequantized weight is reused
 // TILE times (mat-mat); with one token it is a mat-vec. Decode is bound by
-// reading the weights once.
+// reading the weights once. The 64 partial sums per token are added by
+// subgroupAdd (SUBGROUP: no barriers within a subgroup) or by a shared-memory
+// tree (portable: six barriers); pipelines.h chooses.
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "common.glsl"
 #include "weights.glsl"
 #define ROWS pc.p[0]
@@ -66,6 +71,20 @@ void main() {
     }
   }
 #endif
+#ifdef SUBGROUP
+  // Each subgroup's sum, then the sums of the workgroup's subgroups (at most
+  // 64: a subgroup has at least one invocation).
+  for (uint t = 0; t < TILE; ++t) {
+    float sum = subgroupAdd(acc[t]);
+    if (subgroupElect()) red[t * 64u + gl_SubgroupID] = sum;
+  }
+  barrier();
+  if (tid < nt) {
+    float sum = 0.0;
+    for (uint g = 0u; g < gl_NumSubgroups; ++g) sum += red[tid * 64u + g];
+    o[(t0 + tid) * ROWS + r] = sum;
+  }
+#else
   for (uint t = 0; t < TILE; ++t) red[t * 64u + tid] = acc[t];
   barrier();
   for (uint s = 32u; s > 0u; s >>= 1) {
@@ -75,4 +94,5 @@ void main() {
     barrier();
   }
   if (tid < nt) o[(t0 + tid) * ROWS + r] = red[tid * 64u];
+#endif
 }

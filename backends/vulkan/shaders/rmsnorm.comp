@@ -1,5 +1,9 @@
 #version 450
-// out[i] = w * a[i + row0] / rms(a[i + row0]); one workgroup per row.
+// out[i] = w * a[i + row0] / rms(a[i + row0]); one workgroup per row. The sum
+// of squares is reduced by subgroupAdd (SUBGROUP) or a shared-memory tree.
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "common.glsl"
 #define COLS pc.p[0]
 #define ROW0 pc.p[1]
@@ -12,12 +16,21 @@ void main() {
   uint in_base = (i + ROW0) * COLS, out_base = i * COLS;
   float ss = 0.0;
   for (uint c = tid; c < COLS; c += 64u) ss += a[in_base + c] * a[in_base + c];
+#ifdef SUBGROUP
+  float sum = subgroupAdd(ss);
+  if (subgroupElect()) red[gl_SubgroupID] = sum;
+  barrier();
+  float total = 0.0;
+  for (uint g = 0u; g < gl_NumSubgroups; ++g) total += red[g];
+#else
   red[tid] = ss;
   barrier();
   for (uint s = 32u; s > 0u; s >>= 1) {
     if (tid < s) red[tid] += red[tid + s];
     barrier();
   }
-  float inv = 1.0 / sqrt(red[0] / float(COLS) + EPS);
+  float total = red[0];
+#endif
+  float inv = 1.0 / sqrt(total / float(COLS) + EPS);
   for (uint c = tid; c < COLS; c += 64u) o[out_base + c] = uintBitsToFloat(w[c]) * (inv * a[in_base + c]);
 }
