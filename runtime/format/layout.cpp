@@ -15,11 +15,10 @@ int quant_bytes(DType t) { return t == DType::Q8_0 ? 32 : 16; }
 void move_row(DType t, uint8_t* group, uint8_t* row, int64_t nb, int i, bool to_rows16) {
   const int qb = quant_bytes(t);
   const int block = qb + 2;
-  uint8_t* quants = group + nb * 2 * kRows16;
   const uint8_t flip = t == DType::Q8_0 ? 0x80 : 0x00;
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* scale = group + b * 2 * kRows16 + 2 * i;
-    uint8_t* tile = quants + b * qb * kRows16;
+    uint8_t* scale = group + b * block * kRows16 + 2 * i;
+    uint8_t* tile = group + b * block * kRows16 + 2 * kRows16;
     uint8_t* blk = row + b * block;
     if (to_rows16) {
       std::memcpy(scale, blk, 2);
@@ -52,8 +51,8 @@ void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t 
   const uint8_t* group = data + r / kRows16 * kRows16 * nb * block;
   const int i = static_cast<int>(r % kRows16);
   const uint8_t flip = t == DType::Q8_0 ? 0x80 : 0x00;
-  std::memcpy(out, group + j * 2 * kRows16 + 2 * i, 2);
-  const uint8_t* tile = group + nb * 2 * kRows16 + j * quant_bytes(t) * kRows16;
+  std::memcpy(out, group + j * block * kRows16 + 2 * i, 2);
+  const uint8_t* tile = group + j * block * kRows16 + 2 * kRows16;
   for (int c = 0; c < quant_bytes(t) / 4; ++c) {
     for (int k = 0; k < 4; ++k) out[2 + 4 * c + k] = static_cast<uint8_t>(tile[64 * c + 4 * i + k] ^ flip);
   }

@@ -29,7 +29,6 @@ inline int32_t word(const int8_t* p) {
 // T tokens from t against the 16 rows of the group at `group`.
 template <int T>
 void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float* out, int64_t os) {
-  const uint8_t* tiles = group + nb * 32;
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i m0f = _mm256_set1_epi8(0x0f);
   const int8_t* xa[T];
@@ -37,7 +36,7 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
   __m256 acc0[T], acc1[T];
   for (int j = 0; j < T; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = tiles + b * 256;
+    const uint8_t* q = group + b * 288 + 32;
     __m256i p0[T], p1[T];  // int16 pair sums, rows 0-7 and 8-15
     for (int j = 0; j < T; ++j) p0[j] = p1[j] = _mm256_setzero_si256();
     // Rolled: fully unrolled, the 4-token tile spills its int16 sums.
@@ -56,8 +55,8 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
         p1[j] = _mm256_add_epi16(p1[j], _mm256_maddubs_epi16(hi1, xh));
       }
     }
-    const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 32)));
-    const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 32 + 16)));
+    const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 288)));
+    const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 288 + 16)));
     for (int j = 0; j < T; ++j) {
       const __m256i seed = _mm256_set1_epi32(x.bias[(t + j) * nb + b]);
       const __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(p0[j], ones), seed);

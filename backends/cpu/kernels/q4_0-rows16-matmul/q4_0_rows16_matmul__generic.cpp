@@ -16,13 +16,12 @@ void q4_0_rows16_gemv__generic(const uint8_t* w, int64_t cols, int64_t r0, int64
   const int64_t group_bytes = 16 * nb * static_cast<int64_t>(sizeof(KBlockQ4_0));
   for (int64_t r = r0; r < r1; r += 16) {
     const uint8_t* group = w + r / 16 * group_bytes;
-    const uint8_t* tiles = group + nb * 32;
     for (int32_t t = 0; t < n; ++t) {
       const int8_t* q = x.q + t * cols;
       float acc[16] = {};
       for (int64_t b = 0; b < nb; ++b) {
         const float dx = x.d[t * nb + b];
-        const uint8_t* tile = tiles + b * 256;
+        const uint8_t* tile = group + b * 288 + 32;
         for (int i = 0; i < 16; ++i) {
           int32_t s = x.bias[t * nb + b];
           for (int c = 0; c < 4; ++c) {
@@ -33,7 +32,7 @@ void q4_0_rows16_gemv__generic(const uint8_t* w, int64_t cols, int64_t r0, int64
             }
           }
           uint16_t h;
-          std::memcpy(&h, group + b * 32 + 2 * i, 2);
+          std::memcpy(&h, group + b * 288 + 2 * i, 2);
           acc[i] += static_cast<float>(s) * (f16_to_f32(h) * dx);
         }
       }

@@ -28,13 +28,12 @@ inline int8x16_t word(const int8_t* p) {
 
 // Token t against the 16 rows of the group at `group`.
 void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float* out) {
-  const uint8_t* tiles = group + nb * 32;
   const uint8x16_t m0f = vdupq_n_u8(0x0f);
   const int8_t* xa = x.q + t * x.cols;
   float32x4_t acc[4];
   for (int k = 0; k < 4; ++k) acc[k] = vdupq_n_f32(0.0f);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = tiles + b * 256;
+    const uint8_t* q = group + b * 288 + 32;
     // Rows 4k, 4k+1 in pl[k], rows 4k+2, 4k+3 in ph[k], four int16 lanes each.
     int16x8_t pl[4], ph[4];
     for (int k = 0; k < 4; ++k) pl[k] = ph[k] = vdupq_n_s16(0);
@@ -52,7 +51,7 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
         ph[k] = vmlal_high_s8(ph[k], hi, xh);
       }
     }
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(group + b * 32);
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(group + b * 288);
     const int32x4_t seed = vdupq_n_s32(x.bias[t * nb + b]);
     const float dx = x.d[t * nb + b];
     for (int k = 0; k < 4; ++k) {

@@ -39,14 +39,13 @@ inline void chunk(const uint8_t* q, const int8x16_t (*xv)[2], int32x4_t (*s)[4])
 // T tokens from t against the 16 rows of the group at `group`.
 template <int T>
 void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float* out, int64_t os) {
-  const uint8_t* tiles = group + nb * 32;
   const int8_t* xa[T];
   for (int j = 0; j < T; ++j) xa[j] = x.q + (t + j) * x.cols;
   float32x4_t acc[T][4];
   for (int j = 0; j < T; ++j)
     for (int k = 0; k < 4; ++k) acc[j][k] = vdupq_n_f32(0.0f);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = tiles + b * 256;
+    const uint8_t* q = group + b * 288 + 32;
     int8x16_t xv[T][2];
     int32x4_t s[T][4];
     for (int j = 0; j < T; ++j) {
@@ -58,7 +57,7 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
     chunk<T, 1>(q, xv, s);
     chunk<T, 2>(q, xv, s);
     chunk<T, 3>(q, xv, s);
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(group + b * 32);
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(group + b * 288);
     float32x4_t dw[4];
     for (int k = 0; k < 4; ++k) dw[k] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + 4 * k)));
     for (int j = 0; j < T; ++j) {

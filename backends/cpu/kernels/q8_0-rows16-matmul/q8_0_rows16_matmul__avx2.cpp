@@ -28,7 +28,6 @@ inline int32_t word(const int8_t* p) {
 // T tokens from t against the 16 rows of the group at `group`.
 template <int T>
 void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float* out, int64_t os) {
-  const uint8_t* tiles = group + nb * 32;
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   const int8_t* xa[T];
@@ -36,7 +35,7 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
   __m256 acc0[T], acc1[T];
   for (int j = 0; j < T; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = tiles + b * 512;
+    const uint8_t* q = group + b * 544 + 32;
     __m256i s0[T], s1[T];
     for (int j = 0; j < T; ++j) s0[j] = s1[j] = _mm256_setzero_si256();
     // Unrolled by 2, not 8: fully unrolled, the 1-token tile spills.
@@ -52,8 +51,8 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
         s1[j] = _mm256_add_epi32(s1[j], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1)), ones));
       }
     }
-    const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 32)));
-    const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 32 + 16)));
+    const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 544)));
+    const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 544 + 16)));
     for (int j = 0; j < T; ++j) {
       const __m256 dx = _mm256_set1_ps(x.d[(t + j) * nb + b]);
       acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0[j]), _mm256_mul_ps(dw0, dx), acc0[j]);

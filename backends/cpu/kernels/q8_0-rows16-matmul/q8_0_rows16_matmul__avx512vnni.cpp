@@ -31,13 +31,12 @@ inline int32_t word(const int8_t* p) {
 
 template <int T>
 void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float* out, int64_t os) {
-  const uint8_t* tiles = group + nb * 32;
   const int8_t* xa[T];
   for (int j = 0; j < T; ++j) xa[j] = x.q + (t + j) * x.cols;
   __m512 acc[T];
   for (int j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = tiles + b * 512;
+    const uint8_t* q = group + b * 544 + 32;
     __m512i s0[T], s1[T];
     for (int j = 0; j < T; ++j) {
       s0[j] = _mm512_set1_epi32(16 * x.bias[(t + j) * nb + b]);
@@ -51,7 +50,7 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
         s1[j] = _mm512_dpbusd_epi32(s1[j], w1, _mm512_set1_epi32(word(xa[j] + b * 32 + 4 * (c + 1))));
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + b * 32)));
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + b * 544)));
     for (int j = 0; j < T; ++j) {
       const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(t + j) * nb + b]));
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0[j], s1[j])), s, acc[j]);

@@ -27,13 +27,12 @@ inline int8x16_t word(const int8_t* p) {
 
 // Token t against the 16 rows of the group at `group`.
 void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float* out) {
-  const uint8_t* tiles = group + nb * 32;
   const uint8x16_t flip = vdupq_n_u8(0x80);
   const int8_t* xa = x.q + t * x.cols;
   float32x4_t acc[4];
   for (int k = 0; k < 4; ++k) acc[k] = vdupq_n_f32(0.0f);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = tiles + b * 512;
+    const uint8_t* q = group + b * 544 + 32;
     // Rows 4k, 4k+1 in sl[k], rows 4k+2, 4k+3 in sh[k], two int32 lanes each.
     int32x4_t sl[4], sh[4];
     for (int k = 0; k < 4; ++k) sl[k] = sh[k] = vdupq_n_s32(0);
@@ -50,7 +49,7 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
         sh[k] = vpadalq_s16(sh[k], ph);
       }
     }
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(group + b * 32);
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(group + b * 544);
     const float dx = x.d[t * nb + b];
     for (int k = 0; k < 4; ++k) {
       const float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + 4 * k)));

@@ -29,7 +29,6 @@ inline void chunk(const uint8_t* q, const int8x16_t* xv, int32x4_t (*s)[4]) {
 // T tokens from t against the 16 rows of the group at `group`.
 template <int T>
 void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float* out, int64_t os) {
-  const uint8_t* tiles = group + nb * 32;
   const int8_t* xa[T];
   for (int j = 0; j < T; ++j) xa[j] = x.q + (t + j) * x.cols;
   float32x4_t acc[T][4];
@@ -43,7 +42,7 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
   // Half a block (4 chunks, 16 activation bytes) per iteration: a whole
   // block in one would let the scheduler hoist its 32 loads and spill.
   for (int64_t hb = 0; hb < 2 * nb; ++hb) {
-    const uint8_t* q = tiles + 256 * hb;
+    const uint8_t* q = group + (hb >> 1) * 544 + 32 + 256 * (hb & 1);
     int8x16_t xv[T];
     for (int j = 0; j < T; ++j) xv[j] = vld1q_s8(xa[j] + 16 * hb);
     chunk<T, 0>(q, xv, s);
@@ -52,7 +51,7 @@ void tile(const uint8_t* group, int64_t nb, const QuantActs& x, int64_t t, float
     chunk<T, 3>(q, xv, s);
     if (hb & 1) {  // block b complete
       const int64_t b = hb >> 1;
-      const uint16_t* h = reinterpret_cast<const uint16_t*>(group + b * 32);
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(group + b * 544);
       float32x4_t dw[4];
       for (int k = 0; k < 4; ++k) dw[k] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + 4 * k)));
       for (int j = 0; j < T; ++j) {
