@@ -83,18 +83,23 @@ void ThreadPool::worker_loop(int index) {
 }
 
 void ThreadPool::work(uint32_t gen, int thread) {
-  // fn_, ctx_ and n_chunks_ were written before generation_ moved to gen;
-  // a successful claim below proves they still belong to gen (the caller
-  // waits for every claimed chunk before it writes the next job).
+  // next_ packs the job's generation, its chunk count and the next chunk,
+  // so a claim is checked against the count of the same job. (Reading the
+  // count from a separate field let a thread holding a finished job's
+  // exhausted counter see the next job's larger count and claim a chunk
+  // that does not exist: a chunk run twice, the done count off by one, and
+  // the caller returning early or waiting forever.)
   for (;;) {
     uint64_t v = next_.load(std::memory_order_acquire);
     if (static_cast<uint32_t>(v >> 32) != gen) return;
-    const int chunk = static_cast<int>(static_cast<uint32_t>(v));
-    void (*fn)(void*, int, int, int) = fn_.load(std::memory_order_relaxed);
-    void* ctx = ctx_.load(std::memory_order_relaxed);
-    const int n = n_chunks_.load(std::memory_order_relaxed);
+    const int chunk = static_cast<int>(v & 0xffff);
+    const int n = static_cast<int>((v >> 16) & 0xffff);
     if (chunk >= n) return;
     if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
+    // The claim succeeded, so job gen is still running and its fields,
+    // written before next_ was published, are the ones to use.
+    void (*fn)(void*, int, int, int) = fn_.load(std::memory_order_relaxed);
+    void* ctx = ctx_.load(std::memory_order_relaxed);
     fn(ctx, chunk, n, thread);
     done_.fetch_add(1, std::memory_order_acq_rel);
   }
@@ -102,16 +107,15 @@ void ThreadPool::work(uint32_t gen, int thread) {
 
 void ThreadPool::run_raw(int n_chunks, void (*fn)(void*, int, int, int), void* ctx) {
   if (n_chunks <= 0) return;
-  if (n_threads_ == 1 || n_chunks == 1) {
+  if (n_threads_ == 1 || n_chunks == 1 || n_chunks > kMaxChunks) {
     for (int c = 0; c < n_chunks; ++c) fn(ctx, c, n_chunks, 0);
     return;
   }
   fn_.store(fn, std::memory_order_relaxed);
   ctx_.store(ctx, std::memory_order_relaxed);
-  n_chunks_.store(n_chunks, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
-  next_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  next_.store((static_cast<uint64_t>(gen) << 32) | (static_cast<uint64_t>(n_chunks) << 16), std::memory_order_release);
   generation_.store(gen, std::memory_order_seq_cst);
   // A sleeping worker has announced itself before waiting; the seq_cst pair
   // (sleeping_ then generation_) makes sure it is either seen here or sees

@@ -30,7 +30,7 @@ class ThreadPool {
   int size() const { return n_threads_; }
 
   // Calls f(chunk, n_chunks, thread) once for every chunk in [0, n_chunks),
-  // each on some thread of the pool (`thread` < size(): index of per-thread
+  // each on some thread of the pool (more than kMaxChunks: all on the caller) (`thread` < size(): index of per-thread
   // scratch), and returns when all calls have returned. Not reentrant; one
   // caller at a time. Allocates nothing.
   template <typename F>
@@ -49,12 +49,14 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<uint64_t> threads_;  // pthread_t of the workers
-  // The current job; written by the caller before generation_ is bumped.
+  // Chunk counts above this run on the caller alone (next_ holds 16 bits).
+  static constexpr int kMaxChunks = 0xffff;
+  // The current job; written by the caller before next_ is published.
   std::atomic<void (*)(void*, int, int, int)> fn_{nullptr};
   std::atomic<void*> ctx_{nullptr};
-  std::atomic<int> n_chunks_{0};
   alignas(64) std::atomic<uint32_t> generation_{0};
-  // (generation << 32) | next chunk: a claim from a stale job fails.
+  // (generation << 32) | (chunk count << 16) | next chunk: a claim is
+  // checked against its own job's count, and one from a stale job fails.
   alignas(64) std::atomic<uint64_t> next_{0};
   alignas(64) std::atomic<int> done_{0};
   std::atomic<int> sleeping_{0};

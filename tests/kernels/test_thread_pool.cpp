@@ -1,0 +1,48 @@
+// The CPU thread pool under churn: many jobs of 1..8 chunks back to back,
+// with pauses long enough for the workers to go to sleep, on 2..4 threads.
+// Every chunk of every job must run exactly once and the caller must not
+// return before they have. (A claim checked against the next job's chunk
+// count once ran a chunk twice and left the caller waiting forever.)
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/thread_pool.h"
+
+TEST_SUITE("kernels") {
+
+TEST_CASE("thread pool: every chunk of every job runs exactly once, and run() returns after all of them") {
+  for (int threads = 2; threads <= 4; ++threads) {
+    CAPTURE(threads);
+    auto pool = ember::ThreadPool::create(threads);
+    REQUIRE(pool.is_ok());
+    std::mt19937 rng(static_cast<unsigned>(threads));
+    std::vector<std::atomic<int>> hits(8);
+    int bad = 0;
+    for (int job = 0; job < 60000 && bad == 0; ++job) {
+      const int n = 1 + static_cast<int>(rng() % 8);
+      for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+      std::atomic<int> finished{0};
+      pool.value()->run(n, [&](int chunk, int n_chunks, int thread) {
+        if (n_chunks != n || chunk < 0 || chunk >= n || thread < 0 || thread >= threads) {
+          hits[0].fetch_add(100);
+        } else {
+          hits[chunk].fetch_add(1);
+        }
+        finished.fetch_add(1);
+      });
+      if (finished.load() != n) ++bad;
+      for (int c = 0; c < n; ++c) {
+        if (hits[c].load() != 1) ++bad;
+      }
+      if (rng() % 2000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    CHECK(bad == 0);
+  }
+}
+
+}  // TEST_SUITE
