@@ -22,9 +22,7 @@
 #include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
 
-#ifndef EMBER_GIT_HASH
-#define EMBER_GIT_HASH "unknown"
-#endif
+#include "ember_git_hash.h"  // generated at build time: EMBER_GIT_HASH
 
 namespace ember::cli {
 namespace {
