@@ -7,34 +7,31 @@ namespace {
 
 constexpr const char* kNames[kLayoutCount] = {"row-major", "rows16"};
 
-// Bytes of one block's quants in a Rows16 tile, per row.
+// Bytes of one block's quants, per row.
 int quant_bytes(DType t) { return t == DType::Q8_0 ? 32 : 16; }
 
-// Copies row i (0..15) of group `group` (Rows16) into RowMajor blocks, or
-// the reverse (to_rows16), block by block.
-void move_row(DType t, uint8_t* group, uint8_t* row, int64_t nb, int i, bool to_rows16) {
-  const int qb = quant_bytes(t);
-  const int block = qb + 2;
-  const uint8_t flip = t == DType::Q8_0 ? 0x80 : 0x00;
-  for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* scale = group + b * block * kRows16 + 2 * i;
-    uint8_t* tile = group + b * block * kRows16 + 2 * kRows16;
-    uint8_t* blk = row + b * block;
-    if (to_rows16) {
-      std::memcpy(scale, blk, 2);
-    } else {
-      std::memcpy(blk, scale, 2);
+// Where row i's block b lives in a Rows16 group: its scale at tile + 2i,
+// its quant bytes 4c..4c+3 at tile + 32 + 64c + 4i (format/layout.h).
+uint8_t* tile_of(uint8_t* group, DType t, int64_t b) { return group + b * (quant_bytes(t) + 2) * kRows16; }
+const uint8_t* tile_of(const uint8_t* group, DType t, int64_t b) {
+  return group + b * (quant_bytes(t) + 2) * kRows16;
+}
+uint8_t flip_of(DType t) { return t == DType::Q8_0 ? 0x80 : 0x00; }
+
+// One RowMajor block (scale, quants) into row i of a Rows16 tile, and back.
+void put_block(DType t, const uint8_t* blk, uint8_t* tile, int i) {
+  std::memcpy(tile + 2 * i, blk, 2);
+  for (int c = 0; c < quant_bytes(t) / 4; ++c) {
+    for (int k = 0; k < 4; ++k) {
+      tile[2 * kRows16 + 64 * c + 4 * i + k] = static_cast<uint8_t>(blk[2 + 4 * c + k] ^ flip_of(t));
     }
-    for (int c = 0; c < qb / 4; ++c) {
-      for (int k = 0; k < 4; ++k) {
-        uint8_t* packed = tile + 64 * c + 4 * i + k;
-        uint8_t* plain = blk + 2 + 4 * c + k;
-        if (to_rows16) {
-          *packed = static_cast<uint8_t>(*plain ^ flip);
-        } else {
-          *plain = static_cast<uint8_t>(*packed ^ flip);
-        }
-      }
+  }
+}
+void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
+  std::memcpy(blk, tile + 2 * i, 2);
+  for (int c = 0; c < quant_bytes(t) / 4; ++c) {
+    for (int k = 0; k < 4; ++k) {
+      blk[2 + 4 * c + k] = static_cast<uint8_t>(tile[2 * kRows16 + 64 * c + 4 * i + k] ^ flip_of(t));
     }
   }
 }
@@ -49,13 +46,7 @@ void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t 
     return;
   }
   const uint8_t* group = data + r / kRows16 * kRows16 * nb * block;
-  const int i = static_cast<int>(r % kRows16);
-  const uint8_t flip = t == DType::Q8_0 ? 0x80 : 0x00;
-  std::memcpy(out, group + j * block * kRows16 + 2 * i, 2);
-  const uint8_t* tile = group + j * block * kRows16 + 2 * kRows16;
-  for (int c = 0; c < quant_bytes(t) / 4; ++c) {
-    for (int k = 0; k < 4; ++k) out[2 + 4 * c + k] = static_cast<uint8_t>(tile[64 * c + 4 * i + k] ^ flip);
-  }
+  get_block(t, tile_of(group, t, j), static_cast<int>(r % kRows16), out);
 }
 
 const char* layout_name(Layout l) {
@@ -81,30 +72,32 @@ bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols) {
 
 void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
   const int64_t nb = cols / kQuantBlock;
-  const int64_t row_bytes = nb * (quant_bytes(t) + 2);
-  for (int64_t g = 0; g < rows / kRows16; ++g) {
-    uint8_t* group = dst + g * kRows16 * row_bytes;
-    for (int i = 0; i < kRows16; ++i) {
-      move_row(t, group, const_cast<uint8_t*>(src + (g * kRows16 + i) * row_bytes), nb, i, true);
+  const int block = quant_bytes(t) + 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* group = dst + r / kRows16 * kRows16 * nb * block;
+    for (int64_t b = 0; b < nb; ++b) {
+      put_block(t, src + (r * nb + b) * block, tile_of(group, t, b), static_cast<int>(r % kRows16));
     }
   }
 }
 
 void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
   const int64_t nb = cols / kQuantBlock;
-  const int64_t row_bytes = nb * (quant_bytes(t) + 2);
-  for (int64_t g = 0; g < rows / kRows16; ++g) {
-    uint8_t* group = const_cast<uint8_t*>(src + g * kRows16 * row_bytes);
-    for (int i = 0; i < kRows16; ++i) move_row(t, group, dst + (g * kRows16 + i) * row_bytes, nb, i, false);
+  const int block = quant_bytes(t) + 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < nb; ++b) layout_block(Layout::Rows16, t, src, cols, r, b, dst + (r * nb + b) * block);
   }
 }
 
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch) {
-  uint64_t row_bytes = 0;
-  dtype_bytes(t, static_cast<uint64_t>(cols), &row_bytes);
-  if (l == Layout::RowMajor) return data + static_cast<uint64_t>(r) * row_bytes;
-  uint8_t* group = const_cast<uint8_t*>(data + static_cast<uint64_t>(r / kRows16) * kRows16 * row_bytes);
-  move_row(t, group, scratch, cols / kQuantBlock, static_cast<int>(r % kRows16), false);
+  const int64_t nb = cols / kQuantBlock;
+  const int block = quant_bytes(t) + 2;
+  if (l == Layout::RowMajor) {
+    uint64_t row_bytes = 0;
+    dtype_bytes(t, static_cast<uint64_t>(cols), &row_bytes);
+    return data + static_cast<uint64_t>(r) * row_bytes;
+  }
+  for (int64_t b = 0; b < nb; ++b) layout_block(l, t, data, cols, r, b, scratch + b * block);
   return scratch;
 }
 

@@ -13,11 +13,12 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
-Result<std::vector<uint8_t>> serialize_model(const ModelSpec& given) {
-  // Regroup the tensors the requested layout fits (format/layout.h).
-  ModelSpec spec = given;
+Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
+  // Regroup the tensors the requested layout fits (format/layout.h): a copy
+  // of the tensor list, pointing at the regrouped bytes.
+  std::vector<TensorSource> written = spec.tensors;
   std::vector<std::vector<uint8_t>> packed;
-  for (TensorSource& t : spec.tensors) {
+  for (TensorSource& t : written) {
     if (t.layout != Layout::RowMajor || spec.quant_layout == Layout::RowMajor || t.shape.size() != 2 ||
         !layout_fits(spec.quant_layout, t.dtype, t.shape[0], t.shape[1])) {
       continue;
@@ -34,21 +35,21 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& given) {
     t.layout = spec.quant_layout;
   }
   // Lay out the data segment.
-  std::vector<uint64_t> offsets(spec.tensors.size());
+  std::vector<uint64_t> offsets(written.size());
   uint64_t data_size = 0;
-  for (size_t i = 0; i < spec.tensors.size(); ++i) {
+  for (size_t i = 0; i < written.size(); ++i) {
     offsets[i] = align_up(data_size, kTensorAlignment);
-    data_size = offsets[i] + spec.tensors[i].size;
+    data_size = offsets[i] + written[i].size;
   }
   // Hash the data segment as it will be laid out (zero padding included).
   Sha256 hasher;
   {
     static const uint8_t kZeros[kTensorAlignment] = {};
     uint64_t at = 0;
-    for (size_t i = 0; i < spec.tensors.size(); ++i) {
+    for (size_t i = 0; i < written.size(); ++i) {
       if (offsets[i] > at) hasher.update(kZeros, offsets[i] - at);
-      hasher.update(spec.tensors[i].data, spec.tensors[i].size);
-      at = offsets[i] + spec.tensors[i].size;
+      hasher.update(written[i].data, written[i].size);
+      at = offsets[i] + written[i].size;
     }
   }
   const Sha256Digest digest = hasher.finish();
@@ -68,11 +69,11 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& given) {
       v.scores.empty() ? 0 : fbb.CreateVector(v.scores), v.types.empty() ? 0 : fbb.CreateVector(v.types),
       merges.empty() ? 0 : fbb.CreateVector(merges), v.bos_id, v.eos_id, v.unk_id, v.pad_id, v.add_bos, v.add_eos,
       v.add_space_prefix, v.byte_fallback);
-  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
-  for (size_t i = 0; i < spec.tensors.size(); ++i) {
-    const TensorSource& t = spec.tensors[i];
+  std::vector<flatbuffers::Offset<fb::Tensor>> fb_tensors;
+  for (size_t i = 0; i < written.size(); ++i) {
+    const TensorSource& t = written[i];
     std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
-    tensors.push_back(fb::CreateTensor(fbb, fbb.CreateString(t.name), static_cast<fb::DType>(t.dtype),
+    fb_tensors.push_back(fb::CreateTensor(fbb, fbb.CreateString(t.name), static_cast<fb::DType>(t.dtype),
                                        fbb.CreateVector(shape), offsets[i], t.size,
                                        static_cast<fb::Layout>(t.layout)));
   }
@@ -81,7 +82,7 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& given) {
       fbb, fbb.CreateString(p.source_file), p.source_sha256.empty() ? 0 : fbb.CreateVector(p.source_sha256),
       fbb.CreateString(p.converter), fbb.CreateString(p.quantization));
   auto model = fb::CreateModel(fbb, kSchemaVersion, fb::Arch::Llama, hparams, tokenizer,
-                               fbb.CreateVector(tensors), provenance, data_size,
+                               fbb.CreateVector(fb_tensors), provenance, data_size,
                                fbb.CreateVector(digest.data(), digest.size()));
   fb::FinishSizePrefixedModelBuffer(fbb, model);
 
@@ -91,9 +92,9 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& given) {
   out.reserve(data_offset + data_size);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + meta);
   out.resize(data_offset + data_size, 0);
-  for (size_t i = 0; i < spec.tensors.size(); ++i) {
-    if (spec.tensors[i].size) {
-      std::memcpy(out.data() + data_offset + offsets[i], spec.tensors[i].data, spec.tensors[i].size);
+  for (size_t i = 0; i < written.size(); ++i) {
+    if (written[i].size) {
+      std::memcpy(out.data() + data_offset + offsets[i], written[i].data, written[i].size);
     }
   }
   // The writer never produces a file the loader refuses.
