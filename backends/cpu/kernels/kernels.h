@@ -6,9 +6,12 @@
 // architecture. backends/cpu/dispatch.cpp picks among them once.
 //
 // Rules for the per-ISA files: include only this header, <immintrin.h> or
-// <arm_neon.h> and C headers; keep helpers `static` / in an anonymous
-// namespace. An inline function or template from a shared header, compiled
-// with -mavx512f, could otherwise be chosen by the linker for baseline code.
+// <arm_neon.h>, C headers and their family's .inc for that ISA
+// (quant-matmul/quant_matmul_avx2.inc: templates and traits in an anonymous
+// namespace, so each file compiles its own copy with its own flags); keep
+// helpers `static` / in an anonymous namespace. An inline function or template from a shared
+// header, compiled with -mavx512f, could otherwise be chosen by the linker
+// for baseline code.
 //
 // Matmul contract (all dtypes): weight w is [rows, cols] row-major as stored
 // in the file; for rows r in [r0, r1) and tokens t in [0, n):
@@ -114,6 +117,15 @@ static_assert(sizeof(KBlockQ8_0) == 34 && sizeof(KBlockQ4_0) == 18);
   void f32_axpy_rows__##isa(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, \
                             int64_t n);                                                                      \
   void f32_softmax__##isa(float* x, int64_t n);
+
+// Defines the kernel name__isa (QMatmulFn's signature) as a call of impl, a
+// template instantiated in the ISA's file: quant-matmul/quant_matmul__<isa>.cpp
+// writes EMBER_DEFINE_QMATMUL(q8_0_gemv, avx2, gemv<Q8_0>).
+#define EMBER_DEFINE_QMATMUL(name, isa, impl)                                                             \
+  void name##__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, \
+                     float* out, int64_t out_stride) {                                                    \
+    impl(w, cols, r0, r1, x, n, out, out_stride);                                                         \
+  }
 
 // generic: portable C++, the reference every other path is tested against.
 EMBER_DECLARE_QUANT_KERNELS(generic)

@@ -1,6 +1,0 @@
-// Q4_0 weights x 8-bit activations on neondot (body: ../quant_matmul_neon.inc).
-#if defined(__aarch64__)
-#define EMBER_NEON_DOT 1
-#include "backends/cpu/kernels/quant_matmul_neon.inc"
-EMBER_DEFINE_NEON_QMATMUL(q4_0, neondot, true)
-#endif

@@ -1,0 +1,103 @@
+// Quantized weights x 8-bit activations with AVX2: the tiling of
+// quant_matmul_avx2.inc instantiated per weight type. Products by
+// vpmaddubsw (unsigned x signed bytes) then vpmaddwd. Decode is bound by
+// memory bandwidth, prefill by the int8 and per-block float work.
+#if defined(__x86_64__)
+#include "backends/cpu/kernels/quant-matmul/quant_matmul_avx2.inc"
+
+namespace ember {
+namespace {
+
+// Weight-type traits, one struct per type and layout: what the templates
+// ask of a type.
+//   row-major: row_bytes(cols); Quants load(row, b) (block b's quants);
+//              float scale(row, b); __m256i dot(quants, a, seed): the 8 lane
+//              sums with the token's activation bytes a, seed holding
+//              kBiasMul x the activation's bias in lane 0 to add or ignore
+//   rows16:    kTileBytes, kScaleOffset (16 f16), kQuantOffset; kParts and
+//              unpack(32 bytes, Part[kParts]): a half chunk's 4 bytes per
+//              row as kParts parts (1: 8-bit quants; 2: low, high nibbles);
+//              __m256i mul(part, word): its vpmaddubsw products; kMaxQuant,
+//              the largest |quant| a product meets; kBiasMul
+// kBiasMul: the int32 sums get kBiasMul times the activation's bias
+// (-8 * sum(q)), 0 for none.
+
+// Q8_0: |w| (unsigned) times the activation carrying w's sign, exact with
+// no correction (128 * 127 * 2 < 2^15: vpmaddubsw does not saturate).
+struct Q8_0 {
+  static constexpr int kBiasMul = 0;
+  static int64_t row_bytes(int64_t cols) { return cols / 32 * static_cast<int64_t>(sizeof(KBlockQ8_0)); }
+  static const KBlockQ8_0& block(const uint8_t* row, int64_t b) { return reinterpret_cast<const KBlockQ8_0*>(row)[b]; }
+  struct Quants {
+    __m256i abs, w;
+  };
+  static Quants load(const uint8_t* row, int64_t b) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block(row, b).q));
+    return {_mm256_abs_epi8(w), w};
+  }
+  static float scale(const uint8_t* row, int64_t b) { return _cvtsh_ss(block(row, b).d); }
+  static __m256i dot(const Quants& w, __m256i a, __m256i /*seed*/) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(a, w.w)), _mm256_set1_epi16(1));
+  }
+};
+
+// Rows16 stores q + 128: flipped back to signed (xor 0x80), then as above.
+struct Q8_0Rows16 {
+  static constexpr int kBiasMul = 0;
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ8_0), kScaleOffset = 0, kQuantOffset = 32;
+  static constexpr int kParts = 1, kMaxQuant = 128;
+  using Part = Q8_0::Quants;
+  static void unpack(const uint8_t* p, Part* out) {
+    const __m256i w = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                                       _mm256_set1_epi8(static_cast<char>(0x80)));
+    out[0] = {_mm256_abs_epi8(w), w};
+  }
+  static __m256i mul(const Part& w, __m256i x) { return _mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(x, w.w)); }
+};
+
+// Q4_0: the nibbles (0..15) are unsigned bytes as they are; the
+// activation's bias (-8 * sum q) makes the sums exact.
+struct Q4_0 {
+  static constexpr int kBiasMul = 1;
+  static int64_t row_bytes(int64_t cols) { return cols / 32 * static_cast<int64_t>(sizeof(KBlockQ4_0)); }
+  static const KBlockQ4_0& block(const uint8_t* row, int64_t b) { return reinterpret_cast<const KBlockQ4_0*>(row)[b]; }
+  using Quants = __m256i;  // elements 0..15 in the low half, 16..31 in the high
+  static Quants load(const uint8_t* row, int64_t b) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block(row, b).q));
+    return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(raw), _mm_srli_epi16(raw, 4), 1),
+                            _mm256_set1_epi8(0x0f));
+  }
+  static float scale(const uint8_t* row, int64_t b) { return _cvtsh_ss(block(row, b).d); }
+  static __m256i dot(const Quants& w, __m256i a, __m256i seed) {
+    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)), seed);
+  }
+};
+
+// Rows16 chunks hold the nibble bytes: part 0 the low nibbles, 1 the high.
+struct Q4_0Rows16 {
+  static constexpr int kBiasMul = 1;
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ4_0), kScaleOffset = 0, kQuantOffset = 32;
+  static constexpr int kParts = 2, kMaxQuant = 15;
+  using Part = __m256i;
+  static void unpack(const uint8_t* p, Part* out) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i m0f = _mm256_set1_epi8(0x0f);
+    out[0] = _mm256_and_si256(v, m0f);
+    out[1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+  }
+  static __m256i mul(const Part& w, __m256i x) { return _mm256_maddubs_epi16(w, x); }
+};
+
+}  // namespace
+
+EMBER_DEFINE_QMATMUL(q8_0_gemv, avx2, gemv<Q8_0>)
+EMBER_DEFINE_QMATMUL(q8_0_gemm, avx2, gemm<Q8_0>)
+EMBER_DEFINE_QMATMUL(q4_0_gemv, avx2, gemv<Q4_0>)
+EMBER_DEFINE_QMATMUL(q4_0_gemm, avx2, gemm<Q4_0>)
+EMBER_DEFINE_QMATMUL(q8_0_rows16_gemv, avx2, rows16_gemv<Q8_0Rows16>)
+EMBER_DEFINE_QMATMUL(q8_0_rows16_gemm, avx2, rows16_gemm<Q8_0Rows16>)
+EMBER_DEFINE_QMATMUL(q4_0_rows16_gemv, avx2, rows16_gemv<Q4_0Rows16>)
+EMBER_DEFINE_QMATMUL(q4_0_rows16_gemm, avx2, rows16_gemm<Q4_0Rows16>)
+
+}  // namespace ember
+#endif  // __x86_64__

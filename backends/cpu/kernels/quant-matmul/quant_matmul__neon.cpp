@@ -1,0 +1,21 @@
+// Quantized weights x 8-bit activations on plain NEON (ASIMD: int8 products by vmull / vpadal): the tiling of
+// quant_matmul_neon.inc instantiated per weight type
+// (quant_matmul_neon_types.inc).
+#if defined(__aarch64__)
+#define EMBER_NEON_DOT 0
+#include "backends/cpu/kernels/quant-matmul/quant_matmul_neon.inc"
+#include "backends/cpu/kernels/quant-matmul/quant_matmul_neon_types.inc"
+
+namespace ember {
+
+EMBER_DEFINE_QMATMUL(q8_0_gemv, neon, gemv<Q8_0>)
+EMBER_DEFINE_QMATMUL(q8_0_gemm, neon, gemv<Q8_0>)
+EMBER_DEFINE_QMATMUL(q4_0_gemv, neon, gemv<Q4_0>)
+EMBER_DEFINE_QMATMUL(q4_0_gemm, neon, gemv<Q4_0>)
+EMBER_DEFINE_QMATMUL(q8_0_rows16_gemv, neon, rows16_gemv<Q8_0Rows16>)
+EMBER_DEFINE_QMATMUL(q8_0_rows16_gemm, neon, rows16_gemm<Q8_0Rows16>)
+EMBER_DEFINE_QMATMUL(q4_0_rows16_gemv, neon, rows16_gemv<Q4_0Rows16>)
+EMBER_DEFINE_QMATMUL(q4_0_rows16_gemm, neon, rows16_gemm<Q4_0Rows16>)
+
+}  // namespace ember
+#endif  // __aarch64__
