@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "api/status.h"
+#include "core/status.h"
 #include "backends/cpu/kernels/kernels.h"
 
 namespace ember {

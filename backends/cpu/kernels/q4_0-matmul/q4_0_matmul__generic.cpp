@@ -1,7 +1,7 @@
 // Q4_0 weights x 8-bit activations, portable C++: unsigned nibbles times q
 // plus the activation's bias (-8 * sum q) is the exact block sum.
 #include "backends/cpu/kernels/kernels.h"
-#include "format/dtype.h"
+#include "core/dtype.h"
 
 namespace ember {
 namespace {

@@ -1,7 +1,7 @@
 // Q8_0 weights x 8-bit activations, portable C++: exact int32 block sums,
 // one float multiply-add per block. Bound by memory on decode.
 #include "backends/cpu/kernels/kernels.h"
-#include "format/dtype.h"
+#include "core/dtype.h"
 
 namespace ember {
 namespace {

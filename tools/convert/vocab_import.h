@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/status.h"
-#include "format/gguf.h"
+#include "core/status.h"
+#include "tools/convert/gguf.h"
 #include "tokenizer/vocab.h"
 
 namespace ember {

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "api/status.h"
-#include "format/dtype.h"
+#include "core/status.h"
+#include "core/dtype.h"
 
 namespace ember {
 
