@@ -1,7 +1,9 @@
 // The interface every backend implements (DESIGN.md principle 4): the model
-// describes its forward pass once as a Graph — a list of ops over weights and
-// activations — and a backend prepares it once per session, then executes it
-// each step with only the positions and token ids changing.
+// describes its forward pass once as a Graph (core/graph.h), a list of ops
+// over weights and activations, and a backend prepares it once per session,
+// then executes it each step with only the positions and token ids changing.
+// Backends include only runtime/core, platforms/ and ember.h (the build
+// enforces it: docs/decisions.md "Layers").
 #pragma once
 
 #include <cstddef>

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "backends/cpu/kernels/kernels.h"
-#include "core/kv_type.h"
 #include "core/hparams.h"
+#include "core/kv_type.h"
 
 namespace ember {
 

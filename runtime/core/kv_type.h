@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "core/status.h"
 #include "core/dtype.h"
+#include "core/status.h"
 
 namespace ember {
 

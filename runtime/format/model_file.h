@@ -55,10 +55,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
 #include "core/dtype.h"
-#include "core/layout.h"
 #include "core/hparams.h"
+#include "core/layout.h"
+#include "core/status.h"
 #include "platforms/linux/mapped_file.h"
 #include "platforms/linux/mapping_guard.h"
 #include "security/sha256.h"

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#include "tools/convert/gguf.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/convert/gguf.h"
 #include "tools/convert/vocab_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/convert/gguf.h"
 #include "platforms/linux/mapped_file.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/convert/gguf.h"
 #include "tools/convert/vocab_import.h"
 
 namespace {

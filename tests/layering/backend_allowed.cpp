@@ -2,5 +2,5 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/arena_layout.h"
-#include "platforms/linux/cpu_features.h"
 #include "ember.h"
+#include "platforms/linux/cpu_features.h"

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/convert/gguf.h"
 #include "test_data.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/convert/gguf.h"
 #include "tools/convert/vocab_import.h"
 
 namespace ember {

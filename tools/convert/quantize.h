@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
 #include "core/dtype.h"
+#include "core/status.h"
 #include "tools/convert/importers.h"
 
 namespace ember {

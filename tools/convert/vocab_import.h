@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "core/status.h"
-#include "tools/convert/gguf.h"
 #include "tokenizer/vocab.h"
+#include "tools/convert/gguf.h"
 
 namespace ember {
 

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tools/convert/gguf.h"
 #include "format/model_file.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/convert/gguf.h"
 #include "tools/convert/vocab_import.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
