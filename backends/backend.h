@@ -1,7 +1,9 @@
 // The interface every backend implements (DESIGN.md principle 4): the model
-// describes its forward pass once as a Graph — a list of ops over weights and
-// activations — and a backend prepares it once per session, then executes it
-// each step with only the positions and token ids changing.
+// describes its forward pass once as a Graph (core/graph.h), a list of ops
+// over weights and activations, and a backend prepares it once per session,
+// then executes it each step with only the positions and token ids changing.
+// Backends include only runtime/core, platforms/ and ember.h (the build
+// enforces it: docs/decisions.md "Layers").
 #pragma once
 
 #include <cstddef>
@@ -10,77 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "api/status.h"
-#include "format/dtype.h"
-#include "format/layout.h"
-#include "kv/kv_cache.h"
-#include "model/hparams.h"
+#include "core/arena_layout.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace ember {
-
-struct MemoryPlan;
-
-// A weight as stored in the mapped file: [rows, cols], rows contiguous.
-struct WeightRef {
-  const char* name = "";
-  DType dtype = DType::F32;
-  Layout layout = Layout::RowMajor;  // Rows16: see format/layout.h
-  const uint8_t* data = nullptr;
-  int64_t rows = 0;
-  int64_t cols = 0;
-  uint64_t size = 0;
-};
-
-enum class OpKind : uint8_t {
-  Embed,      // out[i] = weight row tokens[i]
-  RmsNorm,    // out[i] = a[i] / rms(a[i]) * weight
-  MatMul,     // out[i] = weight · a[i]   (weight [rows, cols]: out has rows cols)
-  Rope,       // a[i] rotated in place for position pos + i
-  Attention,  // k = b, v = c stored at pos + i in the layer's cache, then
-              // out[i] = causal grouped-query attention of query a[i]
-  Add,        // out[i] = a[i] + b[i] (out may be a)
-  SwiGLU,     // out[i] = silu(a[i]) * b[i] (out may be a)
-};
-
-const char* op_name(OpKind kind);
-
-struct Op {
-  OpKind kind = OpKind::Add;
-  int32_t out = -1;      // activation ids
-  int32_t a = -1;
-  int32_t b = -1;
-  int32_t c = -1;
-  int32_t weight = -1;   // index into Graph::weights
-  int32_t layer = -1;    // Attention: which KV cache
-  bool last_row = false; // read only the step's last row of `a` (the logits head)
-};
-
-struct ActivationDesc {
-  const char* name = "";
-  int64_t cols = 0;      // f32 elements per row
-  int32_t rows = 0;      // rows at most: the session's max batch, or 1
-};
-
-// One session's forward pass. Built by the model (model/llama_graph.cpp).
-struct Graph {
-  HParams hparams;
-  int32_t max_batch = 0;   // most tokens one step processes
-  int32_t context = 0;     // positions the KV cache holds
-  KvType kv_type_k = KvType::F32;
-  KvType kv_type_v = KvType::F32;
-  std::vector<WeightRef> weights;
-  std::vector<ActivationDesc> activations;
-  std::vector<Op> ops;
-  int32_t logits = -1;     // activation holding [1, vocab_size] after a step
-};
-
-// One step: n_tokens tokens at positions pos .. pos + n_tokens - 1.
-struct StepArgs {
-  const int32_t* tokens = nullptr;
-  int32_t n_tokens = 0;
-  int32_t pos = 0;
-  float* logits = nullptr;  // vocab_size floats for the last token, or null
-};
 
 struct BackendOptions {
   int32_t n_threads = 1;
@@ -93,9 +29,10 @@ class Backend {
   // Working memory the backend needs beyond KV cache and activations
   // (per-thread rows, tables). Counted by the plan as scratch_bytes.
   virtual uint64_t scratch_bytes(const Graph& graph) const = 0;
-  // Binds the graph to the session's arena laid out by `plan`. Called once;
-  // the backend keeps pointers into the arena (lifetime: the session).
-  virtual Status prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) = 0;
+  // Binds the graph to the session's arena laid out by `layout` (the memory
+  // plan's offsets). Called once; the backend keeps pointers into the arena
+  // (lifetime: the session).
+  virtual Status prepare(const Graph& graph, const ArenaLayout& layout, uint8_t* arena) = 0;
   // Runs one step. Allocates nothing.
   virtual Status execute(const StepArgs& step) = 0;
   // Removes cache positions [start, end) of the first n_pos: later rows move

@@ -6,19 +6,6 @@
 
 namespace ember {
 
-const char* op_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::Embed: return "embed";
-    case OpKind::RmsNorm: return "rmsnorm";
-    case OpKind::MatMul: return "matmul";
-    case OpKind::Rope: return "rope";
-    case OpKind::Attention: return "attention";
-    case OpKind::Add: return "add";
-    case OpKind::SwiGLU: return "swiglu";
-  }
-  return "unknown";
-}
-
 Result<std::unique_ptr<Backend>> create_backend(BackendKind kind, const BackendOptions& options) {
   switch (kind) {
     case BackendKind::Cpu:

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "backends/cpu/kernels/kernels.h"
-#include "kv/kv_cache.h"
-#include "model/hparams.h"
+#include "core/hparams.h"
+#include "core/kv_type.h"
 
 namespace ember {
 

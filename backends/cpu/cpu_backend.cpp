@@ -68,7 +68,7 @@ uint64_t CpuBackend::scratch_bytes(const Graph& graph) const {
   return static_cast<uint64_t>(scratch_sizes(graph, n_threads_).total) * sizeof(float);
 }
 
-Status CpuBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) {
+Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) {
   if (!selected_.is_ok()) return selected_.status();
   if (!pool_) {
     EMBER_ASSIGN_OR_RETURN(pool_, ThreadPool::create(n_threads_));

@@ -11,7 +11,6 @@
 #include "backends/cpu/cpu_attention.h"
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/thread_pool.h"
-#include "memory/plan.h"
 
 namespace ember {
 
@@ -21,7 +20,7 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
   uint64_t scratch_bytes(const Graph& graph) const override;
-  Status prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) override;
+  Status prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) override;
   Status execute(const StepArgs& step) override;
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
   std::string describe() const override;

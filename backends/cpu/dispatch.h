@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "api/status.h"
 #include "backends/cpu/kernels/kernels.h"
+#include "core/status.h"
 
 namespace ember {
 

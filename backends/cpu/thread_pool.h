@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "api/status.h"
+#include "core/status.h"
 
 namespace ember {
 

@@ -7,7 +7,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan_core.h>
 
-#include "api/status.h"
+#include "core/status.h"
 
 namespace ember::vk {
 

@@ -219,7 +219,7 @@ Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
   uint8_t block[sizeof(BlockQ8_0)];
   // Quants, then scales (f16 widened to f32: exact). The quants follow the
   // 2-byte scale in both block types; a Rows16 weight is read back in row
-  // order (format/layout.h).
+  // order (core/layout.h).
   for (uint64_t b0 = 0; b0 < blocks;) {
     uint64_t got = 0;
     EMBER_ASSIGN_OR_RETURN(uint8_t* out, stage(dst, b0 * qbytes, (blocks - b0) * qbytes, qbytes, &got));

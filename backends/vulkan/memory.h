@@ -45,7 +45,7 @@ Result<uint32_t> kv_row_words(KvType t, uint32_t kv_dim);
 // The shaders' code for a KV type: 0 f32, 1 f16, 2 q8_0.
 uint32_t kv_type_code(KvType t);
 // One device KV row (kv_row_words words) in the CPU's row format
-// (kv/kv_cache.h: kv_row_bytes bytes), for tests and debugging.
+// (core/kv_type.h: kv_row_bytes bytes), for tests and debugging.
 void kv_row_to_host(KvType t, const uint32_t* words, uint32_t kv_dim, uint8_t* out);
 
 // Copies host bytes into device buffers through one staging buffer. Copies

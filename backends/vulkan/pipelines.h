@@ -10,7 +10,7 @@
 
 #include "backends/vulkan/device.h"
 #include "backends/vulkan/pipeline_cache.h"
-#include "format/dtype.h"
+#include "core/dtype.h"
 
 namespace ember::vk {
 

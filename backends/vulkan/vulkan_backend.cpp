@@ -9,7 +9,6 @@
 #include "backends/vulkan/memory.h"
 #include "backends/vulkan/ops.h"
 #include "backends/vulkan/pipelines.h"
-#include "memory/plan.h"
 
 namespace ember {
 
@@ -115,7 +114,7 @@ std::string VulkanBackend::describe() const {
   return buf;
 }
 
-Status VulkanBackend::prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) {
+Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) {
   State& s = *s_;
   vk::Device& dev = *s.dev;
   const vk::DeviceCaps& caps = dev.caps();

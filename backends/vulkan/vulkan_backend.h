@@ -57,7 +57,7 @@ class VulkanBackend final : public Backend {
   // EMBER_ERR_UNSUPPORTED: a q8_0 KV cache whose kv_dim is not whole blocks,
   // head_dim above 256, or a tensor larger than the device can bind; EMBER_ERR_NO_MEMORY: the
   // device memory is too small (the message names the bytes).
-  Status prepare(const Graph& graph, const MemoryPlan& plan, uint8_t* arena) override;
+  Status prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) override;
   // One submit per step. EMBER_ERR_BACKEND when the device is lost; the
   // backend then refuses further steps (close the session or use the CPU).
   Status execute(const StepArgs& step) override;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "api/status.h"
+#include "core/status.h"
 
 namespace ember {
 

@@ -1,7 +1,7 @@
 // Shared by the C API's implementation files.
 #pragma once
 
-#include "api/status.h"
+#include "core/status.h"
 #include "ember.h"
 
 namespace ember {

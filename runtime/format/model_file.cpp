@@ -421,14 +421,6 @@ Status check_signature(const uint8_t* data, const ModelContents& c, std::string_
   return Status::ok();
 }
 
-Result<std::vector<uint8_t>> make_signature_trailer(const uint8_t* data, uint64_t signed_size,
-                                                    std::string_view private_key_pem) {
-  EMBER_ASSIGN_OR_RETURN(const Sha256Digest id, key_id_from_pem(private_key_pem));
-  const Sha256Digest h = sha256(data, signed_size);
-  EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> der, sign_hash(private_key_pem, h));
-  return encode_signature_trailer(der, id);
-}
-
 Result<std::unique_ptr<ModelFile>> ModelFile::open(const std::string& path, const Options& options) {
   if (options.verify_signature) {
     // Refuse a bad key before touching the file.

@@ -55,10 +55,10 @@
 #include <string_view>
 #include <vector>
 
-#include "api/status.h"
-#include "format/dtype.h"
-#include "format/layout.h"
-#include "model/hparams.h"
+#include "core/dtype.h"
+#include "core/hparams.h"
+#include "core/layout.h"
+#include "core/status.h"
 #include "platforms/linux/mapped_file.h"
 #include "platforms/linux/mapping_guard.h"
 #include "security/sha256.h"
@@ -93,7 +93,7 @@ struct Provenance {
   std::string quantization;
 };
 
-// What a parsed file holds (also what the writer takes).
+// What a parsed file holds.
 struct ModelContents {
   HParams hparams;
   Vocab vocab;
@@ -123,11 +123,6 @@ Status check_data_digest(const uint8_t* data, const ModelContents& c);
 // no trailer, another key, or bytes that are not the signed ones;
 // EMBER_ERR_INVALID_ARGUMENT: a key that is not P-256 PEM).
 Status check_signature(const uint8_t* data, const ModelContents& c, std::string_view public_key_pem);
-// The trailer that signs the first `signed_size` bytes of `data` (the file
-// without any old trailer) with `private_key_pem`.
-Result<std::vector<uint8_t>> make_signature_trailer(const uint8_t* data, uint64_t signed_size,
-                                                    std::string_view private_key_pem);
-
 // Parses and verifies `size` bytes of an .ember file. The views in `out`
 // point into `data`, which must outlive them. Never reads outside
 // [data, data+size).
@@ -168,31 +163,5 @@ class ModelFile {
   FileIdentity identity_;  // the file as verified
   int guard_slot_ = -1;    // SIGBUS guard registration (mapping_guard.h)
 };
-
-// A tensor to write: name, type, shape and its bytes (not owned).
-struct TensorSource {
-  std::string name;
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  const void* data = nullptr;
-  uint64_t size = 0;
-  Layout layout = Layout::RowMajor;  // of `data`
-};
-
-struct ModelSpec {
-  HParams hparams;
-  Vocab vocab;
-  std::vector<TensorSource> tensors;
-  Provenance provenance;
-  // The layout the writer gives every RowMajor tensor it fits (Q8_0/Q4_0
-  // matrices with rows a multiple of 16); RowMajor writes them as given.
-  Layout quant_layout = Layout::Rows16;
-};
-
-// Serializes a model into the .ember layout. The spec is checked the way the
-// loader would check the file (the writer never produces a file the loader
-// refuses).
-Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec);
-Status write_model(const ModelSpec& spec, const std::string& path);
 
 }  // namespace ember

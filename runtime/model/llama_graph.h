@@ -2,8 +2,8 @@
 // binds the file's tensors and emits the Graph every backend executes.
 #pragma once
 
-#include "api/status.h"
-#include "backends/backend.h"
+#include "core/graph.h"
+#include "core/status.h"
 #include "format/model_file.h"
 
 namespace ember {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "api/status.h"
+#include "core/status.h"
 #include "format/model_file.h"
 #include "tokenizer/tokenizer.h"
 

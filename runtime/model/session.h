@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "api/status.h"
+#include "core/status.h"
 #include "backends/backend.h"
-#include "kv/kv_cache.h"
+#include "core/kv_type.h"
 #include "memory/plan.h"
 #include "model/model.h"
 

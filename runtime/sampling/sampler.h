@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "api/status.h"
+#include "core/status.h"
 
 namespace ember {
 

@@ -1,15 +1,15 @@
 #include "security/signature.h"
 
-#include <mbedtls/ctr_drbg.h>
 #include <mbedtls/ecp.h>
-#include <mbedtls/entropy.h>
 #include <mbedtls/error.h>
 #include <mbedtls/pk.h>
 
 #include <cstring>
 
+#include "security/pk_context.h"
+
 namespace ember {
-namespace {
+namespace pk {
 
 std::string mbed_error(int code) {
   char buf[128];
@@ -17,32 +17,7 @@ std::string mbed_error(int code) {
   return buf;
 }
 
-// RAII holders: mbedTLS contexts need init/free pairs on every path.
-struct Pk {
-  mbedtls_pk_context ctx;
-  Pk() { mbedtls_pk_init(&ctx); }
-  ~Pk() { mbedtls_pk_free(&ctx); }
-};
-
-struct Rng {
-  mbedtls_entropy_context entropy;
-  mbedtls_ctr_drbg_context drbg;
-  Rng() {
-    mbedtls_entropy_init(&entropy);
-    mbedtls_ctr_drbg_init(&drbg);
-  }
-  ~Rng() {
-    mbedtls_ctr_drbg_free(&drbg);
-    mbedtls_entropy_free(&entropy);
-  }
-  Status seed() {
-    static const char kPersonal[] = "ember-keygen";
-    const int rc = mbedtls_ctr_drbg_seed(&drbg, mbedtls_entropy_func, &entropy,
-                                         reinterpret_cast<const unsigned char*>(kPersonal), sizeof kPersonal - 1);
-    if (rc != 0) return Status::error(EMBER_ERR_INTERNAL, "cannot seed the random generator: %s", mbed_error(rc).c_str());
-    return Status::ok();
-  }
-};
+namespace {
 
 // mbedTLS wants PEM text NUL-terminated, with the NUL counted in the length.
 std::string with_nul(std::string_view pem) {
@@ -61,6 +36,8 @@ Status require_p256(const Pk& pk, const char* what) {
   }
   return Status::ok();
 }
+
+}  // namespace
 
 Status parse_public(std::string_view pem, Pk* pk) {
   if (pem.empty()) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "the public key is empty");
@@ -92,26 +69,9 @@ Result<Sha256Digest> key_id(Pk& pk) {
   return sha256(der + sizeof der - n, static_cast<size_t>(n));
 }
 
-}  // namespace
+}  // namespace pk
 
-Result<KeyPairPem> generate_key_pair() {
-  Rng rng;
-  EMBER_TRY(rng.seed());
-  Pk pk;
-  int rc = mbedtls_pk_setup(&pk.ctx, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY));
-  if (rc == 0) rc = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, mbedtls_pk_ec(pk.ctx), mbedtls_ctr_drbg_random, &rng.drbg);
-  if (rc != 0) return Status::error(EMBER_ERR_INTERNAL, "cannot generate a P-256 key: %s", mbed_error(rc).c_str());
-  KeyPairPem out;
-  unsigned char buf[1024];
-  rc = mbedtls_pk_write_key_pem(&pk.ctx, buf, sizeof buf);
-  if (rc != 0) return Status::error(EMBER_ERR_INTERNAL, "cannot encode the private key: %s", mbed_error(rc).c_str());
-  out.private_pem.assign(reinterpret_cast<const char*>(buf));
-  rc = mbedtls_pk_write_pubkey_pem(&pk.ctx, buf, sizeof buf);
-  if (rc != 0) return Status::error(EMBER_ERR_INTERNAL, "cannot encode the public key: %s", mbed_error(rc).c_str());
-  out.public_pem.assign(reinterpret_cast<const char*>(buf));
-  std::memset(buf, 0, sizeof buf);
-  return out;
-}
+using namespace pk;
 
 Result<Sha256Digest> key_id_from_pem(std::string_view pem) {
   Pk pk;
@@ -125,22 +85,6 @@ Result<Sha256Digest> key_id_from_pem(std::string_view pem) {
     return key_id(priv);
   }
   return key_id(pk);
-}
-
-Result<std::vector<uint8_t>> sign_hash(std::string_view private_pem, const Sha256Digest& hash) {
-  Pk pk;
-  EMBER_TRY(parse_private(private_pem, &pk));
-  Rng rng;  // deterministic ECDSA (RFC 6979) in this mbedTLS build; the RNG blinds the computation
-  EMBER_TRY(rng.seed());
-  unsigned char sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];
-  size_t len = 0;
-  const int rc = mbedtls_pk_sign(&pk.ctx, MBEDTLS_MD_SHA256, hash.data(), hash.size(), sig, &len,
-                                 mbedtls_ctr_drbg_random, &rng.drbg);
-  if (rc != 0) return Status::error(EMBER_ERR_INTERNAL, "ECDSA signing failed: %s", mbed_error(rc).c_str());
-  if (len == 0 || len > kMaxSignatureBytes) {
-    return Status::error(EMBER_ERR_INTERNAL, "ECDSA signature of %zu bytes (expected 8..72)", len);
-  }
-  return std::vector<uint8_t>(sig, sig + len);
 }
 
 Status verify_hash_signature(std::string_view public_pem, const Sha256Digest& hash, const uint8_t* signature,

@@ -1,4 +1,6 @@
-// ECDSA P-256 signatures over SHA-256 (mbedTLS), for signed model files.
+// ECDSA P-256 signatures over SHA-256 (mbedTLS), for signed model files:
+// key ids and verification (the loader checks signatures). Key generation and
+// signing are conversion-side: tools/convert/signing.h.
 // Keys travel as PEM text: private keys as SEC1 "EC PRIVATE KEY", public keys
 // as "PUBLIC KEY" (SubjectPublicKeyInfo); only the P-256 curve is accepted.
 // Every function converts mbedTLS codes into a Status at the call site.
@@ -10,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/status.h"
+#include "core/status.h"
 #include "security/sha256.h"
 
 namespace ember {
@@ -18,25 +20,11 @@ namespace ember {
 // A DER ECDSA P-256 signature is at most 72 bytes (two 33-byte INTEGERs).
 constexpr size_t kMaxSignatureBytes = 72;
 
-struct KeyPairPem {
-  std::string private_pem;  // keep secret
-  std::string public_pem;
-};
-
-// A fresh P-256 key pair. Entropy: mbedtls_entropy (getrandom / /dev/urandom)
-// seeding a CTR-DRBG. Errors: EMBER_ERR_INTERNAL when the RNG or mbedTLS fails.
-Result<KeyPairPem> generate_key_pair();
-
 // The key id: SHA-256 of the public key's DER SubjectPublicKeyInfo. Stored in
 // a signature trailer so that "signed by another key" can be told apart from
 // "the bytes changed". `pem` may be a public or a private key.
 // Errors: EMBER_ERR_INVALID_ARGUMENT for text that is not a P-256 key.
 Result<Sha256Digest> key_id_from_pem(std::string_view pem);
-
-// Signs a SHA-256 hash with a private key (PEM). Returns the DER signature
-// (at most kMaxSignatureBytes). Errors: EMBER_ERR_INVALID_ARGUMENT for a bad
-// or non-P-256 key, EMBER_ERR_INTERNAL when mbedTLS fails.
-Result<std::vector<uint8_t>> sign_hash(std::string_view private_pem, const Sha256Digest& hash);
 
 // Checks a DER signature of `hash` with a public key (PEM).
 // Errors: EMBER_ERR_INVALID_ARGUMENT for a bad key, EMBER_ERR_SIGNATURE when

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "api/status.h"
+#include "core/status.h"
 #include "tokenizer/vocab.h"
 
 namespace ember {

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <vector>
 
-#include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab_import.h"
+#include "tools/convert/gguf.h"
+#include "tools/convert/vocab_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint64_t> aligned((size + 7) / 8);

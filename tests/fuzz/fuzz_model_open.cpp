@@ -12,6 +12,7 @@
 #include "model/llama_graph.h"
 #include "security/signature.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/convert/signing.h"
 
 namespace {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "format/gguf.h"
 #include "platforms/linux/mapped_file.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab_import.h"
+#include "tools/convert/gguf.h"
+#include "tools/convert/vocab_import.h"
 
 namespace {
 

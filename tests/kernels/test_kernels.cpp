@@ -12,8 +12,8 @@
 
 #include "backends/cpu/dispatch.h"
 #include "ember.h"
-#include "format/dtype.h"
-#include "format/layout.h"
+#include "core/dtype.h"
+#include "core/layout.h"
 #include "format/model_file.h"
 #include "test_data.h"
 #include "tools/convert/synthetic.h"

@@ -21,6 +21,7 @@
 #include "model/session.h"
 #include "security/signature.h"
 #include "test_data.h"
+#include "tools/convert/signing.h"
 #include "tools/convert/synthetic.h"
 
 namespace ember {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "format/gguf.h"
 #include "test_data.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab_import.h"
+#include "tools/convert/gguf.h"
+#include "tools/convert/vocab_import.h"
 
 namespace ember {
 namespace {

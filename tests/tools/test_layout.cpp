@@ -12,7 +12,7 @@
 
 #include "backends/cpu/dispatch.h"
 #include "ember.h"
-#include "format/layout.h"
+#include "core/layout.h"
 #include "format/model_file.h"
 #include "tools/convert/quantize.h"
 #include "tools_helpers.h"

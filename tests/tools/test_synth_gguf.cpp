@@ -3,7 +3,7 @@
 // llama.cpp needs).
 #include <doctest/doctest.h>
 
-#include "format/gguf.h"
+#include "tools/convert/gguf.h"
 #include "tools/convert/gguf_writer.h"
 #include "tools_helpers.h"
 

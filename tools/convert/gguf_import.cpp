@@ -4,10 +4,10 @@
 // outermost first, so the dims are reversed and the bytes kept.
 #include <cstring>
 
-#include "format/gguf.h"
 #include "model/llama_graph.h"
-#include "tokenizer/vocab_import.h"
+#include "tools/convert/gguf.h"
 #include "tools/convert/importers.h"
+#include "tools/convert/vocab_import.h"
 
 namespace ember {
 namespace {

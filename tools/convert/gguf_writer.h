@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "api/status.h"
-#include "format/model_file.h"
+#include "core/status.h"
+#include "tools/convert/model_writer.h"
 
 namespace ember {
 

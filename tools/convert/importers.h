@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "api/status.h"
+#include "core/status.h"
 #include "format/model_file.h"
 #include "platforms/linux/mapped_file.h"
+#include "tools/convert/model_writer.h"
 
 namespace ember {
 

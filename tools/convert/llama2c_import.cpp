@@ -5,7 +5,7 @@
 // place from the mapping.
 #include <cstring>
 
-#include "tokenizer/vocab_import.h"
+#include "tools/convert/vocab_import.h"
 #include "tools/convert/importers.h"
 #include "model/llama_graph.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "api/status.h"
-#include "format/dtype.h"
+#include "core/dtype.h"
+#include "core/status.h"
 #include "tools/convert/importers.h"
 
 namespace ember {
@@ -35,7 +35,7 @@ struct QuantizeReport {
 // Errors: EMBER_ERR_INVALID_ARGUMENT naming the value and the choices.
 Result<DType> parse_target_dtype(const std::string& name);
 // `--layout rows16|row-major`: how the writer stores Q8_0/Q4_0 matrices
-// (format/layout.h); rows16 unless told.
+// (core/layout.h); rows16 unless told.
 Result<Layout> parse_layout(const std::string& name);
 constexpr const char* kLayoutHelp =
     "  --layout L   q8_0/q4_0 matrices stored as rows16 (default: 16 rows interleaved for the CPU kernels)\n"

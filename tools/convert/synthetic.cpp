@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "model/llama_graph.h"
-#include "tokenizer/vocab_import.h"
+#include "tools/convert/vocab_import.h"
 
 namespace ember {
 namespace {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "security/signature.h"
+#include "tools/convert/signing.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
 

@@ -16,6 +16,7 @@
 
 #include "model/model.h"
 #include "security/signature.h"
+#include "tools/convert/signing.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
 

@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "format/gguf.h"
 #include "format/model_file.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab_import.h"
+#include "tools/convert/gguf.h"
+#include "tools/convert/vocab_import.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
 

@@ -3,7 +3,7 @@
 // quants as words (byte j of block b at byte 32b + j), then its blocks' f16
 // scales, two per word (block 2m in the low half of word m).
 //
-// Stores round exactly as the CPU's quantize_row does (format/dtype.cpp), so
+// Stores round exactly as the CPU's quantize_row does (core/dtype.cpp), so
 // both backends keep the same cache bits for the same inputs: f16 by round to
 // nearest even done here in integer arithmetic (packHalf2x16's rounding is up
 // to the driver); q8_0 with d = amax / 127, quants lround(x * (1 / d)) (ties

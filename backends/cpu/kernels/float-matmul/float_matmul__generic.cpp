@@ -2,7 +2,7 @@
 // the compiler can keep them in vector registers (the order the golden
 // logits were first produced with).
 #include "backends/cpu/kernels/kernels.h"
-#include "format/dtype.h"
+#include "core/dtype.h"
 
 namespace ember {
 namespace {

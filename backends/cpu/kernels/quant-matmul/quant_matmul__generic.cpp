@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/kernels.h"
-#include "format/dtype.h"
+#include "core/dtype.h"
 
 namespace ember {
 namespace {

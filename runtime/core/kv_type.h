@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "api/status.h"
-#include "format/dtype.h"
+#include "core/dtype.h"
+#include "core/status.h"
 
 namespace ember {
 

@@ -1,4 +1,4 @@
-#include "format/gguf.h"
+#include "tools/convert/gguf.h"
 
 #include <cinttypes>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "format/layout.h"
+#include "core/layout.h"
 
 #include <cstring>
 
@@ -11,7 +11,7 @@ constexpr const char* kNames[kLayoutCount] = {"row-major", "rows16"};
 int quant_bytes(DType t) { return t == DType::Q8_0 ? 32 : 16; }
 
 // Where row i's block b lives in a Rows16 group: its scale at tile + 2i,
-// its quant bytes 4c..4c+3 at tile + 32 + 64c + 4i (format/layout.h).
+// its quant bytes 4c..4c+3 at tile + 32 + 64c + 4i (core/layout.h).
 uint8_t* tile_of(uint8_t* group, DType t, int64_t b) { return group + b * (quant_bytes(t) + 2) * kRows16; }
 const uint8_t* tile_of(const uint8_t* group, DType t, int64_t b) {
   return group + b * (quant_bytes(t) + 2) * kRows16;

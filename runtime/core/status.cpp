@@ -1,4 +1,4 @@
-#include "api/status.h"
+#include "core/status.h"
 
 #include <cstdio>
 

@@ -24,7 +24,7 @@
 
 #include <cstdint>
 
-#include "format/dtype.h"
+#include "core/dtype.h"
 
 namespace ember {
 

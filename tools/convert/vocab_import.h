@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/status.h"
-#include "format/gguf.h"
+#include "core/status.h"
 #include "tokenizer/vocab.h"
+#include "tools/convert/gguf.h"
 
 namespace ember {
 

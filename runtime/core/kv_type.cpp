@@ -1,4 +1,4 @@
-#include "kv/kv_cache.h"
+#include "core/kv_type.h"
 
 #include <cstring>
 

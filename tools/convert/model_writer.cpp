@@ -5,6 +5,7 @@
 
 #include "ember_generated.h"
 #include "format/model_file.h"
+#include "tools/convert/model_writer.h"
 
 namespace ember {
 namespace {
@@ -14,7 +15,7 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
 Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
-  // Regroup the tensors the requested layout fits (format/layout.h): a copy
+  // Regroup the tensors the requested layout fits (core/layout.h): a copy
   // of the tensor list, pointing at the regrouped bytes.
   std::vector<TensorSource> written = spec.tensors;
   std::vector<std::vector<uint8_t>> packed;

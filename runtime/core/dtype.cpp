@@ -1,4 +1,4 @@
-#include "format/dtype.h"
+#include "core/dtype.h"
 
 #include <cmath>
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "tokenizer/vocab_import.h"
+#include "tools/convert/vocab_import.h"
 
 #include <climits>
 #include <cstring>

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/status.h"
+#include "core/status.h"
 
 namespace ember {
 
