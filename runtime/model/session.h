@@ -28,6 +28,10 @@ struct SessionOptions {
   void* arena = nullptr;       // caller-owned arena, or null
   uint64_t arena_size = 0;
   uint64_t max_bytes = 0;      // cap on private_bytes; 0 = none
+  // The Vulkan pipeline cache on disk: off when false; an empty folder
+  // means the default one (backends/vulkan/pipeline_cache.h).
+  bool vulkan_pipeline_cache = true;
+  std::string vulkan_pipeline_cache_dir;
 };
 
 // Everything a session will use, before it exists.
