@@ -339,6 +339,51 @@ TEST_CASE("wrong struct_size is rejected") {
   for (size_t i = offsetof(ember_model_info, hidden_dim); i < sizeof buf; ++i) CHECK(buf[i] == 0xEE);
 }
 
+TEST_CASE("options structs from before the newest fields keep those fields' defaults") {
+  Fixture f;
+  // The fields after the cut hold garbage the library must not read.
+  ember_model_options mo;
+  ember_model_options_default(&mo);
+  mo.struct_size = offsetof(ember_model_options, guard_mapping);
+  mo.guard_mapping = 0x5A5A5A5A;
+  ember_model* m = nullptr;
+  REQUIRE(ember_model_open(tiny_model_path().c_str(), &mo, &m) == EMBER_OK);
+  ember_model_free(m);
+
+  ember_session_options so;
+  ember_session_options_default(&so);
+  so.context_length = 16;
+  so.struct_size = offsetof(ember_session_options, vulkan_pipeline_cache_dir);
+  so.vulkan_pipeline_cache_dir = reinterpret_cast<const char*>(0x1);  // would crash if read
+  ember_session* s = nullptr;
+  REQUIRE(ember_session_create(f.model, &so, &s) == EMBER_OK);
+
+  std::vector<float> sink(static_cast<size_t>(f.info.vocab_size), -1.0f);
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  g.max_new_tokens = 2;
+  g.struct_size = offsetof(ember_generate_options, prompt_logits);
+  g.prompt_logits = sink.data();
+  REQUIRE(ember_generate(s, "hi", &g, nullptr, nullptr) == EMBER_OK);
+  CHECK(std::count(sink.begin(), sink.end(), -1.0f) == static_cast<std::ptrdiff_t>(sink.size()));  // untouched
+  // The newest struct size does write them.
+  ember_session_reset(s);
+  g.struct_size = sizeof g;
+  REQUIRE(ember_generate(s, "hi", &g, nullptr, nullptr) == EMBER_OK);
+  CHECK(std::count(sink.begin(), sink.end(), -1.0f) < static_cast<std::ptrdiff_t>(sink.size()));
+
+  // An older ember_generate_stats gets its own fields only.
+  unsigned char buf[sizeof(ember_generate_stats)];
+  std::memset(buf, 0xEE, sizeof buf);
+  ember_generate_stats* st = reinterpret_cast<ember_generate_stats*>(buf);
+  st->struct_size = offsetof(ember_generate_stats, prefill_ms);
+  REQUIRE(ember_generate_last_stats(s, st) == EMBER_OK);
+  CHECK(st->generated_tokens == 2);
+  CHECK(st->prompt_tokens > 0);
+  for (size_t i = offsetof(ember_generate_stats, prefill_ms); i < sizeof buf; ++i) CHECK(buf[i] == 0xEE);
+  ember_session_free(s);
+}
+
 TEST_CASE("token ids out of range leave the session unchanged") {
   Fixture f;
   ember_session* s = f.session(32);
