@@ -49,7 +49,8 @@
 
 /* The version of this header; ember_version() returns the library's, as
  * "MAJOR.MINOR.PATCH". They match the project() version in CMakeLists.txt
- * (a test checks). While MAJOR is 0, a minor release may change the ABI. */
+ * (a static_assert in the build checks). While MAJOR is 0, a minor release
+ * may change the ABI. */
 #define EMBER_VERSION_MAJOR 0
 #define EMBER_VERSION_MINOR 1
 #define EMBER_VERSION_PATCH 0
