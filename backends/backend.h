@@ -20,6 +20,10 @@ namespace ember {
 
 struct BackendOptions {
   int32_t n_threads = 1;
+  // GPU backends' pipeline cache on disk (the Vulkan backend's
+  // pipeline_cache.h): off when false; an empty folder means the default.
+  bool vulkan_pipeline_cache = true;
+  std::string vulkan_pipeline_cache_dir;
 };
 
 class Backend {

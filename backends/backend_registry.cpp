@@ -14,7 +14,10 @@ Result<std::unique_ptr<Backend>> create_backend(BackendKind kind, const BackendO
 #if EMBER_VULKAN
       // Fails with EMBER_ERR_UNSUPPORTED when no usable device exists; the
       // caller falls back to the CPU.
-      EMBER_ASSIGN_OR_RETURN(std::unique_ptr<VulkanBackend> vk, VulkanBackend::create(options, VulkanOptions()));
+      VulkanOptions vo;
+      vo.pipeline_cache = options.vulkan_pipeline_cache;
+      vo.pipeline_cache_dir = options.vulkan_pipeline_cache_dir;
+      EMBER_ASSIGN_OR_RETURN(std::unique_ptr<VulkanBackend> vk, VulkanBackend::create(options, vo));
       return std::unique_ptr<Backend>(std::move(vk));
 #else
       break;

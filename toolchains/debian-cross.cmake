@@ -4,8 +4,8 @@
 #
 # Two roots are searched for target files: the cross compiler's own
 # (/usr/<triplet>: glibc, libstdc++) and EMBER_SYSROOT, the target's Debian
-# packages unpacked by platforms/linux/sysroot.sh (mbedTLS, XNNPACK,
-# FlatBuffers and doctest headers). Programs (flatc, glslc) are the host's.
+# packages unpacked by platforms/linux/sysroot.sh (mbedTLS, FlatBuffers and
+# doctest headers). Programs (flatc, glslc) are the host's.
 # The top-level CMakeLists.txt ("Cross builds" section) adds EMBER_SYSROOT's
 # include folder and checks it exists.
 set(CMAKE_SYSTEM_NAME Linux)
@@ -29,8 +29,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
-# Shared libraries from the sysroot (XNNPACK needs pthreadpool and cpuinfo)
-# resolve at link time without being installed anywhere.
+# Shared libraries from the sysroot resolve at link time without being
+# installed anywhere.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,${EMBER_SYSROOT}/usr/lib/${EMBER_CROSS_TRIPLET}")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath-link,${EMBER_SYSROOT}/usr/lib/${EMBER_CROSS_TRIPLET}")
 

@@ -1,8 +1,10 @@
 // The pipeline cache kept on disk between runs, so that a later session on
 // the same device and driver skips the driver's shader compilation.
 //
-// File: DIR/vulkan-pipelines-KEY.bin. DIR is VulkanOptions::pipeline_cache_dir,
-// else $XDG_CACHE_HOME/ember, else $HOME/.cache/ember. KEY is 16 hex digits
+// File: DIR/vulkan-pipelines-KEY.bin. DIR is VulkanOptions::pipeline_cache_dir
+// (from ember_session_options.vulkan_pipeline_cache_dir through
+// BackendOptions; "" there turns the cache off), else $XDG_CACHE_HOME/ember,
+// else $HOME/.cache/ember. KEY is 16 hex digits
 // of a hash of the device's pipelineCacheUUID, vendor and device IDs, driver
 // version and every embedded SPIR-V module: a new driver or new shaders get a
 // new file. EMBER_VULKAN_PIPELINE_CACHE=0 in the environment keeps the cache

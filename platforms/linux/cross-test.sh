@@ -78,7 +78,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   ${EMBER_CMAKE_ARGS:-} >"$build/configure.log" || { cat "$build/configure.log" >&2; exit 1; }
 
 # The guest's loader and libc are the cross compiler's; the sysroot's shared
-# libraries (XNNPACK builds) are on the guest's library path only.
+# libraries are on the guest's library path only.
 qemu_run() {
   "$qemu" -L "/usr/$triplet" -E "LD_LIBRARY_PATH=$build/sysroot/usr/lib/$triplet" "$@"
 }

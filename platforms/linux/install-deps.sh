@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what ember needs to build and test on Debian bookworm (as root, or
-# through sudo): the compiler and build tools, XNNPACK, FlatBuffers, mbedTLS,
+# through sudo): the compiler and build tools, FlatBuffers, mbedTLS,
 # Vulkan headers/loader, glslc and SPIR-V tools, Mesa's lavapipe (a CPU
 # Vulkan device for tests), doctest, and clang for the sanitizer/fuzz builds;
 # for ARM boards, Debian's cross compilers (aarch64, armhf: with their own
@@ -12,7 +12,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git file
-  libxnnpack-dev libflatbuffers-dev flatbuffers-compiler libmbedtls-dev
+  libflatbuffers-dev flatbuffers-compiler libmbedtls-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
   doctest-dev clang libclang-rt-14-dev
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user

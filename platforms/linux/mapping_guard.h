@@ -7,6 +7,9 @@
 // the mapping as faulted; the faulting load then reads zeros and the next
 // check_intact() (ModelFile, Model) reports EMBER_ERR_IO. Faults outside
 // registered mappings go to the previous handler (or the default action).
+// Registration is per mapping and optional (ember_model_options.guard_mapping,
+// ModelFile::Options::guard_mapping): a host that owns SIGBUS turns it off,
+// and then the handler is never installed by ember.
 #pragma once
 
 #include <cstddef>

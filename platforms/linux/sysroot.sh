@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fetches the target architecture's Debian packages that ember builds against
-# (mbedTLS, XNNPACK with pthreadpool and cpuinfo, FlatBuffers headers,
-# doctest) and unpacks them into a folder of the build:
+# (mbedTLS, FlatBuffers headers, doctest) and unpacks them into a folder of
+# the build:
 #
 #   platforms/linux/sysroot.sh aarch64|armhf [DIR]     (DIR: build-TARGET/sysroot)
 #
-# Nothing is installed system-wide: installing libxnnpack-dev:arm64 would
+# Nothing is installed system-wide: installing libmbedtls-dev:arm64 would
 # replace the amd64 one (the -dev packages are not co-installable). The C
 # library and libstdc++ come with Debian's cross compiler
 # (g++-aarch64-linux-gnu: /usr/aarch64-linux-gnu), so they are not fetched.
@@ -26,11 +26,10 @@ esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${2:-$root/build-$target/sysroot}
 
-# libmbedtls-dev holds libmbedcrypto.a (linked statically); the shared
-# runtime packages are there for XNNPACK builds run under qemu.
+# libmbedtls-dev holds libmbedcrypto.a (linked statically); its shared
+# runtime packages satisfy the -dev package's .so links.
 packages=(
   libmbedtls-dev libmbedcrypto7 libmbedtls14 libmbedx509-1
-  libxnnpack-dev libxnnpack0 libpthreadpool-dev libpthreadpool0 libcpuinfo-dev libcpuinfo0
   libflatbuffers-dev
 )
 arch_all=(doctest-dev)   # header-only, Architecture: all

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/c_api_internal.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "sampling/sampler.h"
@@ -19,6 +20,7 @@ struct ember_session {
   ember_model* owner = nullptr;
   std::unique_ptr<ember::Session> session;
   std::string piece;  // the current piece for the token callback (reserved once)
+  ember::GenerateStats last_stats;  // of the last ember_generate call
 };
 
 struct ember_sampler {
@@ -35,6 +37,10 @@ ember_status fail(ember_status code, const char* fmt, const char* arg = "") {
 ember_status done(const Status& s) { return set_last_error(s); }
 
 bool struct_ok(size_t got, size_t want) { return got >= sizeof(size_t) && got <= want; }
+
+// Every status-returning entry point starts here: a success leaves "" as the
+// last error, whatever an earlier call on this thread left there.
+#define EMBER_API_ENTRY() ::ember::clear_last_error()
 
 }  // namespace
 
@@ -71,6 +77,18 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
   so->arena = o.arena;
   so->arena_size = o.arena_size;
   so->max_bytes = o.max_bytes;
+  // NULL: the default folder; "": no cache on disk.
+  so->vulkan_pipeline_cache = !(o.vulkan_pipeline_cache_dir && o.vulkan_pipeline_cache_dir[0] == '\0');
+  if (o.vulkan_pipeline_cache_dir) {
+    constexpr size_t kMaxPath = 4096;
+    const size_t len = strnlen(o.vulkan_pipeline_cache_dir, kMaxPath + 1);
+    if (len > kMaxPath) {
+      set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan_pipeline_cache_dir is longer than %zu bytes",
+                                   kMaxPath));
+      return false;
+    }
+    so->vulkan_pipeline_cache_dir.assign(o.vulkan_pipeline_cache_dir, len);
+  }
   if (so->arena && so->arena_size == 0) {
     set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "arena is set but arena_size is 0"));
     return false;
@@ -106,9 +124,12 @@ void ember_model_options_default(ember_model_options* o) {
   if (!o) return;
   std::memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
+  o->integrity_policy = EMBER_INTEGRITY_NONE;
+  o->guard_mapping = 1;
 }
 
 ember_status ember_model_open(const char* path, const ember_model_options* options, ember_model** out_model) {
+  EMBER_API_ENTRY();
   if (!out_model) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_model is NULL");
   *out_model = nullptr;
   if (!path) return fail(EMBER_ERR_INVALID_ARGUMENT, "path is NULL");
@@ -123,8 +144,10 @@ ember_status ember_model_open(const char* path, const ember_model_options* optio
                                      o.integrity_policy));
   }
   ember::Model::Options mo;
-  mo.verify_digest = o.verify_digest != 0 || o.integrity_policy == EMBER_INTEGRITY_DIGEST;
+  // Each policy includes the one before it (docs/decisions.md, "Trust").
+  mo.verify_digest = o.integrity_policy >= EMBER_INTEGRITY_DIGEST;
   mo.verify_signature = o.integrity_policy == EMBER_INTEGRITY_SIGNATURE;
+  mo.guard_mapping = o.guard_mapping != 0;
   if (o.public_key_pem) {
     constexpr size_t kMaxPem = 1 << 16;
     const size_t len = o.public_key_pem_len ? o.public_key_pem_len : strnlen(o.public_key_pem, kMaxPem + 1);
@@ -145,13 +168,13 @@ ember_status ember_model_open(const char* path, const ember_model_options* optio
   if (!model.is_ok()) return done(model.status());
   *out_model = new (std::nothrow) ember_model{std::move(model).value()};
   if (!*out_model) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the model handle");
-  ember::clear_last_error();
   return EMBER_OK;
 }
 
 void ember_model_free(ember_model* model) { delete model; }
 
 ember_status ember_model_get_info(const ember_model* model, ember_model_info* info) {
+  EMBER_API_ENTRY();
   if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
   if (!info) return fail(EMBER_ERR_INVALID_ARGUMENT, "info is NULL");
   if (!ember::struct_ok(info->struct_size, sizeof *info)) {
@@ -176,6 +199,7 @@ ember_status ember_model_get_info(const ember_model* model, ember_model_info* in
 
 ember_status ember_tokenize(const ember_model* model, const char* text, size_t text_len, int add_bos,
                             int32_t* tokens, size_t capacity, size_t* out_count) {
+  EMBER_API_ENTRY();
   if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
   if (!out_count) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_count is NULL");
   *out_count = 0;
@@ -186,7 +210,7 @@ ember_status ember_tokenize(const ember_model* model, const char* text, size_t t
   if (!s.is_ok()) return done(s);
   *out_count = ids.size();
   if (ids.size() > capacity) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "capacity = %zu tokens but the text needs %zu",
+    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu tokens but the text needs %zu",
                                      capacity, ids.size()));
   }
   if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
@@ -195,6 +219,7 @@ ember_status ember_tokenize(const ember_model* model, const char* text, size_t t
 
 ember_status ember_detokenize(const ember_model* model, const int32_t* tokens, size_t count, char* text,
                               size_t capacity, size_t* out_len) {
+  EMBER_API_ENTRY();
   if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
   if (!out_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_len is NULL");
   *out_len = 0;
@@ -208,7 +233,7 @@ ember_status ember_detokenize(const ember_model* model, const int32_t* tokens, s
   }
   *out_len = out.size();
   if (out.size() > capacity) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "capacity = %zu bytes but the text needs %zu",
+    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu bytes but the text needs %zu",
                                      capacity, out.size()));
   }
   if (!out.empty()) std::memcpy(text, out.data(), out.size());
@@ -217,6 +242,7 @@ ember_status ember_detokenize(const ember_model* model, const int32_t* tokens, s
 
 ember_status ember_token_to_piece(const ember_model* model, int32_t prev, int32_t token, char* piece,
                                   size_t capacity, size_t* out_len) {
+  EMBER_API_ENTRY();
   if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
   if (!out_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_len is NULL");
   *out_len = 0;
@@ -226,7 +252,7 @@ ember_status ember_token_to_piece(const ember_model* model, int32_t prev, int32_
   if (!s.is_ok()) return done(s);
   *out_len = out.size();
   if (out.size() > capacity) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "capacity = %zu bytes but the piece needs %zu",
+    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu bytes but the piece needs %zu",
                                      capacity, out.size()));
   }
   if (!out.empty()) std::memcpy(piece, out.data(), out.size());
@@ -247,6 +273,7 @@ void ember_session_options_default(ember_session_options* o) {
 
 ember_status ember_session_create(ember_model* model, const ember_session_options* options,
                                   ember_session** out_session) {
+  EMBER_API_ENTRY();
   if (!out_session) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_session is NULL");
   *out_session = nullptr;
   if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
@@ -263,13 +290,13 @@ ember_status ember_session_create(ember_model* model, const ember_session_option
   handle->session = std::move(session).value();
   handle->piece.reserve(256);  // once here, so that generation never grows it
   *out_session = handle;
-  ember::clear_last_error();
   return EMBER_OK;
 }
 
 void ember_session_free(ember_session* session) { delete session; }
 
 ember_status ember_session_prefill(ember_session* session, const int32_t* tokens, size_t count, float* logits) {
+  EMBER_API_ENTRY();
   if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
   if (!tokens) return fail(EMBER_ERR_INVALID_ARGUMENT, "tokens is NULL");
   if (count == 0) return fail(EMBER_ERR_INVALID_ARGUMENT, "count is 0");
@@ -291,6 +318,7 @@ const char* ember_session_backend(const ember_session* session) {
 }
 
 ember_status ember_session_reset(ember_session* session) {
+  EMBER_API_ENTRY();
   if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
   session->session->reset();
   return EMBER_OK;
@@ -313,8 +341,10 @@ void ember_generate_options_default(ember_generate_options* o) {
 
 ember_status ember_generate(ember_session* session, const char* prompt, const ember_generate_options* options,
                             ember_token_callback callback, void* user_data) {
+  EMBER_API_ENTRY();
   if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
   if (!prompt) return fail(EMBER_ERR_INVALID_ARGUMENT, "prompt is NULL");
+  session->last_stats = ember::GenerateStats();
   ember_generate_options o;
   ember_generate_options_default(&o);
   if (!ember::read_options(options, &o, "ember_generate_options")) return EMBER_ERR_INVALID_ARGUMENT;
@@ -329,38 +359,52 @@ ember_status ember_generate(ember_session* session, const char* prompt, const em
   ember::Status s = model.tokenizer().encode(prompt, o.add_bos != 0, &ids);
   if (!s.is_ok()) return done(s);
   if (ids.empty()) return fail(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty and add_bos is off: nothing to run");
-  ember::Session& sess = *session->session;
-  s = sess.prefill(ids.data(), ids.size(), nullptr);
-  if (!s.is_ok()) return done(s.with_context("prompt of " + std::to_string(ids.size()) + " tokens"));
-
-  const auto& vocab = model.tokenizer().vocab();
-  int32_t prev = ids.back();
-  for (int32_t i = 0; i < o.max_new_tokens; ++i) {
-    const int32_t next = sampler->sample(sess.logits(), sess.history(), static_cast<size_t>(sess.position()));
-    // End of sequence; llama2.c-style vocabularies also end a story at BOS.
-    if (next == vocab.eos_id || next == vocab.bos_id) break;
-    session->piece.clear();
-    s = model.tokenizer().decode_token(prev, next, &session->piece);
-    if (!s.is_ok()) return done(s);
-    if (callback && callback(user_data, next, session->piece.data(), session->piece.size()) != 0) break;
-    prev = next;
-    if (i + 1 == o.max_new_tokens) break;  // the last token needs no forward pass
-    if (sess.position() >= sess.context()) {
-      if (!o.context_shift || sess.context() < 4) break;  // context full: stop
-      // Keep the first position (BOS) and the newer half; drop the rest.
-      const int32_t keep_from = 1 + (sess.position() - 1) / 2;
-      s = sess.remove(1, keep_from);
-      if (!s.is_ok()) return done(s);
+  struct Sink {
+    ember_token_callback callback;
+    void* user_data;
+    static bool call(void* self, int32_t token, const std::string& piece) {
+      const Sink* k = static_cast<const Sink*>(self);
+      return k->callback && k->callback(k->user_data, token, piece.data(), piece.size()) != 0;
     }
-    s = sess.decode(next, nullptr);
-    if (!s.is_ok()) return done(s);
+  } sink{callback, user_data};
+  ember::GenerateParams gp;
+  gp.max_new_tokens = o.max_new_tokens;
+  gp.context_shift = o.context_shift != 0;
+  gp.prompt_logits = o.prompt_logits;
+  s = ember::generate(*session->session, *sampler, ids.data(), ids.size(), gp, &Sink::call, &sink, &session->piece,
+                      &session->last_stats);
+  if (!s.is_ok()) {
+    session->last_stats.stop = ember::StopReason::None;
+    return done(s);
   }
-  ember::clear_last_error();
+  return EMBER_OK;
+}
+
+ember_status ember_generate_last_stats(const ember_session* session, ember_generate_stats* stats) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!stats) return fail(EMBER_ERR_INVALID_ARGUMENT, "stats is NULL");
+  if (!ember::struct_ok(stats->struct_size, sizeof *stats)) {
+    return fail(EMBER_ERR_INVALID_ARGUMENT, "ember_generate_stats.struct_size is wrong: set it to sizeof");
+  }
+  const ember::GenerateStats& g = session->last_stats;
+  ember_generate_stats full;
+  std::memset(&full, 0, sizeof full);
+  full.struct_size = stats->struct_size;
+  full.prompt_tokens = g.prompt_tokens;
+  full.generated_tokens = g.generated_tokens;
+  full.prefill_ms = g.prefill_ms;
+  full.first_token_ms = g.first_token_ms;
+  full.decode_ms = g.decode_ms;
+  full.stop_reason = static_cast<int32_t>(g.stop);
+  full.position = session->session->position();
+  std::memcpy(stats, &full, stats->struct_size);
   return EMBER_OK;
 }
 
 ember_status ember_sampler_create(const ember_model* model, const ember_generate_options* options,
                                   ember_sampler** out_sampler) {
+  EMBER_API_ENTRY();
   if (!out_sampler) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_sampler is NULL");
   *out_sampler = nullptr;
   if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
@@ -379,6 +423,7 @@ void ember_sampler_free(ember_sampler* sampler) { delete sampler; }
 
 ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const int32_t* history,
                                   size_t history_len, int32_t* out_token) {
+  EMBER_API_ENTRY();
   if (!sampler) return fail(EMBER_ERR_INVALID_ARGUMENT, "sampler is NULL");
   if (!logits) return fail(EMBER_ERR_INVALID_ARGUMENT, "logits is NULL");
   if (!out_token) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_token is NULL");
@@ -392,6 +437,7 @@ ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const i
 extern "C" {
 
 ember_status ember_plan(const ember_model* model, const ember_session_options* options, ember_memory_plan* plan) {
+  EMBER_API_ENTRY();
   if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
   if (!plan) return fail(EMBER_ERR_INVALID_ARGUMENT, "plan is NULL");
   if (!ember::struct_ok(plan->struct_size, sizeof *plan)) {
@@ -421,11 +467,11 @@ ember_status ember_plan(const ember_model* model, const ember_session_options* o
   full.context_length = p->context;
   full.max_batch = p->max_batch;
   std::memcpy(plan, &full, plan->struct_size);
-  ember::clear_last_error();
   return EMBER_OK;
 }
 
 ember_status ember_session_remove(ember_session* session, int32_t start, int32_t end) {
+  EMBER_API_ENTRY();
   if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
   return done(session->session->remove(start, end));
 }

@@ -4,6 +4,11 @@
 
 #include "api/c_api_internal.h"
 
+// The header's version macros and the build's project(VERSION) must agree.
+static_assert(EMBER_VERSION_MAJOR == EMBER_PROJECT_VERSION_MAJOR && EMBER_VERSION_MINOR == EMBER_PROJECT_VERSION_MINOR &&
+                  EMBER_VERSION_PATCH == EMBER_PROJECT_VERSION_PATCH,
+              "ember.h's EMBER_VERSION_* differ from project(ember VERSION ...) in CMakeLists.txt");
+
 namespace ember {
 
 namespace {
@@ -29,6 +34,7 @@ const char* ember_status_string(ember_status status) {
     case EMBER_ERR_INVALID_ARGUMENT: return "EMBER_ERR_INVALID_ARGUMENT";
     case EMBER_ERR_TOKEN_OUT_OF_RANGE: return "EMBER_ERR_TOKEN_OUT_OF_RANGE";
     case EMBER_ERR_UNSUPPORTED: return "EMBER_ERR_UNSUPPORTED";
+    case EMBER_ERR_BUFFER_TOO_SMALL: return "EMBER_ERR_BUFFER_TOO_SMALL";
     case EMBER_ERR_NO_MEMORY: return "EMBER_ERR_NO_MEMORY";
     case EMBER_ERR_CONTEXT_FULL: return "EMBER_ERR_CONTEXT_FULL";
     case EMBER_ERR_IO: return "EMBER_ERR_IO";

@@ -430,7 +430,7 @@ Result<std::unique_ptr<ModelFile>> ModelFile::open(const std::string& path, cons
   EMBER_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
   auto model = std::unique_ptr<ModelFile>(new ModelFile());
   model->file_ = std::move(file);
-  model->guard_slot_ = register_mapping(model->file_.data(), model->file_.size());
+  if (options.guard_mapping) model->guard_slot_ = register_mapping(model->file_.data(), model->file_.size());
   const std::string where = "'" + path + "'";
   const uint8_t* data = model->file_.data();
   EMBER_TRY(verify_model(data, model->file_.size(), &model->contents_).with_context(where));

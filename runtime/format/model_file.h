@@ -136,6 +136,9 @@ class ModelFile {
     // byte before it. Empty: a trailer, if any, is checked for form only.
     bool verify_signature = false;
     std::string public_key_pem;
+    // Register the mapping with the process-wide SIGBUS guard
+    // (mapping_guard.h). Off: a truncation under the mapping raises SIGBUS.
+    bool guard_mapping = true;
   };
   // Errors: the verifier's, EMBER_ERR_INTEGRITY / EMBER_ERR_SIGNATURE from
   // the policy, EMBER_ERR_INTEGRITY when the file changed while being checked.

@@ -32,15 +32,39 @@
  * Conventions: opaque handles; every *_open and *_create has a *_free that
  * accepts NULL; options structs begin with `size_t struct_size`, are filled
  * by *_options_default() and passed by pointer (a NULL options pointer means
- * defaults). On failure a call returns a non-zero ember_status and
- * ember_last_error() describes it (thread-local, valid until the next ember
- * call on the same thread). No call aborts on bad input.
+ * defaults; a struct_size smaller than today's, from a caller built against
+ * an older ember.h, keeps the newer fields at their defaults). Every call
+ * that returns an ember_status first clears the thread-local last error; on
+ * failure it returns a non-zero ember_status and ember_last_error()
+ * describes it (valid until the next such call on the same thread), on
+ * success ember_last_error() is "". A caller buffer too small for the result
+ * gives EMBER_ERR_BUFFER_TOO_SMALL with the size needed reported (each
+ * function says where). No call aborts on bad input.
  */
 #ifndef EMBER_H_
 #define EMBER_H_
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The version of this header; ember_version() returns the library's, as
+ * "MAJOR.MINOR.PATCH". They match the project() version in CMakeLists.txt
+ * (a static_assert in the build checks). While MAJOR is 0, a minor release
+ * may change the ABI. */
+#define EMBER_VERSION_MAJOR 0
+#define EMBER_VERSION_MINOR 1
+#define EMBER_VERSION_PATCH 0
+
+/* Marks every exported declaration. The library is built with
+ * -fvisibility=hidden, so only these symbols are exported when it is linked
+ * into a shared object; EMBER_API can be predefined to override. */
+#ifndef EMBER_API
+#if defined(_WIN32)
+#define EMBER_API
+#else
+#define EMBER_API __attribute__((visibility("default")))
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +78,9 @@ typedef enum ember_status {
   EMBER_ERR_INVALID_ARGUMENT = 100, /* a NULL handle, a bad option value */
   EMBER_ERR_TOKEN_OUT_OF_RANGE = 101, /* a token id outside the vocabulary */
   EMBER_ERR_UNSUPPORTED = 102,      /* valid, but not supported here */
+  EMBER_ERR_BUFFER_TOO_SMALL = 103, /* a caller's buffer or arena is too small;
+                                       the function says how the size needed
+                                       is reported */
 
   EMBER_ERR_NO_MEMORY = 200,        /* allocation failed or budget exceeded */
   EMBER_ERR_CONTEXT_FULL = 201,     /* no room left in the session's context */
@@ -74,54 +101,70 @@ typedef enum ember_status {
   EMBER_ERR_SIGNATURE = 501         /* a signature is missing or wrong */
 } ember_status;
 
-/* Name of a status ("EMBER_ERR_FORMAT"); never NULL. */
-const char* ember_status_string(ember_status status);
+/* Name of a status ("EMBER_ERR_FORMAT"); "EMBER_ERR_UNKNOWN" for a value
+ * that is not one; never NULL. A static string. Does not touch the last
+ * error. */
+EMBER_API const char* ember_status_string(ember_status status);
 
-/* Details of the last failure on this thread; "" if none. The pointer stays
- * valid until the next ember call on this thread. */
-const char* ember_last_error(void);
+/* Details of the last failure on this thread; "" if none or if the last
+ * status-returning call succeeded. Owned by the library; the pointer stays
+ * valid until the next status-returning ember call on this thread. */
+EMBER_API const char* ember_last_error(void);
 
-/* Library version "MAJOR.MINOR.PATCH". */
-const char* ember_version(void);
+/* Library version "MAJOR.MINOR.PATCH" (a static string), equal to the
+ * EMBER_VERSION_* macros of the header the library was built with. */
+EMBER_API const char* ember_version(void);
 
 /* ---- Models ------------------------------------------------------------ */
 
 typedef struct ember_model ember_model;
 
-/* What must be proven about a file before it is used. */
+/* What must be proven about a file before it is used. Each level includes
+ * the one before it. */
 typedef enum ember_integrity_policy {
   EMBER_INTEGRITY_NONE = 0,      /* structure and semantics only (default) */
-  EMBER_INTEGRITY_DIGEST = 1,    /* + the data segment's SHA-256 matches the metadata */
-  EMBER_INTEGRITY_SIGNATURE = 2  /* + an ECDSA P-256 signature by public_key_pem */
+  EMBER_INTEGRITY_DIGEST = 1,    /* + the data segment's SHA-256 matches the metadata
+                                    (reads the whole data segment once) */
+  EMBER_INTEGRITY_SIGNATURE = 2  /* + an ECDSA P-256 signature by public_key_pem over
+                                    every byte before the trailer (the digest too) */
 } ember_integrity_policy;
 
 typedef struct ember_model_options {
   size_t struct_size; /* sizeof(ember_model_options) */
-  /* Check the data segment's SHA-256 against the metadata before use
-   * (reads the whole file once). Default 0. Same as policy DIGEST. */
-  int verify_digest;
-  /* ember_integrity_policy; default EMBER_INTEGRITY_NONE. Fails closed: the
-   * SIGNATURE policy without a key, or a key without it, is
-   * EMBER_ERR_INVALID_ARGUMENT. A missing, foreign or broken signature is
-   * EMBER_ERR_SIGNATURE; a data digest mismatch EMBER_ERR_INTEGRITY. */
+  /* ember_integrity_policy; default EMBER_INTEGRITY_NONE. The policy alone
+   * says what is checked. Fails closed: the SIGNATURE policy without a key,
+   * or a key without it, is EMBER_ERR_INVALID_ARGUMENT. A missing, foreign
+   * or broken signature is EMBER_ERR_SIGNATURE; a data digest mismatch
+   * EMBER_ERR_INTEGRITY. */
   int integrity_policy;
   /* PEM text of the public key that must have signed the file (policy
    * SIGNATURE). Not owned; read during ember_model_open only.
    * public_key_pem_len 0 means the text is NUL-terminated. */
   const char* public_key_pem;
   size_t public_key_pem_len;
+  /* 1 (default): register the mapping with ember's process-wide SIGBUS
+   * handler (installed on first use, chained to the previous handler), so
+   * that a file truncated while mapped reads as zeros and the next call on
+   * the model or its sessions fails with EMBER_ERR_IO instead of the process
+   * dying. 0: leave signals alone (for hosts that own SIGBUS); a truncated
+   * file then raises SIGBUS as for any mapping. */
+  int guard_mapping;
 } ember_model_options;
 
-void ember_model_options_default(ember_model_options* options);
+/* Fills *options with the defaults (NULL is a no-op). */
+EMBER_API void ember_model_options_default(ember_model_options* options);
 
 /* Maps and verifies an .ember file. On success *out_model owns the mapping;
- * free it with ember_model_free. Errors: EMBER_ERR_IO, EMBER_ERR_FORMAT,
- * EMBER_ERR_VERSION, EMBER_ERR_TRUNCATED, EMBER_ERR_BAD_*, ... */
-ember_status ember_model_open(const char* path, const ember_model_options* options,
-                              ember_model** out_model);
+ * free it with ember_model_free. path is read during the call only.
+ * Errors: EMBER_ERR_INVALID_ARGUMENT (NULL path or out_model, bad option),
+ * EMBER_ERR_IO, EMBER_ERR_FORMAT, EMBER_ERR_VERSION, EMBER_ERR_TRUNCATED,
+ * EMBER_ERR_BAD_*, EMBER_ERR_MISSING_TENSOR, EMBER_ERR_INTEGRITY,
+ * EMBER_ERR_SIGNATURE. On failure *out_model is NULL. */
+EMBER_API ember_status ember_model_open(const char* path, const ember_model_options* options,
+                                        ember_model** out_model);
 
 /* Releases a model. All its sessions must have been freed. NULL is a no-op. */
-void ember_model_free(ember_model* model);
+EMBER_API void ember_model_free(ember_model* model);
 
 typedef struct ember_model_info {
   size_t struct_size;
@@ -137,32 +180,40 @@ typedef struct ember_model_info {
   uint64_t n_parameters;
 } ember_model_info;
 
-/* Fills *info (info->struct_size must be set by the caller). */
-ember_status ember_model_get_info(const ember_model* model, ember_model_info* info);
+/* Fills *info (info->struct_size must be set by the caller; a smaller,
+ * older struct receives the fields it has). Errors:
+ * EMBER_ERR_INVALID_ARGUMENT for NULL or a struct_size below sizeof(size_t)
+ * or above sizeof(ember_model_info). */
+EMBER_API ember_status ember_model_get_info(const ember_model* model, ember_model_info* info);
 
 /* ---- Tokenizer ----------------------------------------------------------- */
 
 /* Encodes UTF-8 text (text_len bytes; NUL bytes are text like any other).
- * add_bos: prepend the model's BOS id. Writes at most capacity ids to
- * tokens and the full count to *out_count; when capacity is too small the
- * call returns EMBER_ERR_INVALID_ARGUMENT with *out_count set to the count
- * needed. */
-ember_status ember_tokenize(const ember_model* model, const char* text, size_t text_len,
-                            int add_bos, int32_t* tokens, size_t capacity,
-                            size_t* out_count);
+ * add_bos: prepend the model's BOS id. On success writes the ids to tokens
+ * and their count to *out_count. When capacity is smaller than the count,
+ * returns EMBER_ERR_BUFFER_TOO_SMALL, writes nothing to tokens and sets
+ * *out_count to the count needed (tokens may be NULL with capacity 0 to ask
+ * for it). Other errors leave *out_count 0. */
+EMBER_API ember_status ember_tokenize(const ember_model* model, const char* text, size_t text_len,
+                                      int add_bos, int32_t* tokens, size_t capacity,
+                                      size_t* out_count);
 
 /* Decodes ids into UTF-8 text, as the pieces would be printed in sequence
- * (the leading space after BOS dropped, byte pieces turned into bytes).
- * Writes at most capacity bytes and the full length to *out_len; too small a
- * buffer gives EMBER_ERR_INVALID_ARGUMENT with *out_len set. */
-ember_status ember_detokenize(const ember_model* model, const int32_t* tokens, size_t count,
-                              char* text, size_t capacity, size_t* out_len);
+ * (the leading space after BOS dropped, byte pieces turned into bytes). No
+ * NUL is appended. On success writes the bytes to text and their number to
+ * *out_len. When capacity is smaller, returns EMBER_ERR_BUFFER_TOO_SMALL,
+ * writes nothing to text and sets *out_len to the bytes needed (text may be
+ * NULL with capacity 0 to ask). EMBER_ERR_TOKEN_OUT_OF_RANGE for a bad id
+ * (*out_len 0). */
+EMBER_API ember_status ember_detokenize(const ember_model* model, const int32_t* tokens, size_t count,
+                                        char* text, size_t capacity, size_t* out_len);
 
 /* The bytes `token` prints as when it follows `prev` (-1 at the start): the
  * leading space of a piece right after BOS is dropped, byte pieces become
- * bytes, control tokens print nothing. Buffer rules as ember_detokenize. */
-ember_status ember_token_to_piece(const ember_model* model, int32_t prev, int32_t token, char* piece,
-                                  size_t capacity, size_t* out_len);
+ * bytes, control tokens print nothing. Buffer rules and errors as
+ * ember_detokenize (EMBER_ERR_BUFFER_TOO_SMALL with *out_len needed). */
+EMBER_API ember_status ember_token_to_piece(const ember_model* model, int32_t prev, int32_t token, char* piece,
+                                            size_t capacity, size_t* out_len);
 
 /* ---- Sessions ------------------------------------------------------------ */
 
@@ -192,13 +243,21 @@ typedef struct ember_session_options {
   int32_t kv_type_v;      /* ember_kv_type of the values; default EMBER_KV_F32 */
   int32_t backend;        /* ember_backend_kind; default EMBER_BACKEND_CPU */
   /* Caller-owned memory for the session's arena (NULL = the session
-   * allocates it). Must be at least the plan's arena_bytes, 64-byte
-   * aligned, and outlive the session. */
+   * allocates it). Must be 64-byte aligned (else EMBER_ERR_INVALID_ARGUMENT)
+   * and at least the plan's arena_bytes (else EMBER_ERR_BUFFER_TOO_SMALL;
+   * ember_plan reports arena_bytes), and outlive the session. Not owned. */
   void* arena;
   size_t arena_size;
   /* Cap on private memory (resident weights + arena); 0 = no cap. Creation
    * fails with EMBER_ERR_NO_MEMORY when the plan exceeds it. */
   uint64_t max_bytes;
+  /* Folder of the Vulkan backend's pipeline cache (compiled shaders kept
+   * between runs, file vulkan-pipelines-KEY.bin; an invalid file is ignored
+   * and replaced). NULL (default): $XDG_CACHE_HOME/ember, else
+   * $HOME/.cache/ember; "" : no cache on disk. Not owned; read during
+   * ember_session_create only. EMBER_VULKAN_PIPELINE_CACHE=0 in the
+   * environment also turns it off. Ignored by the CPU backend. */
+  const char* vulkan_pipeline_cache_dir;
 } ember_session_options;
 
 /* Every byte a session would use, computed before anything is allocated. */
@@ -222,46 +281,57 @@ typedef struct ember_memory_plan {
 } ember_memory_plan;
 
 /* Computes the plan for `options` on `model` without allocating the session.
- * plan->struct_size must be set by the caller. */
-ember_status ember_plan(const ember_model* model, const ember_session_options* options,
-                        ember_memory_plan* plan);
+ * plan->struct_size must be set by the caller (a smaller, older struct
+ * receives the fields it has). Errors as ember_session_create's option
+ * checks, EMBER_ERR_INVALID_ARGUMENT for a bad struct_size. */
+EMBER_API ember_status ember_plan(const ember_model* model, const ember_session_options* options,
+                                  ember_memory_plan* plan);
 
-void ember_session_options_default(ember_session_options* options);
+/* Fills *options with the defaults (NULL is a no-op). */
+EMBER_API void ember_session_options_default(ember_session_options* options);
 
 /* Creates a session (a KV cache and working memory) on a model. Several
  * sessions may share one model; each session is used by one thread at a
- * time. */
-ember_status ember_session_create(ember_model* model, const ember_session_options* options,
-                                  ember_session** out_session);
+ * time. The model must outlive the session. On failure *out_session is NULL.
+ * Errors: EMBER_ERR_INVALID_ARGUMENT (a bad option, naming it),
+ * EMBER_ERR_BUFFER_TOO_SMALL (the caller's arena), EMBER_ERR_NO_MEMORY
+ * (allocation or max_bytes), EMBER_ERR_UNSUPPORTED / EMBER_ERR_BACKEND (the
+ * backend), EMBER_ERR_IO / EMBER_ERR_INTEGRITY (the file changed). */
+EMBER_API ember_status ember_session_create(ember_model* model, const ember_session_options* options,
+                                            ember_session** out_session);
 
-void ember_session_free(ember_session* session);
+/* Releases a session and what it allocated (not a caller's arena). NULL is a
+ * no-op. */
+EMBER_API void ember_session_free(ember_session* session);
 
 /* Runs tokens through the model at the session's next positions. When logits
  * is not NULL it receives vocab_size floats: the logits after the last
  * token. Errors: EMBER_ERR_TOKEN_OUT_OF_RANGE, EMBER_ERR_CONTEXT_FULL (the
  * session is left unchanged). */
-ember_status ember_session_prefill(ember_session* session, const int32_t* tokens,
-                                   size_t count, float* logits);
+EMBER_API ember_status ember_session_prefill(ember_session* session, const int32_t* tokens,
+                                             size_t count, float* logits);
 
-/* One token at the next position; logits as for prefill. */
-ember_status ember_session_decode(ember_session* session, int32_t token, float* logits);
+/* One token at the next position; logits and errors as for prefill. */
+EMBER_API ember_status ember_session_decode(ember_session* session, int32_t token, float* logits);
 
-/* Positions used so far. */
-int32_t ember_session_position(const ember_session* session);
+/* Positions used so far; 0 for NULL. Does not touch the last error. */
+EMBER_API int32_t ember_session_position(const ember_session* session);
 
 /* What the session runs on, e.g. "cpu (avx512vnni, 2 threads)" or the GPU's
- * name and features; "" for NULL. Valid for the session's life. */
-const char* ember_session_backend(const ember_session* session);
+ * name and features; "" for NULL. Owned by the session, valid for its
+ * life. Does not touch the last error. */
+EMBER_API const char* ember_session_backend(const ember_session* session);
 
-/* Forgets every position: the session starts afresh. */
-ember_status ember_session_reset(ember_session* session);
+/* Forgets every position: the session starts afresh. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT for NULL. */
+EMBER_API ember_status ember_session_reset(ember_session* session);
 
 /* Removes positions [start, end) from the session's memory; later positions
  * move down by end - start (their keys are re-rotated for the new
  * positions). Removing a tail (end = the current position) rewinds the
  * session exactly. Errors: EMBER_ERR_INVALID_ARGUMENT for a range outside
  * [0, position]. */
-ember_status ember_session_remove(ember_session* session, int32_t start, int32_t end);
+EMBER_API ember_status ember_session_remove(ember_session* session, int32_t start, int32_t end);
 
 /* ---- Generation ----------------------------------------------------------- */
 
@@ -279,22 +349,61 @@ typedef struct ember_generate_options {
   /* When the context is full, drop the older half of the positions after
    * the first (BOS) and go on, instead of stopping. Default 0. */
   int context_shift;
+  /* When not NULL, receives vocab_size floats: the logits after the last
+   * prompt token, before sampling touches them. Not owned; written during
+   * ember_generate only. Default NULL. Ignored by ember_sampler_create. */
+  float* prompt_logits;
 } ember_generate_options;
 
-void ember_generate_options_default(ember_generate_options* options);
+/* Fills *options with the defaults (NULL is a no-op). */
+EMBER_API void ember_generate_options_default(ember_generate_options* options);
 
 /* Called for each generated token with its printable piece (may be empty,
  * not NUL-terminated). Return non-zero to stop generation. */
 typedef int (*ember_token_callback)(void* user_data, int32_t token, const char* piece,
                                     size_t piece_len);
 
-/* Tokenizes the prompt, prefills it as a batch, then samples up to
- * max_new_tokens tokens, stopping early at end of sequence, when the
- * callback returns non-zero, or when the context is full (which is not an
- * error here). The prompt's own pieces are not passed to the callback. */
-ember_status ember_generate(ember_session* session, const char* prompt,
-                            const ember_generate_options* options,
-                            ember_token_callback callback, void* user_data);
+/* Tokenizes the prompt (a NUL-terminated string, read during the call),
+ * prefills it as a batch at the session's next position, then samples up to
+ * max_new_tokens tokens, stopping early at end of sequence (EOS, or BOS for
+ * llama2.c vocabularies), when the callback returns non-zero, or when the
+ * context is full (which is not an error here; see context_shift). The
+ * prompt's own pieces are not passed to the callback; callback may be NULL.
+ * ember_generate_last_stats() tells how it went. This is the loop `ember
+ * run` uses. Errors: EMBER_ERR_INVALID_ARGUMENT (bad options, an empty
+ * prompt without BOS), EMBER_ERR_CONTEXT_FULL (the prompt does not fit),
+ * and the errors of ember_session_prefill. */
+EMBER_API ember_status ember_generate(ember_session* session, const char* prompt,
+                                      const ember_generate_options* options,
+                                      ember_token_callback callback, void* user_data);
+
+/* Why generation stopped. */
+typedef enum ember_stop_reason {
+  EMBER_STOP_NONE = 0,         /* no generation has run (or it failed) */
+  EMBER_STOP_MAX_TOKENS = 1,   /* max_new_tokens were generated */
+  EMBER_STOP_END = 2,          /* the model ended the sequence */
+  EMBER_STOP_CALLBACK = 3,     /* the callback returned non-zero */
+  EMBER_STOP_CONTEXT_FULL = 4  /* no room left and context_shift was off */
+} ember_stop_reason;
+
+/* What the last ember_generate call on a session did. Times are
+ * wall-clock milliseconds. */
+typedef struct ember_generate_stats {
+  size_t struct_size;       /* sizeof(ember_generate_stats), set by caller */
+  int32_t prompt_tokens;    /* the prompt's tokens, BOS included */
+  int32_t generated_tokens; /* tokens passed to the callback */
+  double prefill_ms;        /* running the prompt */
+  double first_token_ms;    /* from the call's start to the first sampled token */
+  double decode_ms;         /* from the first sampled token to the end */
+  int32_t stop_reason;      /* ember_stop_reason */
+  int32_t position;         /* the session's position at the end */
+} ember_generate_stats;
+
+/* Fills *stats (stats->struct_size set by the caller; a smaller, older
+ * struct receives the fields it has) from the session's last
+ * ember_generate call; all zero before the first. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT for NULL or a bad struct_size. */
+EMBER_API ember_status ember_generate_last_stats(const ember_session* session, ember_generate_stats* stats);
 
 /* ---- Sampling, for hosts that drive prefill and decode themselves ---- */
 
@@ -302,17 +411,21 @@ typedef struct ember_sampler ember_sampler;
 
 /* A sampler for `model`'s vocabulary, configured from the sampling fields of
  * options (temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n,
- * seed). Bad values give EMBER_ERR_INVALID_ARGUMENT naming the field. */
-ember_status ember_sampler_create(const ember_model* model, const ember_generate_options* options,
-                                  ember_sampler** out_sampler);
+ * seed). Bad values give EMBER_ERR_INVALID_ARGUMENT naming the field. The
+ * sampler is independent of the model once created; free it with
+ * ember_sampler_free. */
+EMBER_API ember_status ember_sampler_create(const ember_model* model, const ember_generate_options* options,
+                                            ember_sampler** out_sampler);
 
-void ember_sampler_free(ember_sampler* sampler);
+/* NULL is a no-op. */
+EMBER_API void ember_sampler_free(ember_sampler* sampler);
 
 /* Picks the next token from vocab_size logits (modified in place). history:
  * the tokens seen so far, for the repetition penalty (may be NULL if
- * history_len is 0). */
-ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const int32_t* history,
-                                  size_t history_len, int32_t* out_token);
+ * history_len is 0). logits must hold the sampler's vocab_size floats.
+ * Errors: EMBER_ERR_INVALID_ARGUMENT for NULL arguments. */
+EMBER_API ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const int32_t* history,
+                                            size_t history_len, int32_t* out_token);
 
 #ifdef __cplusplus
 }

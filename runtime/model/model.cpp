@@ -9,6 +9,7 @@ Result<std::unique_ptr<Model>> Model::open(const std::string& path, const Option
   fo.verify_digest = options.verify_digest;
   fo.verify_signature = options.verify_signature;
   fo.public_key_pem = options.public_key_pem;
+  fo.guard_mapping = options.guard_mapping;
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> file, ModelFile::open(path, fo));
   EMBER_TRY(check_llama_tensors(file->contents()).with_context("'" + path + "'"));
   auto model = std::unique_ptr<Model>(new Model());

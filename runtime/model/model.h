@@ -20,6 +20,7 @@ class Model {
     bool verify_digest = false;
     bool verify_signature = false;
     std::string public_key_pem;  // PEM text, used during open only
+    bool guard_mapping = true;   // register with the SIGBUS guard (mapping_guard.h)
   };
   static Result<std::unique_ptr<Model>> open(const std::string& path, const Options& options);
 

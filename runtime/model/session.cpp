@@ -48,6 +48,8 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
                                                    options.kv_type_v));
   BackendOptions bo;
   bo.n_threads = options.n_threads;
+  bo.vulkan_pipeline_cache = options.vulkan_pipeline_cache;
+  bo.vulkan_pipeline_cache_dir = options.vulkan_pipeline_cache_dir;
   BackendKind kind = BackendKind::Cpu;
   std::string fallback_note;
   if (options.backend == BackendChoice::Vulkan) {
@@ -140,7 +142,7 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
       return Status::error(EMBER_ERR_INVALID_ARGUMENT, "arena %p is not 64-byte aligned", options.arena);
     }
     if (options.arena_size < plan.arena_bytes) {
-      return Status::error(EMBER_ERR_NO_MEMORY, "arena_size = %llu bytes but the session needs %llu",
+      return Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "arena_size = %llu bytes but the session needs %llu",
                            static_cast<unsigned long long>(options.arena_size),
                            static_cast<unsigned long long>(plan.arena_bytes));
     }

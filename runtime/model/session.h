@@ -28,6 +28,10 @@ struct SessionOptions {
   void* arena = nullptr;       // caller-owned arena, or null
   uint64_t arena_size = 0;
   uint64_t max_bytes = 0;      // cap on private_bytes; 0 = none
+  // The Vulkan pipeline cache on disk: off when false; an empty folder
+  // means the default one (backends/vulkan/pipeline_cache.h).
+  bool vulkan_pipeline_cache = true;
+  std::string vulkan_pipeline_cache_dir;
 };
 
 // Everything a session will use, before it exists.
@@ -66,13 +70,11 @@ class Session {
 
   int32_t position() const { return pos_; }
   int32_t context() const { return graph_.context; }
-  const SessionPlan& plan() const { return plan_; }
   // The last step's logits (vocab_size floats, in the arena).
   float* logits() const { return logits_; }
   // Every token fed so far, position by position (in the arena).
   const int32_t* history() const { return history_; }
   const Model& model() const { return model_; }
-  const char* backend_name() const { return backend_->name(); }
   // What runs where, e.g. "cpu (avx512vnni, 2 threads)" or the GPU's name.
   const std::string& backend_description() const { return plan_.backend_description; }
 

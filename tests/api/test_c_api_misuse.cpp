@@ -8,9 +8,11 @@
 #include <climits>
 #include <cmath>
 #include <cstddef>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <system_error>
 #include <string>
@@ -99,6 +101,7 @@ TEST_CASE("status strings and version") {
       {EMBER_ERR_INVALID_ARGUMENT, "EMBER_ERR_INVALID_ARGUMENT"},
       {EMBER_ERR_TOKEN_OUT_OF_RANGE, "EMBER_ERR_TOKEN_OUT_OF_RANGE"},
       {EMBER_ERR_UNSUPPORTED, "EMBER_ERR_UNSUPPORTED"},
+      {EMBER_ERR_BUFFER_TOO_SMALL, "EMBER_ERR_BUFFER_TOO_SMALL"},
       {EMBER_ERR_NO_MEMORY, "EMBER_ERR_NO_MEMORY"},
       {EMBER_ERR_CONTEXT_FULL, "EMBER_ERR_CONTEXT_FULL"},
       {EMBER_ERR_IO, "EMBER_ERR_IO"},
@@ -126,7 +129,75 @@ TEST_CASE("status strings and version") {
   CHECK(!version.empty());
   int major = -1, minor = -1, patch = -1;
   CHECK(std::sscanf(v, "%d.%d.%d", &major, &minor, &patch) == 3);
+  CHECK(major == EMBER_VERSION_MAJOR);
+  CHECK(minor == EMBER_VERSION_MINOR);
+  CHECK(patch == EMBER_VERSION_PATCH);
   CHECK(ember_last_error() != nullptr);
+}
+
+TEST_CASE("a successful call clears the last error a failed one left") {
+  Fixture f;
+  ember_session* s = f.session(16);
+  int32_t tokens[8] = {1, 2};
+  char text[64];
+  size_t n = 0;
+  ember_model_info info;
+  ember_memory_plan plan;
+  ember_generate_stats stats;
+  int32_t tok = 0;
+  float logits_dummy = 0;
+  // Each pair: a call that fails, then one that succeeds; afterwards the last
+  // error must be "" (not the earlier failure's message).
+  const auto fail_then = [&](const char* what, const std::function<ember_status()>& bad,
+                             const std::function<ember_status()>& good) {
+    INFO(what);
+    CHECK(bad() != EMBER_OK);
+    CHECK(ember_last_error()[0] != '\0');
+    const ember_status st = good();
+    INFO(ember_last_error());
+    CHECK(st == EMBER_OK);
+    CHECK(std::string(ember_last_error()).empty());
+  };
+  ember_sampler* sampler = nullptr;
+  fail_then("model_get_info", [&] { return ember_model_get_info(nullptr, &info); },
+            [&] { info.struct_size = sizeof info; return ember_model_get_info(f.model, &info); });
+  fail_then("tokenize", [&] { return ember_tokenize(f.model, "Hello", 5, 1, tokens, 1, &n); },
+            [&] { return ember_tokenize(f.model, "Hello", 5, 1, tokens, 8, &n); });
+  fail_then("detokenize", [&] { return ember_detokenize(f.model, tokens, n, text, 0, &n); },
+            [&] { return ember_detokenize(f.model, tokens, 2, text, sizeof text, &n); });
+  fail_then("token_to_piece", [&] { return ember_token_to_piece(f.model, -1, -5, text, sizeof text, &n); },
+            [&] { return ember_token_to_piece(f.model, -1, tokens[1], text, sizeof text, &n); });
+  fail_then("plan", [&] { plan.struct_size = 1; return ember_plan(f.model, nullptr, &plan); },
+            [&] { plan.struct_size = sizeof plan; return ember_plan(f.model, nullptr, &plan); });
+  fail_then("prefill", [&] { return ember_session_prefill(s, tokens, 0, nullptr); },
+            [&] { return ember_session_prefill(s, tokens, 1, nullptr); });
+  fail_then("decode", [&] { return ember_session_decode(s, -3, nullptr); },
+            [&] { return ember_session_decode(s, tokens[1], nullptr); });
+  fail_then("remove", [&] { return ember_session_remove(s, 5, 1); }, [&] { return ember_session_remove(s, 1, 2); });
+  fail_then("reset", [&] { return ember_session_reset(nullptr); }, [&] { return ember_session_reset(s); });
+  fail_then("generate", [&] { return ember_generate(s, nullptr, nullptr, nullptr, nullptr); },
+            [&] {
+              ember_generate_options o;
+              ember_generate_options_default(&o);
+              o.max_new_tokens = 2;
+              return ember_generate(s, "hi", &o, nullptr, nullptr);
+            });
+  fail_then("generate_last_stats", [&] { return ember_generate_last_stats(nullptr, &stats); },
+            [&] { stats.struct_size = sizeof stats; return ember_generate_last_stats(s, &stats); });
+  fail_then("sampler_create", [&] { return ember_sampler_create(nullptr, nullptr, &sampler); },
+            [&] { return ember_sampler_create(f.model, nullptr, &sampler); });
+  fail_then("sampler_sample", [&] { return ember_sampler_sample(sampler, nullptr, nullptr, 0, &tok); },
+            [&] { return ember_sampler_sample(sampler, &logits_dummy, nullptr, 0, &tok); });
+  ember_sampler_free(sampler);
+  ember_session_free(s);
+  ember_session* s2 = nullptr;
+  fail_then("session_create", [&] { return ember_session_create(nullptr, nullptr, &s2); },
+            [&] { return ember_session_create(f.model, nullptr, &s2); });
+  ember_session_free(s2);
+  ember_model* m = nullptr;
+  fail_then("model_open", [&] { return ember_model_open("/nonexistent/x.ember", nullptr, &m); },
+            [&] { return ember_model_open(tiny_model_path().c_str(), nullptr, &m); });
+  ember_model_free(m);
 }
 
 TEST_CASE("NULL handles and out-pointers are EMBER_ERR_INVALID_ARGUMENT") {
@@ -266,6 +337,51 @@ TEST_CASE("wrong struct_size is rejected") {
   CHECK(old.vocab_size == f.info.vocab_size);
   CHECK(old.dim == f.info.dim);
   for (size_t i = offsetof(ember_model_info, hidden_dim); i < sizeof buf; ++i) CHECK(buf[i] == 0xEE);
+}
+
+TEST_CASE("options structs from before the newest fields keep those fields' defaults") {
+  Fixture f;
+  // The fields after the cut hold garbage the library must not read.
+  ember_model_options mo;
+  ember_model_options_default(&mo);
+  mo.struct_size = offsetof(ember_model_options, guard_mapping);
+  mo.guard_mapping = 0x5A5A5A5A;
+  ember_model* m = nullptr;
+  REQUIRE(ember_model_open(tiny_model_path().c_str(), &mo, &m) == EMBER_OK);
+  ember_model_free(m);
+
+  ember_session_options so;
+  ember_session_options_default(&so);
+  so.context_length = 16;
+  so.struct_size = offsetof(ember_session_options, vulkan_pipeline_cache_dir);
+  so.vulkan_pipeline_cache_dir = reinterpret_cast<const char*>(0x1);  // would crash if read
+  ember_session* s = nullptr;
+  REQUIRE(ember_session_create(f.model, &so, &s) == EMBER_OK);
+
+  std::vector<float> sink(static_cast<size_t>(f.info.vocab_size), -1.0f);
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  g.max_new_tokens = 2;
+  g.struct_size = offsetof(ember_generate_options, prompt_logits);
+  g.prompt_logits = sink.data();
+  REQUIRE(ember_generate(s, "hi", &g, nullptr, nullptr) == EMBER_OK);
+  CHECK(std::count(sink.begin(), sink.end(), -1.0f) == static_cast<std::ptrdiff_t>(sink.size()));  // untouched
+  // The newest struct size does write them.
+  ember_session_reset(s);
+  g.struct_size = sizeof g;
+  REQUIRE(ember_generate(s, "hi", &g, nullptr, nullptr) == EMBER_OK);
+  CHECK(std::count(sink.begin(), sink.end(), -1.0f) < static_cast<std::ptrdiff_t>(sink.size()));
+
+  // An older ember_generate_stats gets its own fields only.
+  unsigned char buf[sizeof(ember_generate_stats)];
+  std::memset(buf, 0xEE, sizeof buf);
+  ember_generate_stats* st = reinterpret_cast<ember_generate_stats*>(buf);
+  st->struct_size = offsetof(ember_generate_stats, prefill_ms);
+  REQUIRE(ember_generate_last_stats(s, st) == EMBER_OK);
+  CHECK(st->generated_tokens == 2);
+  CHECK(st->prompt_tokens > 0);
+  for (size_t i = offsetof(ember_generate_stats, prefill_ms); i < sizeof buf; ++i) CHECK(buf[i] == 0xEE);
+  ember_session_free(s);
 }
 
 TEST_CASE("token ids out of range leave the session unchanged") {
@@ -422,28 +538,33 @@ TEST_CASE("buffers too small report the size needed") {
   const char* text = "Hello, world";
   size_t needed = 0;
   // capacity 0 (NULL buffer) asks for the size
-  EXPECT_INVALID(ember_tokenize(f.model, text, std::strlen(text), 1, nullptr, 0, &needed));
+  EXPECT_STATUS(ember_tokenize(f.model, text, std::strlen(text), 1, nullptr, 0, &needed), EMBER_ERR_BUFFER_TOO_SMALL);
   REQUIRE(needed > 2);
   std::vector<int32_t> ids(needed);
   size_t n = 0;
-  EXPECT_INVALID(ember_tokenize(f.model, text, std::strlen(text), 1, ids.data(), needed - 1, &n));
+  std::fill(ids.begin(), ids.end(), -7);
+  EXPECT_STATUS(ember_tokenize(f.model, text, std::strlen(text), 1, ids.data(), needed - 1, &n),
+                EMBER_ERR_BUFFER_TOO_SMALL);
   CHECK(n == needed);
+  CHECK(std::string(ember_last_error()).find("capacity") != std::string::npos);
+  CHECK(std::count(ids.begin(), ids.end(), -7) == static_cast<std::ptrdiff_t>(needed));  // nothing written
   REQUIRE(ember_tokenize(f.model, text, std::strlen(text), 1, ids.data(), needed, &n) == EMBER_OK);
   CHECK(n == needed);
   CHECK(ids[0] == f.info.bos_id);
 
   size_t len = 0;
-  EXPECT_INVALID(ember_detokenize(f.model, ids.data(), ids.size(), nullptr, 0, &len));
+  EXPECT_STATUS(ember_detokenize(f.model, ids.data(), ids.size(), nullptr, 0, &len), EMBER_ERR_BUFFER_TOO_SMALL);
   CHECK(len == std::strlen(text));
   std::string out(len, '\0');
-  EXPECT_INVALID(ember_detokenize(f.model, ids.data(), ids.size(), out.data(), len - 1, &n));
+  EXPECT_STATUS(ember_detokenize(f.model, ids.data(), ids.size(), out.data(), len - 1, &n), EMBER_ERR_BUFFER_TOO_SMALL);
   CHECK(n == len);
+  CHECK(out == std::string(len, '\0'));  // nothing written
   REQUIRE(ember_detokenize(f.model, ids.data(), ids.size(), out.data(), len, &n) == EMBER_OK);
   CHECK(out == text);
 
   // a piece: ids are BOS, "▁", "H", ...; "H" prints as one byte
   REQUIRE(ids.size() > 2);
-  EXPECT_INVALID(ember_token_to_piece(f.model, ids[1], ids[2], nullptr, 0, &len));
+  EXPECT_STATUS(ember_token_to_piece(f.model, ids[1], ids[2], nullptr, 0, &len), EMBER_ERR_BUFFER_TOO_SMALL);
   CHECK(len == 1);
   char piece = 0;
   CHECK(ember_token_to_piece(f.model, ids[1], ids[2], &piece, 1, &len) == EMBER_OK);

@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
     CHECK(v != NULL && v[0] != '\0');
     int major = -1, minor = -1, patch = -1;
     CHECK(v != NULL && sscanf(v, "%d.%d.%d", &major, &minor, &patch) == 3);
+    /* the header's macros name the library's version */
+    CHECK(major == EMBER_VERSION_MAJOR && minor == EMBER_VERSION_MINOR && patch == EMBER_VERSION_PATCH);
+    CHECK(strcmp(ember_status_string(EMBER_ERR_BUFFER_TOO_SMALL), "EMBER_ERR_BUFFER_TOO_SMALL") == 0);
     CHECK(strcmp(ember_status_string(EMBER_OK), "EMBER_OK") == 0);
     CHECK(strcmp(ember_status_string(EMBER_ERR_FORMAT), "EMBER_ERR_FORMAT") == 0);
     CHECK(strcmp(ember_status_string(EMBER_ERR_CONTEXT_FULL), "EMBER_ERR_CONTEXT_FULL") == 0);
@@ -129,7 +132,9 @@ int main(int argc, char** argv) {
     memset(&mopt, 0x7F, sizeof mopt);
     ember_model_options_default(&mopt);
     CHECK(mopt.struct_size == sizeof mopt);
-    CHECK(mopt.verify_digest == 0);
+    CHECK(mopt.integrity_policy == EMBER_INTEGRITY_NONE);
+    CHECK(mopt.public_key_pem == NULL);
+    CHECK(mopt.guard_mapping == 1);
     memset(&sopt, 0x7F, sizeof sopt);
     ember_session_options_default(&sopt);
     CHECK(sopt.struct_size == sizeof sopt);
@@ -142,6 +147,7 @@ int main(int argc, char** argv) {
     CHECK(sopt.arena == NULL);
     CHECK(sopt.arena_size == 0);
     CHECK(sopt.max_bytes == 0);
+    CHECK(sopt.vulkan_pipeline_cache_dir == NULL);
     memset(&gopt, 0x7F, sizeof gopt);
     ember_generate_options_default(&gopt);
     CHECK(gopt.struct_size == sizeof gopt);
@@ -155,6 +161,7 @@ int main(int argc, char** argv) {
     CHECK(gopt.seed == 0);
     CHECK(gopt.add_bos == 1);
     CHECK(gopt.context_shift == 0);
+    CHECK(gopt.prompt_logits == NULL);
   }
   /* misuse without a model */
   CHECK_STATUS(ember_model_open(NULL, NULL, &model), EMBER_ERR_INVALID_ARGUMENT);
@@ -167,7 +174,7 @@ int main(int argc, char** argv) {
   ember_sampler_free(NULL);
 
   /* ---- open the model ---- */
-  mopt.verify_digest = 1;
+  mopt.integrity_policy = EMBER_INTEGRITY_DIGEST;
   {
     ember_status st = ember_model_open(path, &mopt, &model);
     if (st != EMBER_OK) {
@@ -193,7 +200,7 @@ int main(int argc, char** argv) {
   CHECK(ember_session_position(session) == 0);
 
   /* ---- tokenize: ask for the size, then fill ---- */
-  CHECK_STATUS(ember_tokenize(model, text, strlen(text), 1, NULL, 0, &n_prompt), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(ember_tokenize(model, text, strlen(text), 1, NULL, 0, &n_prompt), EMBER_ERR_BUFFER_TOO_SMALL);
   REQUIRE(n_prompt >= 2 && n_prompt <= MAX_TOKENS - STOP_AFTER);
   prompt = (int32_t*)malloc(n_prompt * sizeof *prompt);
   REQUIRE(prompt != NULL);
@@ -205,6 +212,13 @@ int main(int argc, char** argv) {
     size_t len = 0;
     CHECK_OK(ember_detokenize(model, prompt, n_prompt, back, sizeof back, &len));
     CHECK(len == strlen(text) && memcmp(back, text, len) == 0);
+    /* one byte short: the length needed, nothing written */
+    memset(back, '#', sizeof back);
+    CHECK_STATUS(ember_detokenize(model, prompt, n_prompt, back, strlen(text) - 1, &len), EMBER_ERR_BUFFER_TOO_SMALL);
+    CHECK(len == strlen(text) && back[0] == '#');
+    /* a successful call clears the last error */
+    CHECK_OK(ember_detokenize(model, prompt, n_prompt, back, sizeof back, &len));
+    CHECK(ember_last_error()[0] == '\0');
   }
 
   /* ---- prefill, then greedy decode with a sampler ---- */
@@ -297,6 +311,15 @@ int main(int argc, char** argv) {
     CHECK(same);
     CHECK(c.text_len == story_len && memcmp(c.text, story, story_len) == 0);
     printf("c_api: ember_generate stopped after %d tokens: \"%.*s\"\n", c.calls, (int)c.text_len, c.text);
+    ember_generate_stats stats;
+    memset(&stats, 0, sizeof stats);
+    stats.struct_size = sizeof stats;
+    CHECK_OK(ember_generate_last_stats(session, &stats));
+    CHECK(stats.stop_reason == EMBER_STOP_CALLBACK);
+    CHECK(stats.prompt_tokens == (int32_t)n_prompt);
+    CHECK(stats.generated_tokens == STOP_AFTER);
+    CHECK(stats.position == ember_session_position(session));
+    CHECK(stats.prefill_ms >= 0 && stats.decode_ms >= 0);
   }
   /* the session continues where generation left off */
   {

@@ -133,6 +133,60 @@ TEST_CASE("the same seed gives the same text across runs and thread counts") {
   CHECK(other.out != one.out);
 }
 
+TEST_CASE("run: the timing line on stderr starts on its own line after the text") {
+  const std::string model = ember::test::stories_model("llama2c");
+  if (model.empty()) return;
+  // stdout and stderr into one pipe: stdout is fully buffered there, so the
+  // text's final newline must be flushed before the timings are written.
+  Run r;
+  {
+    FILE* p = popen((std::string(EMBER_CLI_PATH) + " run -m " + model + " -p 'Lily had a' -n 12 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  REQUIRE(r.code == 0);
+  const size_t at = r.out.find("load ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(at > 0);
+  CHECK(r.out[at - 1] == '\n');
+  CHECK(r.out.find("tokens generated") > at);
+  CHECK(r.out.back() == '\n');
+  // Without 2>&1, stdout is the prompt and the text, then one newline.
+  const Run plain = run("run -m " + model + " -p 'Lily had a' -n 12");
+  REQUIRE(plain.code == 0);
+  CHECK(plain.out.rfind("Lily had a", 0) == 0);
+  CHECK(plain.out.back() == '\n');
+  CHECK(plain.out.find("load ") == std::string::npos);
+  CHECK(plain.err.find("12 tokens generated") != std::string::npos);
+}
+
+TEST_CASE("run: --verify-digest and --dump-logits go through ember_generate") {
+  const std::string model = ember::test::stories_model("llama2c");
+  if (model.empty()) return;
+  const std::string dir = ember::test::temp_dir("cli-run");
+  const Run r = run("run -m " + model + " -p 'Lily had a' -n 4 --verify-digest --dump-logits " + dir + "/logits.txt");
+  REQUIRE(r.code == 0);
+  const Run plain = run("run -m " + model + " -p 'Lily had a' -n 4");
+  CHECK(r.out == plain.out);
+  std::istringstream in(ember::test::read_text_file(dir + "/logits.txt"));
+  int lines = 0;
+  std::string line;
+  while (std::getline(in, line)) ++lines;
+  CHECK(lines == 512);  // stories260K's vocabulary
+  // A context too small for the text: stopping is not an error, and says so.
+  const Run full = run("run -m " + model + " -p 'Lily had a' -n 40 --ctx 8");
+  CHECK(full.code == 0);
+  CHECK(full.err.find("[context full at 8 positions") != std::string::npos);
+  const Run shifted = run("run -m " + model + " -p 'Lily had a' -n 40 --ctx 8 --context-shift");
+  CHECK(shifted.code == 0);
+  CHECK(shifted.err.find("context full") == std::string::npos);
+  CHECK(shifted.out.size() > full.out.size());
+}
+
 TEST_CASE("demo generates with a synthetic model when there is no test data, and says so") {
   const std::string dir = ember::test::temp_dir("cli-demo");
   const Run r = run("demo --out " + dir + " -n 8");

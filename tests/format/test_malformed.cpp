@@ -120,7 +120,7 @@ Outcome open_public(const std::vector<uint8_t>& b, const std::string& name, bool
   }
   ember_model_options opt;
   ember_model_options_default(&opt);
-  opt.verify_digest = verify_digest ? 1 : 0;
+  opt.integrity_policy = verify_digest ? EMBER_INTEGRITY_DIGEST : EMBER_INTEGRITY_NONE;
   ember_model* model = nullptr;
   Outcome o;
   o.code = ember_model_open(path.c_str(), &opt, &model);

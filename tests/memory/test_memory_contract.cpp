@@ -94,7 +94,8 @@ TEST_CASE("the session runs inside a caller arena of exactly arena_bytes, and no
       o.arena = base;
       o.arena_size = p.arena_bytes - 1;
       ember_session* s = nullptr;
-      CHECK(ember_session_create(model.m, &o, &s) == EMBER_ERR_NO_MEMORY);
+      CHECK(ember_session_create(model.m, &o, &s) == EMBER_ERR_BUFFER_TOO_SMALL);
+      CHECK(std::string(ember_last_error()).find("arena_size") != std::string::npos);
       CHECK(s == nullptr);
       o.arena_size = p.arena_bytes;
       REQUIRE(ember_session_create(model.m, &o, &s) == EMBER_OK);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -233,6 +234,18 @@ TEST_CASE("policy through ember_model_open: each refusal has its own status and 
     CHECK(accepted == 0);
     CHECK(signature > 0);
   }
+  // The signature policy includes the digest: a file signed as it is, but whose
+  // data does not match its metadata's SHA-256, passes the signature and then
+  // fails the digest.
+  {
+    ModelContents c;
+    REQUIRE(verify_model(f.plain.data(), f.plain.size(), &c).is_ok());
+    auto inconsistent = f.plain;
+    inconsistent[inconsistent.size() - 5] ^= 0x10;  // a data byte, before signing
+    const auto b = signed_copy(inconsistent, f.key1.private_pem);
+    EXPECT_STATUS(open_with(b, "signed_bad_digest", EMBER_INTEGRITY_SIGNATURE, pub1), EMBER_ERR_INTEGRITY, "SHA-256");
+    CHECK(open_with(b, "signed_bad_digest_none", EMBER_INTEGRITY_NONE, "").code == EMBER_OK);
+  }
   // Option errors.
   EXPECT_STATUS(open_with(good, "policy7", 7, ""), EMBER_ERR_INVALID_ARGUMENT, "integrity_policy = 7");
   EXPECT_STATUS(open_with(good, "nokey", EMBER_INTEGRITY_SIGNATURE, ""), EMBER_ERR_INVALID_ARGUMENT,
@@ -370,6 +383,58 @@ TEST_CASE("the mapped file: changed in place or truncated after open") {
   CHECK(report.find("create=EMBER_ERR_INTEGRITY;") != std::string::npos);
   CHECK(report.find("prefill=EMBER_ERR_IO;") != std::string::npos);
   MESSAGE("truncated while mapped: " << report);
+}
+
+TEST_CASE("guard_mapping = 0: the model opens and runs, and the mapping is left to the default SIGBUS") {
+  const Fixture& f = fx();
+  REQUIRE(!f.plain.empty());
+  const std::string path = f.dir + "/unguarded.ember";
+  write_bytes(path, f.plain);
+  {  // through the C API: opens and runs like a guarded one
+    ember_model_options o;
+    ember_model_options_default(&o);
+    CHECK(o.guard_mapping == 1);
+    o.guard_mapping = 0;
+    ember_model* m = nullptr;
+    REQUIRE_MESSAGE(ember_model_open(path.c_str(), &o, &m) == EMBER_OK, ember_last_error());
+    ember_session_options so;
+    ember_session_options_default(&so);
+    so.context_length = 16;
+    so.n_threads = 1;
+    ember_session* s = nullptr;
+    REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
+    const int32_t tokens[2] = {1, 300};
+    CHECK(ember_session_prefill(s, tokens, 2, nullptr) == EMBER_OK);
+    ember_session_free(s);
+    ember_model_free(m);
+  }
+  // Truncated under an unguarded mapping, in a child: the read past the end
+  // is not absorbed, so SIGBUS takes its default action (the guard's
+  // handler, if another model installed it, passes an unregistered range on).
+  ModelContents c;
+  REQUIRE(verify_model(f.plain.data(), f.plain.size(), &c).is_ok());
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    Model::Options mo;
+    mo.guard_mapping = false;
+    auto model = Model::open(path, mo);
+    if (!model.is_ok()) _exit(10);
+    SessionOptions so;
+    so.n_threads = 1;
+    so.context_length = 16;
+    auto running = Session::create(*model.value(), so);
+    if (!running.is_ok()) _exit(12);
+    if (truncate(path.c_str(), static_cast<off_t>(c.data_offset)) != 0) _exit(11);
+    const int32_t tokens[2] = {1, 300};
+    std::vector<float> logits(354);
+    (void)running.value()->prefill(tokens, 2, logits.data());
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  if (WIFSIGNALED(status)) CHECK(WTERMSIG(status) == SIGBUS);
 }
 
 }  // TEST_SUITE

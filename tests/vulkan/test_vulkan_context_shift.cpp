@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,51 @@ struct Model {
 }  // namespace
 
 TEST_SUITE("vulkan") {
+
+TEST_CASE("vulkan: ember_session_options.vulkan_pipeline_cache_dir puts the cache in the given folder, \"\" turns it off") {
+  Model model;
+  if (!model.open()) return;
+  if (!ember::test::open_vulkan()) return;  // sets VK_ICD_FILENAMES for lavapipe
+  AllowCpuDevice allow;  // also points XDG_CACHE_HOME at a scratch folder
+  const std::string dir = ember::test::temp_dir("vulkan-cache-option");
+  const std::string xdg = std::getenv("XDG_CACHE_HOME");
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(xdg);
+  std::filesystem::create_directories(dir);
+  const auto bins = [](const std::string& d) {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(d, ec)) n += e.path().extension() == ".bin";
+    return n;
+  };
+  const auto run_session = [&](const char* cache_dir) {
+    ember_session_options o;
+    ember_session_options_default(&o);
+    o.context_length = 16;
+    o.backend = EMBER_BACKEND_VULKAN;
+    o.vulkan_pipeline_cache_dir = cache_dir;
+    ember_session* s = nullptr;
+    REQUIRE_MESSAGE(ember_session_create(model.m, &o, &s) == EMBER_OK, ember_last_error());
+    const std::vector<int32_t> ids = model.tokenize("Once");
+    CHECK(ember_session_prefill(s, ids.data(), ids.size(), nullptr) == EMBER_OK);
+    const std::string backend = ember_session_backend(s);
+    ember_session_free(s);
+    return backend;
+  };
+  // "": no file anywhere.
+  CHECK(run_session("").find("pipeline cache off") != std::string::npos);
+  CHECK(bins(dir) == 0);
+  CHECK(bins(xdg) == 0);
+  // A folder: the cache file lands there, not in the default folder.
+  run_session(dir.c_str());
+  CHECK(bins(dir) == 1);
+  CHECK(bins(xdg) == 0);
+  // The next session on the same folder loads it.
+  CHECK(run_session(dir.c_str()).find("pipeline cache loaded") != std::string::npos);
+  // NULL: the default folder ($XDG_CACHE_HOME/ember).
+  run_session(nullptr);
+  CHECK(bins(xdg) == 1);
+}
 
 TEST_CASE("vulkan: stories260K context shift agrees with the CPU, f32, f16 and q8_0 kv") {
   Model model;

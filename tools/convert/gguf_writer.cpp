@@ -33,7 +33,6 @@ class Out {
   }
   // Key-value pairs.
   void kv_u32(const char* k, uint32_t v) { key(k, kU32); u32(v); }
-  void kv_i32(const char* k, int32_t v) { key(k, kI32); i32(v); }
   void kv_f32(const char* k, float v) { key(k, kF32); f32(v); }
   void kv_bool(const char* k, bool v) { key(k, kBool); const uint8_t b = v; raw(&b, 1); }
   void kv_str(const char* k, const std::string& v) { key(k, kString); str(v); }

@@ -46,8 +46,9 @@ const char* kRunHelp =
     "  --context-shift    when the context is full, drop the older half and go on\n"
     "  --backend B        cpu|vulkan|auto (default cpu)\n"
     "  --dump-logits FILE write the logits after the last prompt token, one per line\n"
-    "  --verify-digest    check the data segment's SHA-256 before running\n"
-    "  --require-signature P.pem  refuse the model unless it is signed by this public key (ember sign)\n";
+    "  --verify-digest    check the data segment's SHA-256 before running (integrity policy DIGEST)\n"
+    "  --require-signature P.pem  refuse the model unless it is signed by this public key (ember sign);\n"
+    "                     the signature policy includes the digest check\n";
 
 }  // namespace
 
@@ -90,7 +91,8 @@ int cmd_run(int argc, char** argv) {
   const double t0 = now_ms();
   ember_model_options mo;
   ember_model_options_default(&mo);
-  mo.verify_digest = args.has("--verify-digest");
+  // The policy alone says what is checked; the signature includes the digest.
+  if (args.has("--verify-digest")) mo.integrity_policy = EMBER_INTEGRITY_DIGEST;
   std::string public_key;  // must outlive ember_model_open
   if (args.has("--require-signature")) {
     FILE* kf = std::fopen(args.get("--require-signature").c_str(), "rb");
@@ -113,82 +115,72 @@ int cmd_run(int argc, char** argv) {
     return report_last(st);
   }
   std::fprintf(stderr, "backend: %s\n", ember_session_backend(session));
-  ember_sampler* sampler = nullptr;
-  st = ember_sampler_create(model, &g, &sampler);
   const double t_loaded = now_ms();
 
   ember_model_info info;
   info.struct_size = sizeof info;
   ember_model_get_info(model, &info);
+  // The prompt, printed as its pieces (the reference's way); ember_generate
+  // tokenizes it the same way.
   std::vector<int32_t> ids(prompt.size() + 2);
   size_t n_ids = 0;
-  if (st == EMBER_OK) st = ember_tokenize(model, prompt.data(), prompt.size(), 1, ids.data(), ids.size(), &n_ids);
-  ids.resize(n_ids);
-  std::vector<float> logits(info.vocab_size);
-  int code = 0;
-  double t_first = 0, t_prefilled = 0, t_end = 0;
-  int generated = 0;
+  st = ember_tokenize(model, prompt.data(), prompt.size(), 1, ids.data(), ids.size(), &n_ids);
   if (st == EMBER_OK) {
-    // The prompt, printed as its pieces (the reference's way).
+    ids.resize(n_ids);
     char buf[256];
     size_t len = 0;
     for (size_t i = 1; i < ids.size(); ++i) {
       if (ember_token_to_piece(model, ids[i - 1], ids[i], buf, sizeof buf, &len) == EMBER_OK) print_piece(buf, len);
     }
-    st = ember_session_prefill(session, ids.data(), ids.size(), logits.data());
-    t_prefilled = now_ms();
-    if (st == EMBER_OK && args.has("--dump-logits")) {
-      FILE* f = std::fopen(args.get("--dump-logits").c_str(), "w");
-      if (!f) {
-        code = report(EMBER_ERR_IO, "cannot write --dump-logits file '" + args.get("--dump-logits") + "'");
-      } else {
-        for (float v : logits) std::fprintf(f, "%.9g\n", v);
-        std::fclose(f);
-      }
-    }
-    std::vector<int32_t> history = ids;
-    history.reserve(ids.size() + n_new);
-    int32_t prev = ids.empty() ? -1 : ids.back();
-    for (int64_t i = 0; st == EMBER_OK && code == 0 && i < n_new; ++i) {
-      int32_t next = 0;
-      st = ember_sampler_sample(sampler, logits.data(), history.data(), history.size(), &next);
-      if (st != EMBER_OK) break;
-      if (i == 0) t_first = now_ms();
-      if (next == info.eos_id || next == info.bos_id) break;  // end of sequence
-      if (ember_token_to_piece(model, prev, next, buf, sizeof buf, &len) == EMBER_OK) print_piece(buf, len);
-      ++generated;
-      prev = next;
-      history.push_back(next);
-      if (i + 1 == n_new) break;  // the last token needs no forward pass
-      ember_status ds = ember_session_prefill(session, &next, 1, logits.data());
-      if (ds == EMBER_ERR_CONTEXT_FULL && context_shift) {
-        // Keep BOS and the newer half of the context, then go on.
-        const int32_t pos = ember_session_position(session);
-        const int32_t keep_from = 1 + (pos - 1) / 2;
-        ds = ember_session_remove(session, 1, keep_from);
-        if (ds == EMBER_OK) ds = ember_session_prefill(session, &next, 1, logits.data());
-      }
-      if (ds == EMBER_ERR_CONTEXT_FULL) {
-        std::fprintf(stderr, "\n[context full at %d positions: stopping; --context-shift goes on]\n",
-                     ember_session_position(session));
-        break;
-      }
-      st = ds;
-    }
-    t_end = now_ms();
+  }
+  std::vector<float> prompt_logits;
+  if (args.has("--dump-logits")) {
+    prompt_logits.resize(info.vocab_size);
+    g.prompt_logits = prompt_logits.data();
+  }
+  g.max_new_tokens = static_cast<int32_t>(n_new > INT32_MAX ? INT32_MAX : n_new);
+  g.context_shift = context_shift ? 1 : 0;
+  const bool tokenized = st == EMBER_OK;
+  if (st == EMBER_OK) {
+    auto on_token = [](void*, int32_t, const char* piece, size_t len) {
+      print_piece(piece, len);
+      return 0;
+    };
+    st = ember_generate(session, prompt.c_str(), &g, on_token, nullptr);
+  }
+  ember_generate_stats stats;
+  stats.struct_size = sizeof stats;
+  ember_generate_last_stats(session, &stats);
+  int code = 0;
+  if (tokenized) {
+    // llama2.c ends its output with a newline, whatever the text ended with;
+    // flushed now, so that what follows on stderr starts on its own line.
     std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (st == EMBER_OK && args.has("--dump-logits")) {
+    FILE* f = std::fopen(args.get("--dump-logits").c_str(), "w");
+    if (!f) {
+      code = report(EMBER_ERR_IO, "cannot write --dump-logits file '" + args.get("--dump-logits") + "'");
+    } else {
+      for (float v : prompt_logits) std::fprintf(f, "%.9g\n", v);
+      std::fclose(f);
+    }
+  }
+  if (st == EMBER_OK && stats.stop_reason == EMBER_STOP_CONTEXT_FULL) {
+    std::fprintf(stderr, "[context full at %d positions: stopping; --context-shift goes on]\n", stats.position);
   }
   if (st != EMBER_OK && code == 0) code = report_last(st);
   if (code == 0) {
-    const double prefill_ms = t_prefilled - t_loaded;
-    const double decode_ms = t_end - t_first;
+    const int generated = stats.generated_tokens;
+    const double decode_ms = stats.decode_ms;
     std::fprintf(stderr,
-                 "load %.1f ms | prompt %zu tokens, prefill %.1f ms (%.1f tok/s) | time to first token %.1f ms | "
+                 "load %.1f ms | prompt %d tokens, prefill %.1f ms (%.1f tok/s) | time to first token %.1f ms | "
                  "%d tokens generated, decode %.1f tok/s\n",
-                 t_loaded - t0, ids.size(), prefill_ms, prefill_ms > 0 ? ids.size() * 1000.0 / prefill_ms : 0.0,
-                 t_first - t_loaded, generated, decode_ms > 0 && generated > 1 ? (generated - 1) * 1000.0 / decode_ms : 0.0);
+                 t_loaded - t0, stats.prompt_tokens, stats.prefill_ms,
+                 stats.prefill_ms > 0 ? stats.prompt_tokens * 1000.0 / stats.prefill_ms : 0.0, stats.first_token_ms,
+                 generated, decode_ms > 0 && generated > 1 ? (generated - 1) * 1000.0 / decode_ms : 0.0);
   }
-  ember_sampler_free(sampler);
   ember_session_free(session);
   ember_model_free(model);
   return code;
