@@ -26,13 +26,12 @@ struct BackendOptions {
   std::string vulkan_pipeline_cache_dir;
 };
 
+// The executor: one per session, made by an entry's create(). Planning
+// never needs one (see BackendEntry).
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
-  // Working memory the backend needs beyond KV cache and activations
-  // (per-thread rows, tables). Counted by the plan as scratch_bytes.
-  virtual uint64_t scratch_bytes(const Graph& graph) const = 0;
   // Binds the graph to the session's arena laid out by `layout` (the memory
   // plan's offsets). Called once; the backend keeps pointers into the arena
   // (lifetime: the session).
@@ -43,20 +42,89 @@ class Backend {
   // down by end - start and their keys are re-rotated for their new
   // positions (context shifting).
   virtual Status remove_positions(int32_t start, int32_t end, int32_t n_pos) = 0;
-
-  // Optional capabilities, with defaults.
-  // Host bytes of weight copies the backend makes at prepare (repacked or
-  // converted weights), counted by the plan as weights_resident_bytes.
-  virtual uint64_t resident_weight_bytes(const Graph& graph) const { return 0; }
-  // Device memory the backend allocates (GPU backends), reported by the plan.
-  virtual uint64_t device_bytes(const Graph& graph) const { return 0; }
   // One line on what runs where: "cpu (avx512vnni, 2 threads)".
   virtual std::string describe() const { return name(); }
 };
 
+// What runs a session. The request "choose for me" is not a kind: it is
+// SessionOptions::backend left empty (docs/decisions.md "Backends").
 enum class BackendKind : uint8_t { Cpu = 0, Vulkan = 1 };
 
-// The explicit registry (STYLE.md: no self-registration in a static library).
+enum class DeviceType : uint8_t { Cpu, IntegratedGpu, DiscreteGpu, Virtual, Other };
+
+// "cpu", "integrated gpu", "discrete gpu", "virtual", "other".
+const char* device_type_name(DeviceType type);
+
+// What an entry's probe found, without opening a device.
+struct DeviceInfo {
+  bool available = false;
+  DeviceType type = DeviceType::Other;
+  std::string name;           // "AMD EPYC 9V84", "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
+  uint64_t memory_bytes = 0;  // host RAM for the cpu; the largest device-local heap for a GPU
+  std::string reason;         // why not, when !available
+};
+
+// One backend kind: what it is, what it runs and what it needs, each
+// answered without opening a device, and how to make its executor. The
+// entries live in one explicit table (backend_registry.cpp; STYLE.md: no
+// self-registration). The planning queries are pure functions of the graph
+// and the options; they are what Session::plan / ember_plan report.
+struct BackendEntry {
+  const char* name;  // "cpu", "vulkan"
+  BackendKind kind;
+  // The device this backend would run on. May load a driver and enumerate
+  // devices (cached process-wide); never creates a logical device nor
+  // allocates device memory.
+  DeviceInfo (*probe)();
+  // OK when the backend runs every op, weight dtype and KV type of `graph`;
+  // else EMBER_ERR_UNSUPPORTED naming the first one it does not.
+  Status (*supports)(const Graph& graph);
+  // Working memory beyond KV cache and activations (per-thread rows,
+  // tables): the plan's scratch_bytes.
+  uint64_t (*scratch_bytes)(const Graph& graph, const BackendOptions& options);
+  // Host copies of weights made at prepare (repacked or converted): the
+  // plan's weights_resident_bytes.
+  uint64_t (*resident_weight_bytes)(const Graph& graph, const BackendOptions& options);
+  // Device memory prepare allocates (GPU backends; 0 on the CPU). A device
+  // backend keeps KV cache and activations there, not in the host arena.
+  uint64_t (*device_bytes)(const Graph& graph, const BackendOptions& options);
+  // The executor. May open a device: EMBER_ERR_UNSUPPORTED when none is
+  // usable (the message says why).
+  Result<std::unique_ptr<Backend>> (*create)(const BackendOptions& options);
+};
+
+// Every backend built into this library, the cpu first. Lifetime: the process.
+const std::vector<BackendEntry>& backend_entries();
+
+// The entry of `kind`, or null when it is not built into this library.
+const BackendEntry* find_backend(BackendKind kind);
+
+// The executor of `kind`: EMBER_ERR_UNSUPPORTED when not built or no device.
 Result<std::unique_ptr<Backend>> create_backend(BackendKind kind, const BackendOptions& options);
+
+// `auto`: what the chooser knows of one candidate (a pure function of these,
+// so it is tested with made-up probes).
+struct AutoCandidate {
+  BackendKind kind = BackendKind::Cpu;
+  const char* name = "";
+  DeviceInfo device;
+  Status supported;           // supports(graph)
+  uint64_t device_bytes = 0;  // device_bytes(graph, options)
+};
+
+struct AutoChoice {
+  BackendKind kind = BackendKind::Cpu;
+  std::string note;  // why the cpu, when it is the cpu: "auto: ...; using the cpu backend"
+};
+
+// Device memory left free beyond device_bytes for the driver, pipelines and
+// descriptor pools: an eighth of the need, at least 256 MiB.
+uint64_t auto_memory_margin(uint64_t device_bytes);
+
+// The first candidate on a discrete or integrated GPU (never a cpu or
+// virtual device such as lavapipe) that is available, supports the graph
+// and has device memory >= device_bytes + auto_memory_margin; else the cpu,
+// with the reason for each GPU candidate passed over.
+AutoChoice choose_auto(const std::vector<AutoCandidate>& candidates);
 
 }  // namespace ember

@@ -11,10 +11,10 @@ int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context, int32_t
   return static_cast<int64_t>(heads) * context + 2 * static_cast<int64_t>(hp.kv_dim()) + 32;
 }
 
-void cpu_rope(const HParams& hp, float* x, int64_t cols, int32_t n, const float* cos, const float* sin) {
-  const int64_t head_dim = hp.head_dim(), half = head_dim / 2;
-  const int64_t heads = cols / head_dim;
-  const bool adjacent = hp.rope_style == RopeStyle::Adjacent;
+void cpu_rope(const RopeParams& p, float* x, int64_t cols, int32_t n, const float* cos, const float* sin) {
+  const int64_t head_dim = p.head_dim, half = head_dim / 2;
+  const int64_t heads = p.n_heads;
+  const bool adjacent = p.style == RopeStyle::Adjacent;
   for (int32_t i = 0; i < n; ++i) {
     const float* cs = cos + i * half;
     const float* sn = sin + i * half;
@@ -33,20 +33,19 @@ void cpu_rope(const HParams& hp, float* x, int64_t cols, int32_t n, const float*
   }
 }
 
-void cpu_kv_store(const HParams& hp, const CpuKvLayer& kv, const float* k, const float* v, int32_t n, int32_t pos) {
-  const int64_t kv_dim = hp.kv_dim();
+void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const float* v, int32_t n, int32_t pos) {
   for (int32_t i = 0; i < n; ++i) {
     kv_store_row(kv.k_type, k + i * kv_dim, kv.k + (pos + i) * kv.k_row_bytes, kv_dim);
     kv_store_row(kv.v_type, v + i * kv_dim, kv.v + (pos + i) * kv.v_row_bytes, kv_dim);
   }
 }
 
-void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
+void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
                    int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
                    float* scratch, const AttentionKernels& kern) {
-  const int64_t head_dim = hp.head_dim(), kv_dim = hp.kv_dim(), q_dim = head_dim * hp.n_heads;
-  const int64_t group = hp.n_heads / hp.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t head_dim = p.head_dim, kv_dim = head_dim * p.n_kv_heads, q_dim = head_dim * p.n_heads;
+  const int64_t group = p.n_heads / p.n_kv_heads;
+  const float scale = p.scale;
   // scores[hh - head_begin][t]: this call's heads only.
   float* scores = scratch - static_cast<int64_t>(head_begin) * context;
   float* krow = scratch + static_cast<int64_t>(head_end - head_begin) * context;

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backends/cpu/kernels/kernels.h"
+#include "core/graph.h"
 #include "core/hparams.h"
 #include "core/kv_type.h"
 
@@ -26,15 +27,17 @@ struct CpuKvLayer {
 // floats (each thread of the pool has its own).
 int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context, int32_t heads);
 
-// Rotates n rows of `cols` floats (cols / head_dim heads) in place; cos/sin
-// hold head_dim / 2 angles per row.
-void cpu_rope(const HParams& hp, float* x, int64_t cols, int32_t n, const float* cos, const float* sin);
+// Rotates n rows of `cols` floats (p.n_heads heads of p.head_dim: graph.h
+// check_op_params holds cols to that) in place; cos/sin hold head_dim / 2
+// angles per row.
+void cpu_rope(const RopeParams& p, float* x, int64_t cols, int32_t n, const float* cos, const float* sin);
 
-// Stores n rows of keys and values at positions pos .. pos + n - 1.
-void cpu_kv_store(const HParams& hp, const CpuKvLayer& kv, const float* k, const float* v, int32_t n, int32_t pos);
+// Stores n rows of keys and values (kv_dim floats each) at positions
+// pos .. pos + n - 1.
+void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const float* v, int32_t n, int32_t pos);
 
 // For query rows i in [row_begin, row_end) of the step (position pos + i) and
-// heads [head_begin, head_end): out = softmax(q k^T / sqrt(head_dim)) v over
+// heads [head_begin, head_end): out = softmax(q k^T * p.scale) v over
 // positions 0 .. pos + i, with the dispatched f32 kernels (an f32 cache is
 // read in place, one kernel call per head and row; other types are
 // converted a row at a time and shared by the heads that read it).
@@ -45,7 +48,7 @@ struct AttentionKernels {
   AxpyRowsFn axpy_rows;
   SoftmaxFn softmax;
 };
-void cpu_attention(const HParams& hp, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
+void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
                    int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
                    float* scratch, const AttentionKernels& k);
 

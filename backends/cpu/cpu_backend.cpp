@@ -48,10 +48,62 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
 
 }  // namespace
 
+int cpu_threads(const BackendOptions& options) {
+  const int n = options.n_threads > 0 ? options.n_threads : cpu_features().physical_cores;
+  return n < 1 ? 1 : n;
+}
+
+uint64_t cpu_scratch_bytes(const Graph& graph, const BackendOptions& options) {
+  return static_cast<uint64_t>(scratch_sizes(graph, cpu_threads(options)).total) * sizeof(float);
+}
+
+DeviceInfo cpu_probe() {
+  const CpuFeatures& f = cpu_features();
+  DeviceInfo d;
+  d.type = DeviceType::Cpu;
+  d.name = f.model_name;
+  d.memory_bytes = f.memory_bytes;
+  Result<const CpuKernels*> k = cpu_select_kernels();
+  d.available = k.is_ok();
+  if (!k.is_ok()) d.reason = k.status().message();
+  return d;
+}
+
+Status cpu_supports(const Graph& graph) {
+  for (const WeightRef& w : graph.weights) {
+    switch (w.dtype) {
+      case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: break;
+      default:
+        return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: weight '%s' has dtype %s, which the cpu backend does not run",
+                             w.name, dtype_name(w.dtype));
+    }
+  }
+  for (KvType t : {graph.kv_type_k, graph.kv_type_v}) {
+    if (t != KvType::F32 && t != KvType::F16 && t != KvType::Q8_0) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: kv type %u is not supported", static_cast<unsigned>(t));
+    }
+  }
+  // Every OpKind runs on the cpu (the execute switch covers them all), with
+  // one RoPE angle table.
+  EMBER_TRY(check_op_params(graph));
+  if (!rope_ops_share_table(graph)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: rope ops with different head_dim or theta in one graph");
+  }
+  // The scratch (scratch_sizes) is planned from the model's head_dim and
+  // n_heads: the ops may not need more.
+  for (const Op& op : graph.ops) {
+    if ((op.kind == OpKind::Rope && op.params.rope.head_dim != graph.hparams.head_dim()) ||
+        (op.kind == OpKind::Attention && op.params.attention.n_heads > graph.hparams.n_heads)) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: %s op with other heads than the model's (head_dim %u, %u heads)",
+                           op_name(op.kind), graph.hparams.head_dim(), graph.hparams.n_heads);
+    }
+  }
+  return Status::ok();
+}
+
 CpuBackend::CpuBackend(const BackendOptions& options)
     : options_(options), selected_(cpu_select_kernels()) {
-  n_threads_ = options.n_threads > 0 ? options.n_threads : cpu_features().physical_cores;
-  if (n_threads_ < 1) n_threads_ = 1;
+  n_threads_ = cpu_threads(options);
   if (selected_.is_ok()) k_ = selected_.value();
 }
 
@@ -62,10 +114,6 @@ std::string CpuBackend::describe() const {
   std::snprintf(buf, sizeof buf, "cpu (%s, %d thread%s)", k_ ? k_->name : "no kernels", n_threads_,
                 n_threads_ == 1 ? "" : "s");
   return buf;
-}
-
-uint64_t CpuBackend::scratch_bytes(const Graph& graph) const {
-  return static_cast<uint64_t>(scratch_sizes(graph, n_threads_).total) * sizeof(float);
 }
 
 Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) {
@@ -111,10 +159,15 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
     return Status::error(EMBER_ERR_INTERNAL, "cpu scratch layout exceeds the plan");
   }
   // Inverse frequencies, computed as the reference does (float powf) so that
-  // f32 logits match it closely.
-  const int64_t head_dim = hp.head_dim();
-  for (int64_t j = 0; j < s.half; ++j) {
-    scratch_.rope_freq[j] = 1.0f / std::pow(hp.rope_theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+  // f32 logits match it closely; one table for every Rope op (cpu_supports
+  // checks they share head_dim and theta).
+  EMBER_TRY(cpu_supports(graph));
+  const Op* rope = rope_table_op(graph);
+  const int64_t head_dim = rope ? rope->params.rope.head_dim : 0;
+  rope_half_ = std::min<int64_t>(head_dim / 2, s.half);
+  for (int64_t j = 0; j < rope_half_; ++j) {
+    scratch_.rope_freq[j] =
+        1.0f / std::pow(rope->params.rope.theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
   }
   return Status::ok();
 }
@@ -231,8 +284,8 @@ Status CpuBackend::execute(const StepArgs& step) {
     return Status::error(EMBER_ERR_INTERNAL, "cpu backend: step of %d tokens at %d outside the plan", n, step.pos);
   }
   quantized_ = -1;
-  // RoPE angles for this step's positions, shared by every layer.
-  const int64_t half = hp.head_dim() / 2;
+  // RoPE angles for this step's positions, shared by every Rope op.
+  const int64_t half = rope_half_;
   for (int32_t i = 0; i < n; ++i) {
     const float pos = static_cast<float>(step.pos + i);
     for (int64_t j = 0; j < half; ++j) {
@@ -270,16 +323,17 @@ Status CpuBackend::execute(const StepArgs& step) {
         const WeightRef& w = g.weights[op.weight];
         const float* wf = reinterpret_cast<const float*>(w.data);
         const int64_t cols = g.activations[op.a].cols;
+        const float eps = op.params.rmsnorm.eps;
         if (op.last_row) {
-          k_->rmsnorm(act(op.out), act(op.a) + (n - 1) * cols, wf, cols, hp.norm_eps);
+          k_->rmsnorm(act(op.out), act(op.a) + (n - 1) * cols, wf, cols, eps);
         } else if (n * cols < kParallelElements) {
-          for (int32_t i = 0; i < n; ++i) k_->rmsnorm(act(op.out) + i * cols, act(op.a) + i * cols, wf, cols, hp.norm_eps);
+          for (int32_t i = 0; i < n; ++i) k_->rmsnorm(act(op.out) + i * cols, act(op.a) + i * cols, wf, cols, eps);
         } else {
           pool_->run(pool_->size(), [&](int chunk, int n_chunks, int) {
             int64_t b, e;
             split_range(n, 1, chunk, n_chunks, &b, &e);
             for (int64_t i = b; i < e; ++i) {
-              k_->rmsnorm(act(op.out) + i * cols, act(op.a) + i * cols, wf, cols, hp.norm_eps);
+              k_->rmsnorm(act(op.out) + i * cols, act(op.a) + i * cols, wf, cols, eps);
             }
           });
         }
@@ -299,13 +353,15 @@ Status CpuBackend::execute(const StepArgs& step) {
         break;
       }
       case OpKind::Rope:
-        cpu_rope(hp, act(op.a), g.activations[op.a].cols, n, scratch_.rope_cos, scratch_.rope_sin);
+        cpu_rope(op.params.rope, act(op.a), g.activations[op.a].cols, n, scratch_.rope_cos, scratch_.rope_sin);
         break;
       case OpKind::Attention: {
         // Keys and values of this step first; the causal bound keeps each
         // row from seeing later ones. Heads split over the threads, each
         // with its own scratch.
-        cpu_kv_store(hp, kv_[op.layer], act(op.b), act(op.c), n, step.pos);
+        const AttentionParams& ap = op.params.attention;
+        cpu_kv_store(static_cast<int64_t>(ap.head_dim) * ap.n_kv_heads, kv_[op.layer], act(op.b), act(op.c), n,
+                     step.pos);
         const CpuKvLayer& kv = kv_[op.layer];
         const float* q = act(op.a);
         float* out = act(op.out);
@@ -313,9 +369,9 @@ Status CpuBackend::execute(const StepArgs& step) {
         // ceil(n_heads / threads) heads' scores.
         pool_->run(pool_->size(), [&](int chunk, int n_chunks, int thread) {
           int64_t h0, h1;
-          split_range(hp.n_heads, 1, chunk, n_chunks, &h0, &h1);
+          split_range(ap.n_heads, 1, chunk, n_chunks, &h0, &h1);
           if (h0 >= h1) return;
-          cpu_attention(hp, kv, q, out, step.pos, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1), g.context,
+          cpu_attention(ap, kv, q, out, step.pos, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1), g.context,
                         scratch_.attention + thread * attention_floats_,
                         AttentionKernels{k_->dot, k_->axpy, k_->dot_rows, k_->axpy_rows, k_->softmax});
         });

@@ -14,12 +14,20 @@
 
 namespace ember {
 
+// The cpu registry entry's queries (backend.h BackendEntry), none of which
+// makes a backend: the host (model name, physical RAM); what it runs; the
+// scratch for options.n_threads threads (0: the physical cores).
+DeviceInfo cpu_probe();
+Status cpu_supports(const Graph& graph);
+uint64_t cpu_scratch_bytes(const Graph& graph, const BackendOptions& options);
+// The threads a backend made with `options` runs on.
+int cpu_threads(const BackendOptions& options);
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options);
   ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
-  uint64_t scratch_bytes(const Graph& graph) const override;
   Status prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) override;
   Status execute(const StepArgs& step) override;
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
@@ -58,6 +66,7 @@ class CpuBackend final : public Backend {
   int64_t max_cols_ = 0;
   int64_t attention_floats_ = 0;   // per thread, rounded to 64 bytes
   int32_t quantized_ = -1;         // activation whose quantized copy is in scratch
+  int64_t rope_half_ = 0;          // angles per position in the rope table (head_dim / 2)
 };
 
 }  // namespace ember

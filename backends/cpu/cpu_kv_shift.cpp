@@ -10,15 +10,16 @@
 namespace ember {
 namespace {
 
-// Rotates every head of one kv_dim row by `delta` positions.
-void rotate_row(const HParams& hp, float* row, int32_t delta) {
-  const int64_t head_dim = hp.head_dim(), half = head_dim / 2;
-  const bool adjacent = hp.rope_style == RopeStyle::Adjacent;
+// Rotates every head of one key row by `delta` positions, with the RoPE the
+// keys were stored with (graph.h key_rope: head_dim 0 rotates nothing).
+void rotate_row(const RopeParams& rope, float* row, int32_t delta) {
+  const int64_t head_dim = rope.head_dim, half = head_dim / 2;
+  const bool adjacent = rope.style == RopeStyle::Adjacent;
   for (int64_t j = 0; j < half; ++j) {
-    const float freq = 1.0f / std::pow(hp.rope_theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+    const float freq = 1.0f / std::pow(rope.theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
     const float angle = static_cast<float>(delta) * freq;
     const float c = std::cos(angle), s = std::sin(angle);
-    for (uint32_t h = 0; h < hp.n_kv_heads; ++h) {
+    for (uint32_t h = 0; h < rope.n_heads; ++h) {
       float* v = row + h * head_dim;
       const int64_t a = adjacent ? 2 * j : j;
       const int64_t b = adjacent ? 2 * j + 1 : j + half;
@@ -29,12 +30,12 @@ void rotate_row(const HParams& hp, float* row, int32_t delta) {
   }
 }
 
-void shift_layer(const HParams& hp, const CpuKvLayer& kv, int32_t start, int32_t end, int32_t n_pos, float* row) {
-  const int64_t kv_dim = hp.kv_dim();
+void shift_layer(int64_t kv_dim, const RopeParams& rope, const CpuKvLayer& kv, int32_t start, int32_t end,
+                 int32_t n_pos, float* row) {
   const int32_t d = end - start;
   for (int32_t t = end; t < n_pos; ++t) {
     kv_load_row(kv.k_type, kv.k + t * kv.k_row_bytes, row, kv_dim);
-    rotate_row(hp, row, -d);
+    rotate_row(rope, row, -d);
     kv_store_row(kv.k_type, row, kv.k + (t - d) * kv.k_row_bytes, kv_dim);
     std::memcpy(kv.v + (t - d) * kv.v_row_bytes, kv.v + t * kv.v_row_bytes, kv.v_row_bytes);
   }
@@ -48,7 +49,11 @@ Status CpuBackend::remove_positions(int32_t start, int32_t end, int32_t n_pos) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "remove [%d, %d) of %d positions", start, end, n_pos);
   }
   // scratch_.row holds the widest weight row, at least dim >= kv_dim floats.
-  for (uint32_t l = 0; l < hp.n_layers; ++l) shift_layer(hp, kv_[l], start, end, n_pos, scratch_.row);
+  // n_layers and kv_dim: the cache layout (per model); the rotation: each
+  // layer's key RoPE.
+  for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    shift_layer(hp.kv_dim(), key_rope(*graph_, static_cast<int32_t>(l)), kv_[l], start, end, n_pos, scratch_.row);
+  }
   return Status::ok();
 }
 

@@ -1,5 +1,6 @@
 #include "backends/vulkan/device.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,20 +15,7 @@ constexpr uint32_t kNeedStorageBuffers = 8;
 constexpr uint32_t kNeedPushConstants = 64;
 constexpr uint32_t kNeedSharedBytes = 8 * 1024;
 
-int type_rank(VkPhysicalDeviceType t) {
-  switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
-    default: return 0;
-  }
-}
-
-bool env_allows_cpu() {
-  const char* v = std::getenv("EMBER_VULKAN_ALLOW_CPU");
-  return v && std::strcmp(v, "1") == 0;
-}
+std::atomic<uint64_t> g_logical_devices{0};
 
 DeviceCaps probe(const VkApi& api, VkPhysicalDevice pd) {
   DeviceCaps caps;
@@ -108,7 +96,110 @@ std::string missing_capability(const DeviceCaps& c) {
   return "";
 }
 
+// Empty when the backend can use `pd` (a CPU device included), else why not;
+// *family receives its compute queue family.
+std::string unusable_reason(const VkApi& a, VkPhysicalDevice pd, const DeviceCaps& caps, uint32_t* family) {
+  const std::string missing = missing_capability(caps);
+  if (!missing.empty()) return "has only " + missing;
+  uint32_t families = 0;
+  a.vkGetPhysicalDeviceQueueFamilyProperties(pd, &families, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(families);
+  a.vkGetPhysicalDeviceQueueFamilyProperties(pd, &families, qf.data());
+  for (uint32_t i = 0; i < families; ++i) {
+    if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      *family = i;
+      return "";
+    }
+  }
+  return "no compute queue";
+}
+
+// An instance for `api` (Vulkan 1.3, 1.1 or 1.0: the newest the loader has)
+// with its instance functions loaded; *version receives the version asked.
+Status create_instance(VkApi* api, VkInstance* instance, uint32_t* version) {
+  uint32_t instance_version = VK_API_VERSION_1_0;
+  if (api->vkEnumerateInstanceVersion) api->vkEnumerateInstanceVersion(&instance_version);
+  VkApplicationInfo app{};
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.pApplicationName = "ember";
+  app.pEngineName = "ember";
+  app.apiVersion = instance_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
+                   : instance_version >= VK_API_VERSION_1_1 ? VK_API_VERSION_1_1
+                                                             : VK_API_VERSION_1_0;
+  *version = app.apiVersion;
+  VkInstanceCreateInfo ici{};
+  ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  ici.pApplicationInfo = &app;
+  VkResult r = api->vkCreateInstance(&ici, nullptr, instance);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: no compatible driver is installed");
+  }
+  EMBER_VK_TRY(r, "vkCreateInstance");
+  return load_instance(api, *instance);
+}
+
+Result<std::vector<VkPhysicalDevice>> physical_devices(const VkApi& a, VkInstance instance) {
+  uint32_t count = 0;
+  EMBER_VK_TRY(a.vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> devices(count);
+  if (count) {
+    VkResult r = a.vkEnumeratePhysicalDevices(instance, &count, devices.data());
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_status(r, "vkEnumeratePhysicalDevices");
+    devices.resize(count);
+  }
+  return devices;
+}
+
+DeviceProbe run_probe() {
+  DeviceProbe p;
+  Result<VkApi> api = load_vulkan();
+  if (!api.is_ok()) {
+    p.status = api.status();
+    return p;
+  }
+  VkApi a = api.value();
+  VkInstance instance = VK_NULL_HANDLE;
+  uint32_t version = 0;
+  p.status = create_instance(&a, &instance, &version);
+  if (p.status.is_ok()) {
+    Result<std::vector<VkPhysicalDevice>> devices = physical_devices(a, instance);
+    if (!devices.is_ok()) p.status = devices.status();
+    for (VkPhysicalDevice pd : devices.is_ok() ? devices.value() : std::vector<VkPhysicalDevice>()) {
+      ProbedDevice d;
+      d.caps = probe(a, pd);
+      if (version < VK_API_VERSION_1_1) d.caps.subgroup_arithmetic = false;
+      uint32_t family = 0;
+      d.unusable = unusable_reason(a, pd, d.caps, &family);
+      p.devices.push_back(std::move(d));
+    }
+  }
+  if (instance && a.vkDestroyInstance) a.vkDestroyInstance(instance, nullptr);
+  return p;
+}
+
 }  // namespace
+
+int device_type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+  }
+}
+
+bool env_allows_cpu() {
+  const char* v = std::getenv("EMBER_VULKAN_ALLOW_CPU");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+const DeviceProbe& probe_devices() {
+  static const DeviceProbe probe = run_probe();  // a magic static: once, thread-safe
+  return probe;
+}
+
+uint64_t logical_devices_created() { return g_logical_devices.load(); }
 
 const char* device_type_name(VkPhysicalDeviceType type) {
   switch (type) {
@@ -124,75 +215,37 @@ Result<std::unique_ptr<Device>> Device::create(const DeviceOptions& options) {
   EMBER_ASSIGN_OR_RETURN(VkApi api, load_vulkan());
   auto dev = std::unique_ptr<Device>(new Device());
   dev->api_ = api;
-  uint32_t instance_version = VK_API_VERSION_1_0;
-  if (api.vkEnumerateInstanceVersion) api.vkEnumerateInstanceVersion(&instance_version);
-
-  VkApplicationInfo app{};
-  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
-  app.pApplicationName = "ember";
-  app.pEngineName = "ember";
-  app.apiVersion = instance_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
-                   : instance_version >= VK_API_VERSION_1_1 ? VK_API_VERSION_1_1
-                                                             : VK_API_VERSION_1_0;
-  VkInstanceCreateInfo ici{};
-  ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
-  ici.pApplicationInfo = &app;
-  VkResult r = api.vkCreateInstance(&ici, nullptr, &dev->instance_);
-  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: no compatible driver is installed");
-  }
-  EMBER_VK_TRY(r, "vkCreateInstance");
-  EMBER_TRY(load_instance(&dev->api_, dev->instance_));
+  uint32_t version = 0;
+  EMBER_TRY(create_instance(&dev->api_, &dev->instance_, &version));
   const VkApi& a = dev->api_;
-
-  uint32_t count = 0;
-  EMBER_VK_TRY(a.vkEnumeratePhysicalDevices(dev->instance_, &count, nullptr), "vkEnumeratePhysicalDevices");
-  std::vector<VkPhysicalDevice> devices(count);
-  if (count) {
-    r = a.vkEnumeratePhysicalDevices(dev->instance_, &count, devices.data());
-    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_status(r, "vkEnumeratePhysicalDevices");
-  }
+  EMBER_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> devices, physical_devices(a, dev->instance_));
   const bool allow_cpu = options.allow_cpu || env_allows_cpu();
   int best_rank = 0;
   std::string refused;
   for (VkPhysicalDevice pd : devices) {
     DeviceCaps caps = probe(a, pd);
-    int rank = type_rank(caps.type);
+    int rank = device_type_rank(caps.type);
     if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && !allow_cpu) {
       refused += " " + caps.name + " (a CPU device; set EMBER_VULKAN_ALLOW_CPU=1 to use it)";
       continue;
     }
-    const std::string missing = missing_capability(caps);
-    if (!missing.empty()) {
-      refused += " " + caps.name + " (has only " + missing + ")";
-      continue;
-    }
-    uint32_t families = 0;
-    a.vkGetPhysicalDeviceQueueFamilyProperties(pd, &families, nullptr);
-    std::vector<VkQueueFamilyProperties> qf(families);
-    a.vkGetPhysicalDeviceQueueFamilyProperties(pd, &families, qf.data());
-    int family = -1;
-    for (uint32_t i = 0; i < families; ++i) {
-      if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-        family = static_cast<int>(i);
-        break;
-      }
-    }
-    if (family < 0) {
-      refused += " " + caps.name + " (no compute queue)";
+    uint32_t family = 0;
+    const std::string why = unusable_reason(a, pd, caps, &family);
+    if (!why.empty()) {
+      refused += " " + caps.name + " (" + why + ")";
       continue;
     }
     if (rank > best_rank) {
       best_rank = rank;
       dev->physical_ = pd;
       dev->caps_ = caps;
-      dev->queue_family_ = static_cast<uint32_t>(family);
+      dev->queue_family_ = family;
     }
   }
   // SPIR-V 1.3 (the subgroup shaders) needs Vulkan 1.1 of the instance too.
-  if (app.apiVersion < VK_API_VERSION_1_1) dev->caps_.subgroup_arithmetic = false;
+  if (version < VK_API_VERSION_1_1) dev->caps_.subgroup_arithmetic = false;
   if (!dev->physical_) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: no usable device among %u:%s", count,
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: no usable device among %zu:%s", devices.size(),
                          refused.empty() ? " none found" : refused.c_str());
   }
   a.vkGetPhysicalDeviceMemoryProperties(dev->physical_, &dev->mem_props_);
@@ -211,6 +264,7 @@ Result<std::unique_ptr<Device>> Device::create(const DeviceOptions& options) {
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   EMBER_VK_TRY(a.vkCreateDevice(dev->physical_, &dci, nullptr, &dev->device_), "vkCreateDevice");
+  g_logical_devices.fetch_add(1);
   a.vkGetDeviceQueue(dev->device_, dev->queue_family_, 0, &dev->queue_);
 
   VkCommandPoolCreateInfo pci{};

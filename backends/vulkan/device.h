@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/vulkan/loader.h"
 
@@ -51,6 +52,34 @@ struct DeviceOptions {
   // environment variable EMBER_VULKAN_ALLOW_CPU=1.
   bool allow_cpu = false;
 };
+
+// One physical device as the probe saw it: its capabilities and, when the
+// backend cannot use it, why (empty when usable; a CPU device is usable
+// here, whether it is allowed is the caller's decision).
+struct ProbedDevice {
+  DeviceCaps caps;
+  std::string unusable;
+};
+
+struct DeviceProbe {
+  Status status;  // EMBER_ERR_UNSUPPORTED: no loader or no driver
+  std::vector<ProbedDevice> devices;
+};
+
+// Every physical device, found once per process (thread-safe) with a
+// temporary instance: loads Vulkan, enumerates and probes the devices, then
+// destroys the instance. Creates no logical device and allocates no memory.
+const DeviceProbe& probe_devices();
+
+// Rank of a device type for choosing: discrete > integrated > virtual > cpu.
+int device_type_rank(VkPhysicalDeviceType type);
+
+// Whether EMBER_VULKAN_ALLOW_CPU=1 is set.
+bool env_allows_cpu();
+
+// Logical devices Device::create has made in this process (a test hook:
+// planning must make none).
+uint64_t logical_devices_created();
 
 class Device {
  public:

@@ -77,6 +77,9 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
   // The last step's cache writes come before this submit's reads.
   full_barrier(a, cb);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    // The keys' RoPE (graph.h key_rope); the angles are shared (one table:
+    // vulkan_supports holds every Rope op to one head_dim and theta).
+    const RopeParams rope = key_rope(*graph_, static_cast<int32_t>(l));
     for (int32_t c0 = 0; c0 < moved; c0 += rows_) {
       const int32_t r = std::min(rows_, moved - c0);
       const VkBufferCopy kout{(end + c0) * krow, 0, r * krow};
@@ -93,8 +96,8 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
       push.p[3] = static_cast<uint32_t>(r) * units;
       push.p[4] = units;
       push.p[5] = static_cast<uint32_t>(start + c0);
-      push.p[6] = hp.head_dim();
-      push.p[7] = hp.rope_style == RopeStyle::Adjacent ? 1 : 0;
+      push.p[6] = rope.head_dim;
+      push.p[7] = rope.style == RopeStyle::Adjacent ? 1 : 0;
       dispatch_1d(*dev_, layout_, cb, pipeline_, sets_[l], push, static_cast<uint64_t>(r) * units);
       // The next chunk overwrites the scratch and reads rows this one wrote.
       full_barrier(a, cb);
@@ -104,12 +107,13 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
 
 Status KvShift::run(int32_t start, int32_t end, int32_t n_pos) {
   // The angles of a -d rotation, computed as the CPU's rotate_row does.
-  const HParams& hp = graph_->hparams;
-  const int64_t head_dim = hp.head_dim(), half = head_dim / 2;
+  const Op* rope_op = rope_table_op(*graph_);
+  const RopeParams rope = rope_op ? rope_op->params.rope : RopeParams{};
+  const int64_t head_dim = rope.head_dim, half = head_dim / 2;
   const int32_t delta = -(end - start);
   float* table = static_cast<float*>(table_.mapped);
   for (int64_t j = 0; j < half; ++j) {
-    const float freq = 1.0f / std::pow(hp.rope_theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+    const float freq = 1.0f / std::pow(rope.theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
     const float angle = static_cast<float>(delta) * freq;
     table[j] = std::cos(angle);
     table[half + j] = std::sin(angle);

@@ -144,7 +144,6 @@ Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Gr
 void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, const GraphBuffers& bufs,
                const PreparedOp& p, int32_t n, VkCommandBuffer cb) {
   const Op& op = *p.op;
-  const HParams& hp = graph.hparams;
   const uint32_t nu = static_cast<uint32_t>(n);
   Push push;
   switch (op.kind) {
@@ -161,7 +160,7 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
     case OpKind::RmsNorm: {
       push.p[0] = static_cast<uint32_t>(graph.activations[op.a].cols);
       push.p[1] = op.last_row ? nu - 1 : 0;
-      push.p[2] = f32_bits(hp.norm_eps);
+      push.p[2] = f32_bits(op.params.rmsnorm.eps);
       dispatch(dev, layout, cb, p.pipeline[0], p.set[0], push, op.last_row ? 1 : nu, 1, 1);
       break;
     }
@@ -180,11 +179,12 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
     }
     case OpKind::Rope: {
       const uint32_t cols = static_cast<uint32_t>(graph.activations[op.a].cols);
-      const uint32_t head_dim = hp.head_dim(), half = head_dim / 2;
-      const uint64_t count = static_cast<uint64_t>(nu) * (cols / head_dim) * half;
+      const RopeParams& rp = op.params.rope;
+      const uint32_t head_dim = rp.head_dim, half = head_dim / 2;
+      const uint64_t count = static_cast<uint64_t>(nu) * rp.n_heads * half;
       push.p[0] = cols;
       push.p[1] = head_dim;
-      push.p[2] = hp.rope_style == RopeStyle::Adjacent ? 1 : 0;
+      push.p[2] = rp.style == RopeStyle::Adjacent ? 1 : 0;
       push.p[3] = static_cast<uint32_t>(count);
       push.p[4] = half;
       push.p[5] = static_cast<uint32_t>(graph.context) * half;
@@ -194,7 +194,8 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
     case OpKind::Attention: {
       // One invocation per (row, unit): an element pair, or a pair of q8_0
       // blocks (shaders/kv.glsl); kv_dim / 2 covers both types' units.
-      const uint32_t kv_dim = hp.kv_dim();
+      const AttentionParams& ap = op.params.attention;
+      const uint32_t kv_dim = ap.n_kv_heads * ap.head_dim;
       const uint64_t count = static_cast<uint64_t>(nu) * (kv_dim / 2);
       push.p[0] = kv_dim;
       push.p[1] = kv_type_code(graph.kv_type_k);
@@ -205,16 +206,16 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       push.p[6] = kv_dim / 2;
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
       Push att;
-      att.p[0] = hp.head_dim();
-      att.p[1] = hp.n_heads;
-      att.p[2] = hp.n_heads / hp.n_kv_heads;
+      att.p[0] = ap.head_dim;
+      att.p[1] = ap.n_heads;
+      att.p[2] = ap.n_heads / ap.n_kv_heads;
       att.p[3] = kv_dim;
       att.p[4] = kv_type_code(graph.kv_type_k);
       att.p[5] = kv_type_code(graph.kv_type_v);
-      att.p[6] = f32_bits(1.0f / std::sqrt(static_cast<float>(hp.head_dim())));
+      att.p[6] = f32_bits(ap.scale);
       att.p[7] = bufs.k_row_words;
       att.p[8] = bufs.v_row_words;
-      dispatch(dev, layout, cb, p.pipeline[1], p.set[1], att, hp.n_heads, nu, 1);
+      dispatch(dev, layout, cb, p.pipeline[1], p.set[1], att, ap.n_heads, nu, 1);
       break;
     }
     case OpKind::Add:

@@ -94,10 +94,86 @@ Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(const BackendOption
 
 VulkanBackend::~VulkanBackend() = default;
 
-uint64_t VulkanBackend::device_bytes(const Graph& graph) const {
+uint64_t vulkan_device_bytes(const Graph& graph, const BackendOptions&) {
   Result<Sizes> s = device_sizes(graph);
   if (!s.is_ok()) return 0;
   return s->weights + s->kv + s->acts + s->other;
+}
+
+uint64_t vulkan_devices_opened() { return vk::logical_devices_created(); }
+
+DeviceInfo vulkan_probe() {
+  const vk::DeviceProbe& p = vk::probe_devices();
+  DeviceInfo d;
+  if (!p.status.is_ok()) {
+    d.reason = p.status.message();
+    return d;
+  }
+  // As Device::create chooses: the best-ranked usable device.
+  const vk::ProbedDevice* best = nullptr;
+  std::string refused;
+  for (const vk::ProbedDevice& pd : p.devices) {
+    if (!pd.unusable.empty()) {
+      refused += " " + pd.caps.name + " (" + pd.unusable + ")";
+    } else if (!best || vk::device_type_rank(pd.caps.type) > vk::device_type_rank(best->caps.type)) {
+      best = &pd;
+    }
+  }
+  if (!best) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "vulkan: no usable device among %zu:", p.devices.size());
+    d.reason = buf + (refused.empty() ? std::string(" none found") : refused);
+    return d;
+  }
+  const vk::DeviceCaps& c = best->caps;
+  switch (c.type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: d.type = DeviceType::DiscreteGpu; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: d.type = DeviceType::IntegratedGpu; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: d.type = DeviceType::Virtual; break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: d.type = DeviceType::Cpu; break;
+    default: d.type = DeviceType::Other; break;
+  }
+  d.name = c.name;
+  d.memory_bytes = c.device_local_bytes;
+  d.available = true;
+  if (c.type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vk::env_allows_cpu()) {
+    d.available = false;
+    d.reason = "a CPU device; set EMBER_VULKAN_ALLOW_CPU=1 to use it";
+  }
+  return d;
+}
+
+Status vulkan_supports(const Graph& graph) {
+  const HParams& hp = graph.hparams;
+  for (const WeightRef& w : graph.weights) EMBER_TRY(vk::weight_layout(w).status());
+  for (KvType t : {graph.kv_type_k, graph.kv_type_v}) EMBER_TRY(vk::kv_row_words(t, hp.kv_dim()).status());
+  EMBER_TRY(check_op_params(graph));
+  if (!rope_ops_share_table(graph)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: rope ops with different head_dim or theta in one graph");
+  }
+  // The shaders keep a head in shared memory (attention.comp: 2 x 256
+  // floats); the rope table and the kv shift's angles are sized from the
+  // model's head_dim (device_sizes).
+  for (const Op& op : graph.ops) {
+    // Context shifting re-rotates the keys with the shared angle table.
+    if (op.kind == OpKind::Attention && key_rope(graph, op.layer).head_dim == 0) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: attention of layer %d reads keys no rope op rotated",
+                           op.layer);
+    }
+    const uint32_t head_dim = op.kind == OpKind::Rope        ? op.params.rope.head_dim
+                              : op.kind == OpKind::Attention ? op.params.attention.head_dim
+                                                             : 0;
+    if ((op.kind == OpKind::Rope || op.kind == OpKind::Attention) &&
+        (head_dim > 256 || head_dim != hp.head_dim())) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "vulkan: %s with head_dim %u is not supported (even, <= 256, the model's %u)",
+                           op_name(op.kind), head_dim, hp.head_dim());
+    }
+  }
+  if (graph.max_batch <= 0 || graph.max_batch > 65535 || graph.context <= 0) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: max_batch %d is outside 1..65535", graph.max_batch);
+  }
+  return Status::ok();
 }
 
 std::string VulkanBackend::describe() const {
@@ -130,14 +206,7 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
                          static_cast<unsigned long long>(sizes.kv), static_cast<unsigned long long>(sizes.acts),
                          caps.name.c_str(), static_cast<unsigned long long>(caps.device_local_bytes));
   }
-  if (hp.head_dim() == 0 || hp.head_dim() > 256 || hp.head_dim() % 2 || hp.n_kv_heads == 0 ||
-      hp.n_heads % hp.n_kv_heads) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: head_dim %u with %u/%u heads is not supported (even, <= 256)",
-                         hp.head_dim(), hp.n_heads, hp.n_kv_heads);
-  }
-  if (graph.max_batch <= 0 || graph.max_batch > 65535 || graph.context <= 0) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: max_batch %d is outside 1..65535", graph.max_batch);
-  }
+  EMBER_TRY(vulkan_supports(graph));
   auto check_range = [&](uint64_t bytes, const char* what) {
     if (bytes > caps.max_storage_range || bytes / 4 > UINT32_MAX) {
       return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: %s needs a %llu-byte buffer; the device binds at most %llu",
@@ -161,13 +230,15 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
       s.bufs.weights.push_back(b);
       EMBER_TRY(up.upload_weight(w, b));
     }
-    // RoPE angles computed exactly as the CPU backend computes them.
-    const int64_t half = hp.head_dim() / 2;
-    std::vector<float> table(static_cast<size_t>(2 * half * graph.context));
+    // RoPE angles computed exactly as the CPU backend computes them, one
+    // table for every Rope op (vulkan_supports: they share head_dim and theta).
+    const Op* rope = rope_table_op(graph);
+    const RopeParams rp = rope ? rope->params.rope : RopeParams{};
+    const int64_t half = rp.head_dim / 2;
+    std::vector<float> table(static_cast<size_t>(std::max<int64_t>(2 * half * graph.context, 1)));
     for (int32_t p = 0; p < graph.context; ++p) {
       for (int64_t j = 0; j < half; ++j) {
-        const float freq =
-            1.0f / std::pow(hp.rope_theta, static_cast<float>(2 * j) / static_cast<float>(hp.head_dim()));
+        const float freq = 1.0f / std::pow(rp.theta, static_cast<float>(2 * j) / static_cast<float>(rp.head_dim));
         const float angle = static_cast<float>(p) * freq;
         table[p * half + j] = std::cos(angle);
         table[(graph.context + p) * half + j] = std::sin(angle);

@@ -6,8 +6,8 @@
 // several per submit; Q8_0/Q4_0 repacked into 32-bit words, memory.h); the
 // KV cache (f32, f16 or q8_0, rounded as the CPU rounds: shaders/kv.glsl),
 // the activations, a RoPE table and the context shift's scratch
-// (kv_shift.h) live in device memory (device_bytes). The session's host
-// arena is not used by this backend (scratch_bytes is 0).
+// (kv_shift.h) live in device memory (vulkan_device_bytes). The session's host
+// arena is not used by this backend (its entry's scratch_bytes is 0).
 //
 // Recording: descriptor sets and pipelines are made at prepare. A step's
 // position and token ids are written to a host-visible step buffer the
@@ -43,6 +43,18 @@ struct VulkanOptions {
   std::string pipeline_cache_dir;
 };
 
+// The vulkan registry entry's queries (backend.h BackendEntry), none of
+// which opens a device: the device create() would open (from the process's
+// cached enumeration, vk::probe_devices; a CPU device such as lavapipe is
+// reported with type cpu, available only with EMBER_VULKAN_ALLOW_CPU=1);
+// what the shaders run (weight dtypes, KV types, head_dim even and <= 256,
+// max_batch <= 65535); the device bytes prepare allocates.
+DeviceInfo vulkan_probe();
+Status vulkan_supports(const Graph& graph);
+uint64_t vulkan_device_bytes(const Graph& graph, const BackendOptions& options);
+// Test hook: logical Vulkan devices opened so far in this process.
+uint64_t vulkan_devices_opened();
+
 class VulkanBackend final : public Backend {
  public:
   // Loads Vulkan and opens the best device. EMBER_ERR_UNSUPPORTED when no
@@ -52,7 +64,6 @@ class VulkanBackend final : public Backend {
   ~VulkanBackend() override;
 
   const char* name() const override { return "vulkan"; }
-  uint64_t scratch_bytes(const Graph& graph) const override { return 0; }
   // Uploads the weights and allocates the device KV cache and activations.
   // EMBER_ERR_UNSUPPORTED: a q8_0 KV cache whose kv_dim is not whole blocks,
   // head_dim above 256, or a tensor larger than the device can bind; EMBER_ERR_NO_MEMORY: the
@@ -65,7 +76,6 @@ class VulkanBackend final : public Backend {
   // cache as the CPU's within rounding. EMBER_ERR_INVALID_ARGUMENT outside
   // 0 <= start <= end <= n_pos <= context; EMBER_ERR_BACKEND on a lost device.
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;
-  uint64_t device_bytes(const Graph& graph) const override;
   // "vulkan (NAME, discrete, Vulkan 1.3, subgroup 32, fp16 yes, int8 yes,
   // int-dot yes, 8.0 GiB, reduce subgroupAdd, pipeline cache loaded 96 KiB)":
   // the device, what the probe found, which shader variant runs

@@ -108,6 +108,8 @@ CpuFeatures probe() {
   // No core ids (most ARM kernels, some VMs): count logical CPUs.
   if (f.physical_cores <= 0 || f.physical_cores > f.logical_threads) f.physical_cores = f.logical_threads;
   if (f.model_name.empty()) f.model_name = "unknown";
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) f.memory_bytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
   return f;
 }
 

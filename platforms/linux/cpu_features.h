@@ -1,9 +1,11 @@
-// The hardware probe (DESIGN.md principle 5): what this CPU can execute and
-// how many cores it has. Probed once, on first use; read-only afterwards.
+// The hardware probe (DESIGN.md principle 5): what this CPU can execute, how
+// many cores and how much RAM it has. Probed once, on first use; read-only
+// afterwards.
 // Kernels never test features themselves: backends/cpu/dispatch.cpp reads
 // this once and fills its table.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace ember {
@@ -25,6 +27,7 @@ struct CpuFeatures {
   std::string model_name;   // "AMD EPYC", "Cortex-A76", or "unknown"
   int physical_cores = 1;   // at least 1
   int logical_threads = 1;  // online CPUs, at least 1
+  uint64_t memory_bytes = 0;  // physical RAM; 0 when the OS does not say
 };
 
 // The probe's result for the CPU this process runs on. Thread-safe; the

@@ -56,6 +56,17 @@ SamplerParams sampler_params(const ember_generate_options& o) {
   return sp;
 }
 
+// The one place ember_backend_kind becomes the internal request: a kind, or
+// none for auto. False for a value that is not an ember_backend_kind.
+bool backend_from_c(int32_t kind, std::optional<BackendKind>* out) {
+  switch (kind) {
+    case EMBER_BACKEND_AUTO: *out = std::nullopt; return true;
+    case EMBER_BACKEND_CPU: *out = BackendKind::Cpu; return true;
+    case EMBER_BACKEND_VULKAN: *out = BackendKind::Vulkan; return true;
+    default: return false;
+  }
+}
+
 bool session_options(const ember_session_options& o, SessionOptions* so) {
   auto kv = [](int32_t v, const char* field, KvType* out) {
     if (v < EMBER_KV_F32 || v > EMBER_KV_Q8_0) {
@@ -66,11 +77,10 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
     return true;
   };
   if (!kv(o.kv_type_k, "kv_type_k", &so->kv_type_k) || !kv(o.kv_type_v, "kv_type_v", &so->kv_type_v)) return false;
-  if (o.backend < EMBER_BACKEND_AUTO || o.backend > EMBER_BACKEND_VULKAN) {
+  if (!backend_from_c(o.backend, &so->backend)) {
     set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "backend = %d is not an ember_backend_kind", o.backend));
     return false;
   }
-  so->backend = static_cast<BackendChoice>(o.backend);
   so->context_length = o.context_length;
   so->max_batch = o.max_batch;
   so->n_threads = o.n_threads;

@@ -15,4 +15,66 @@ const char* op_name(OpKind kind) {
   return "unknown";
 }
 
+Status check_op_params(const Graph& graph) {
+  const int32_t n_acts = static_cast<int32_t>(graph.activations.size());
+  auto cols = [&](int32_t id) { return id >= 0 && id < n_acts ? graph.activations[id].cols : -1; };
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const Op& op = graph.ops[i];
+    if (op.kind == OpKind::Rope) {
+      const RopeParams& p = op.params.rope;
+      if (p.head_dim == 0 || p.head_dim % 2 || p.n_heads == 0 ||
+          static_cast<int64_t>(p.n_heads) * p.head_dim != cols(op.a)) {
+        return Status::error(EMBER_ERR_BAD_TENSOR,
+                             "op %zu (rope): %u heads of head_dim %u do not fill its row of %lld (head_dim must be even)",
+                             i, p.n_heads, p.head_dim, static_cast<long long>(cols(op.a)));
+      }
+    } else if (op.kind == OpKind::Attention) {
+      const AttentionParams& p = op.params.attention;
+      const int64_t q_dim = static_cast<int64_t>(p.n_heads) * p.head_dim;
+      const int64_t kv_dim = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
+      if (p.head_dim == 0 || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads || q_dim != cols(op.a) ||
+          q_dim != cols(op.out) || kv_dim != cols(op.b) || kv_dim != cols(op.c) ||
+          kv_dim != graph.hparams.kv_dim()) {
+        return Status::error(EMBER_ERR_BAD_TENSOR,
+                             "op %zu (attention): %u heads, %u kv heads of head_dim %u do not match its rows "
+                             "(q %lld, k %lld) or the cache's kv_dim %u",
+                             i, p.n_heads, p.n_kv_heads, p.head_dim, static_cast<long long>(cols(op.a)),
+                             static_cast<long long>(cols(op.b)), graph.hparams.kv_dim());
+      }
+    }
+  }
+  return Status::ok();
+}
+
+const Op* rope_table_op(const Graph& graph) {
+  for (const Op& op : graph.ops) {
+    if (op.kind == OpKind::Rope) return &op;
+  }
+  return nullptr;
+}
+
+bool rope_ops_share_table(const Graph& graph) {
+  const Op* first = rope_table_op(graph);
+  for (const Op& op : graph.ops) {
+    if (op.kind == OpKind::Rope &&
+        (op.params.rope.head_dim != first->params.rope.head_dim || op.params.rope.theta != first->params.rope.theta)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+RopeParams key_rope(const Graph& graph, int32_t layer) {
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const Op& att = graph.ops[i];
+    if (att.kind != OpKind::Attention || att.layer != layer) continue;
+    // The latest Rope on the keys before this op (layers share activations).
+    for (size_t j = i; j-- > 0;) {
+      if (graph.ops[j].kind == OpKind::Rope && graph.ops[j].a == att.b) return graph.ops[j].params.rope;
+    }
+    break;
+  }
+  return RopeParams{};
+}
+
 }  // namespace ember

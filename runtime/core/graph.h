@@ -13,6 +13,7 @@
 #include "core/hparams.h"
 #include "core/kv_type.h"
 #include "core/layout.h"
+#include "core/status.h"
 
 namespace ember {
 
@@ -40,6 +41,32 @@ enum class OpKind : uint8_t {
 
 const char* op_name(OpKind kind);
 
+// What an op needs beyond its operands, filled by the model when it builds
+// the graph (model/llama_graph.cpp); backends read these, not the hparams,
+// when they run an op. A struct rather than a union: each op reads its own
+// member and the others stay zero, so reading never touches an inactive
+// member (a few bytes per op).
+struct RmsNormParams {
+  float eps = 0.0f;
+};
+struct RopeParams {
+  uint32_t head_dim = 0;
+  uint32_t n_heads = 0;   // heads in the rotated row: n_heads for q, n_kv_heads for k
+  float theta = 0.0f;
+  RopeStyle style = RopeStyle::Adjacent;
+};
+struct AttentionParams {
+  uint32_t n_heads = 0;     // query heads
+  uint32_t n_kv_heads = 0;  // key/value heads (grouped-query: n_heads % n_kv_heads == 0)
+  uint32_t head_dim = 0;
+  float scale = 0.0f;       // applied to q·k: 1 / sqrt(head_dim)
+};
+struct OpParams {
+  RmsNormParams rmsnorm;      // RmsNorm
+  RopeParams rope;            // Rope
+  AttentionParams attention;  // Attention
+};
+
 struct Op {
   OpKind kind = OpKind::Add;
   int32_t out = -1;      // activation ids
@@ -49,6 +76,7 @@ struct Op {
   int32_t weight = -1;   // index into Graph::weights
   int32_t layer = -1;    // Attention: which KV cache
   bool last_row = false; // read only the step's last row of `a` (the logits head)
+  OpParams params;       // Embed, MatMul, Add, SwiGLU: none
 };
 
 struct ActivationDesc {
@@ -59,6 +87,9 @@ struct ActivationDesc {
 
 // One session's forward pass. Built by the model (model/llama_graph.cpp).
 struct Graph {
+  // Per model, not per op: vocab_size (the logits row) and n_layers with
+  // kv_dim (the KV cache layout: plan, kv store and context shifting).
+  // What an op needs is in its params.
   HParams hparams;
   int32_t max_batch = 0;   // most tokens one step processes
   int32_t context = 0;     // positions the KV cache holds
@@ -69,6 +100,23 @@ struct Graph {
   std::vector<Op> ops;
   int32_t logits = -1;     // activation holding [1, vocab_size] after a step
 };
+
+// Every op's params against its operands: a Rope op's heads fill its row
+// (head_dim even), an Attention op's heads match q, k, v and the cache's
+// kv_dim (n_heads a multiple of n_kv_heads). EMBER_ERR_BAD_TENSOR names the
+// op. Backends check it in supports(): bad params must not read out of bounds.
+Status check_op_params(const Graph& graph);
+
+// The first Rope op, or null: backends build one angle table for every Rope
+// op from its head_dim and theta.
+const Op* rope_table_op(const Graph& graph);
+// Whether every Rope op has the first one's head_dim and theta (what one
+// shared angle table needs).
+bool rope_ops_share_table(const Graph& graph);
+// The RoPE applied to the keys layer `layer`'s Attention op stores (the Rope
+// op on its `b`): context shifting re-rotates those keys. head_dim 0 when
+// the keys are not rotated (nothing to re-rotate).
+RopeParams key_rope(const Graph& graph, int32_t layer);
 
 // One step: n_tokens tokens at positions pos .. pos + n_tokens - 1.
 struct StepArgs {

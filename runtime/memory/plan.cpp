@@ -10,7 +10,7 @@ uint64_t align(uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment 
 
 }  // namespace
 
-Result<MemoryPlan> plan_memory(const Graph& graph, const Backend& backend) {
+Result<MemoryPlan> plan_memory(const Graph& graph, const BackendEntry& entry, const BackendOptions& options) {
   MemoryPlan plan;
   const Status overflow = Status::error(EMBER_ERR_NO_MEMORY, "session memory size overflows 64 bits");
   for (const auto& w : graph.weights) plan.weights_mapped_bytes += w.size;
@@ -42,9 +42,9 @@ Result<MemoryPlan> plan_memory(const Graph& graph, const Backend& backend) {
   }
   // A device backend keeps KV and activations in device memory
   // (device_bytes); the host arena then holds only its scratch.
-  if (backend.device_bytes(graph) > 0) at = 0;
+  if (entry.device_bytes(graph, options) > 0) at = 0;
   plan.scratch_offset = at;
-  plan.scratch_bytes = align(backend.scratch_bytes(graph));
+  plan.scratch_bytes = align(entry.scratch_bytes(graph, options));
   if (!add(at, plan.scratch_bytes, &at)) return overflow;
   plan.arena_bytes = at;
   return plan;

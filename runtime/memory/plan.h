@@ -29,8 +29,9 @@ struct MemoryPlan : ArenaLayout {
                              // live in device memory there)
 };
 
-// Lays out the graph's KV cache, activations and the backend's scratch.
-// Fails with EMBER_ERR_NO_MEMORY when a size overflows.
-Result<MemoryPlan> plan_memory(const Graph& graph, const Backend& backend);
+// Lays out the graph's KV cache, activations and the scratch of the backend
+// `entry` made with `options` (its planning queries only: no device is
+// opened). Fails with EMBER_ERR_NO_MEMORY when a size overflows.
+Result<MemoryPlan> plan_memory(const Graph& graph, const BackendEntry& entry, const BackendOptions& options);
 
 }  // namespace ember

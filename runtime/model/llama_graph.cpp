@@ -1,5 +1,6 @@
 #include "model/llama_graph.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace ember {
@@ -84,6 +85,31 @@ Status check_llama_tensors(const ModelContents& contents) {
   return Status::ok();
 }
 
+RmsNormParams llama_rmsnorm_params(const HParams& hp) {
+  RmsNormParams p;
+  p.eps = hp.norm_eps;
+  return p;
+}
+
+RopeParams llama_rope_params(const HParams& hp, uint32_t rope_heads) {
+  RopeParams p;
+  p.head_dim = hp.head_dim();
+  p.n_heads = rope_heads;
+  p.theta = hp.rope_theta;
+  p.style = hp.rope_style;
+  return p;
+}
+
+AttentionParams llama_attention_params(const HParams& hp) {
+  AttentionParams p;
+  p.n_heads = hp.n_heads;
+  p.n_kv_heads = hp.n_kv_heads;
+  p.head_dim = hp.head_dim();
+  // As the CPU computed it before the parameter moved onto the op.
+  p.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  return p;
+}
+
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
                                 KvType kv_type_k, KvType kv_type_v) {
   const HParams& hp = contents.hparams;
@@ -98,6 +124,7 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     g.weights.push_back(weight_ref(*find(contents, name)));
     return static_cast<int32_t>(g.weights.size() - 1);
   };
+  int32_t k_act = -1;  // the keys' activation (set below, before any op)
   auto activation = [&](const char* name, int64_t cols, int32_t rows) {
     g.activations.push_back({name, cols, rows});
     return static_cast<int32_t>(g.activations.size() - 1);
@@ -105,6 +132,14 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
   auto op = [&](OpKind kind, int32_t out, int32_t a, int32_t b = -1, int32_t c = -1, int32_t w = -1,
                 int32_t layer = -1, bool last_row = false) {
     Op o;
+    // Each op carries what it needs; Rope's row holds n_heads (q) or
+    // n_kv_heads (k) heads.
+    switch (kind) {
+      case OpKind::RmsNorm: o.params.rmsnorm = llama_rmsnorm_params(hp); break;
+      case OpKind::Rope: o.params.rope = llama_rope_params(hp, a == k_act ? hp.n_kv_heads : hp.n_heads); break;
+      case OpKind::Attention: o.params.attention = llama_attention_params(hp); break;
+      default: break;
+    }
     o.kind = kind;
     o.out = out;
     o.a = a;
@@ -123,6 +158,7 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
   const int32_t h = activation("h", dim, B);
   const int32_t q = activation("q", q_dim, B);
   const int32_t k = activation("k", kv_dim, B);
+  k_act = k;
   const int32_t v = activation("v", kv_dim, B);
   const int32_t att = activation("att", q_dim, B);
   const int32_t o = activation("o", dim, B);

@@ -20,4 +20,11 @@ Status check_llama_tensors(const ModelContents& contents);
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
                                 KvType kv_type_k = KvType::F32, KvType kv_type_v = KvType::F32);
 
+// The llama ops' parameters from the hyper-parameters (what
+// build_llama_graph puts on each op; tests building graphs by hand use them
+// too). rope_heads: heads in the rotated row (n_heads for q, n_kv_heads for k).
+RmsNormParams llama_rmsnorm_params(const HParams& hp);
+RopeParams llama_rope_params(const HParams& hp, uint32_t rope_heads);
+AttentionParams llama_attention_params(const HParams& hp);
+
 }  // namespace ember

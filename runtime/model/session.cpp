@@ -29,57 +29,81 @@ Status check_options(const HParams& hp, const SessionOptions& o) {
                            static_cast<unsigned>(t));
     }
   }
-  if (static_cast<uint8_t>(o.backend) > static_cast<uint8_t>(BackendChoice::Vulkan)) {
+  if (o.backend && static_cast<uint8_t>(*o.backend) > static_cast<uint8_t>(BackendKind::Vulkan)) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "backend = %u is not a known backend",
-                         static_cast<unsigned>(o.backend));
+                         static_cast<unsigned>(*o.backend));
   }
   return Status::ok();
 }
 
+BackendOptions backend_options(const SessionOptions& options) {
+  BackendOptions bo;
+  bo.n_threads = options.n_threads;
+  bo.vulkan_pipeline_cache = options.vulkan_pipeline_cache;
+  bo.vulkan_pipeline_cache_dir = options.vulkan_pipeline_cache_dir;
+  return bo;
+}
+
+// The entry that runs the session: the one asked for, or auto's choice from
+// every entry's probe and planning queries. Opens no device.
+Result<const BackendEntry*> choose_entry(const Graph& graph, const SessionOptions& options, const BackendOptions& bo,
+                                         std::string* auto_note) {
+  if (options.backend) {
+    const BackendEntry* e = find_backend(*options.backend);
+    if (!e) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "the %s backend is not built into this library",
+                           *options.backend == BackendKind::Vulkan ? "vulkan" : "requested");
+    }
+    if (e->kind != BackendKind::Cpu) {
+      const DeviceInfo d = e->probe();
+      if (!d.available) return Status::error(EMBER_ERR_UNSUPPORTED, "%s", d.reason.c_str());
+    }
+    EMBER_TRY(e->supports(graph));
+    return e;
+  }
+  std::vector<AutoCandidate> candidates;
+  for (const BackendEntry& e : backend_entries()) {
+    AutoCandidate c;
+    c.kind = e.kind;
+    c.name = e.name;
+    if (e.kind != BackendKind::Cpu) {
+      c.device = e.probe();
+      c.supported = e.supports(graph);
+      c.device_bytes = e.device_bytes(graph, bo);
+    }
+    candidates.push_back(std::move(c));
+  }
+  AutoChoice choice = choose_auto(candidates);
+  *auto_note = choice.note;
+  const BackendEntry* e = find_backend(choice.kind);
+  if (!e) return Status::error(EMBER_ERR_INTERNAL, "auto chose a backend that is not built");
+  if (e->kind == BackendKind::Cpu) EMBER_TRY(e->supports(graph));
+  return e;
+}
+
 }  // namespace
 
-Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOptions& options, Graph* graph,
-                                             std::unique_ptr<Backend>* backend) {
+Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOptions& options, Graph* graph) {
   const HParams& hp = model.hparams();
   EMBER_TRY(check_options(hp, options));
   const int32_t context = options.context_length ? options.context_length : static_cast<int32_t>(hp.max_seq_len);
   const int32_t max_batch = std::min(options.max_batch, context);
   EMBER_ASSIGN_OR_RETURN(*graph, build_llama_graph(model.file().contents(), context, max_batch, options.kv_type_k,
                                                    options.kv_type_v));
-  BackendOptions bo;
-  bo.n_threads = options.n_threads;
-  bo.vulkan_pipeline_cache = options.vulkan_pipeline_cache;
-  bo.vulkan_pipeline_cache_dir = options.vulkan_pipeline_cache_dir;
-  BackendKind kind = BackendKind::Cpu;
-  std::string fallback_note;
-  if (options.backend == BackendChoice::Vulkan) {
-    kind = BackendKind::Vulkan;
-    EMBER_ASSIGN_OR_RETURN(*backend, create_backend(kind, bo));
-  } else if (options.backend == BackendChoice::Auto) {
-    // A GPU when there is one (never a CPU Vulkan device such as lavapipe,
-    // which is slower than the CPU backend), else the CPU.
-    auto vk = create_backend(BackendKind::Vulkan, bo);
-    if (vk.is_ok() && (*vk)->describe().find(", cpu,") == std::string::npos) {
-      kind = BackendKind::Vulkan;
-      *backend = std::move(vk).value();
-    } else {
-      fallback_note = vk.is_ok() ? "auto: the only Vulkan device is a CPU device; using the cpu backend"
-                                 : "auto: no usable Vulkan device (" + vk.status().message() + "); using the cpu backend";
-      EMBER_ASSIGN_OR_RETURN(*backend, create_backend(BackendKind::Cpu, bo));
-    }
-  } else {
-    EMBER_ASSIGN_OR_RETURN(*backend, create_backend(kind, bo));
-  }
+  const BackendOptions bo = backend_options(options);
+  std::string auto_note;
+  EMBER_ASSIGN_OR_RETURN(const BackendEntry* entry, choose_entry(*graph, options, bo, &auto_note));
 
   SessionPlan plan;
   plan.context = context;
   plan.max_batch = max_batch;
-  plan.backend = kind;
-  plan.backend_description = (*backend)->describe();
-  if (!fallback_note.empty()) plan.backend_description += " [" + fallback_note + "]";
-  EMBER_ASSIGN_OR_RETURN(plan.memory, plan_memory(*graph, **backend));
-  plan.memory.weights_resident_bytes = (*backend)->resident_weight_bytes(*graph);
-  plan.device_bytes = (*backend)->device_bytes(*graph);
+  plan.backend = entry->kind;
+  plan.auto_note = auto_note;
+  plan.backend_description = entry->name;
+  if (!auto_note.empty()) plan.backend_description += " [" + auto_note + "]";
+  EMBER_ASSIGN_OR_RETURN(plan.memory, plan_memory(*graph, *entry, bo));
+  plan.memory.weights_resident_bytes = entry->resident_weight_bytes(*graph, bo);
+  plan.device_bytes = entry->device_bytes(*graph, bo);
   // Runtime buffers inside the arena: the logits and the token history.
   plan.runtime_bytes = align64(static_cast<uint64_t>(hp.vocab_size) * sizeof(float)) +
                        align64(static_cast<uint64_t>(context) * sizeof(int32_t));
@@ -103,14 +127,13 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
 
 Result<SessionPlan> Session::plan(const Model& model, const SessionOptions& options) {
   Graph graph;
-  std::unique_ptr<Backend> backend;
-  return plan_with_graph(model, options, &graph, &backend);
+  return plan_with_graph(model, options, &graph);
 }
 
 Result<std::unique_ptr<Session>> Session::create(const Model& model, const SessionOptions& options) {
   EMBER_TRY(model.check_intact());
   auto session = std::unique_ptr<Session>(new Session(model));
-  EMBER_ASSIGN_OR_RETURN(session->plan_, plan_with_graph(model, options, &session->graph_, &session->backend_));
+  EMBER_ASSIGN_OR_RETURN(session->plan_, plan_with_graph(model, options, &session->graph_));
   const SessionPlan& plan = session->plan_;
 
   if (options.max_bytes && plan.private_bytes > options.max_bytes) {
@@ -160,11 +183,20 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
   session->logits_ = reinterpret_cast<float*>(runtime);
   session->history_ = reinterpret_cast<int32_t*>(
       runtime + align64(static_cast<uint64_t>(model.hparams().vocab_size) * sizeof(float)));
-  Status prepared = session->backend_->prepare(session->graph_, plan.memory, session->arena_);
-  if (!prepared.is_ok() && options.backend == BackendChoice::Auto && plan.backend != BackendKind::Cpu) {
-    // auto: the device could not take the model; run on the CPU instead.
+  // The executor, made only now: planning opened no device.
+  Result<std::unique_ptr<Backend>> made = create_backend(plan.backend, backend_options(options));
+  Status prepared = made.status();
+  if (made.is_ok()) {
+    session->backend_ = std::move(made).value();
+    session->plan_.backend_description = session->backend_->describe();
+    if (!plan.auto_note.empty()) session->plan_.backend_description += " [" + plan.auto_note + "]";
+    prepared = session->backend_->prepare(session->graph_, plan.memory, session->arena_);
+  }
+  if (!prepared.is_ok() && !options.backend && plan.backend != BackendKind::Cpu) {
+    // auto: the device could not be opened or could not take the model; run
+    // on the CPU instead.
     SessionOptions cpu = options;
-    cpu.backend = BackendChoice::Cpu;
+    cpu.backend = BackendKind::Cpu;
     auto fallback = Session::create(model, cpu);
     if (fallback.is_ok()) {
       fallback.value()->plan_.backend_description += " [auto: vulkan refused (" + prepared.message() + ")]";

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,15 +17,15 @@
 
 namespace ember {
 
-enum class BackendChoice : uint8_t { Auto = 0, Cpu = 1, Vulkan = 2 };
-
 struct SessionOptions {
   int32_t context_length = 0;  // 0: the model's max_seq_len
   int32_t max_batch = 512;
   int32_t n_threads = 0;
   KvType kv_type_k = KvType::F32;
   KvType kv_type_v = KvType::F32;
-  BackendChoice backend = BackendChoice::Cpu;
+  // What runs the session; empty: `auto` (backend.h choose_auto: a GPU the
+  // model fits, else the cpu).
+  std::optional<BackendKind> backend = BackendKind::Cpu;
   void* arena = nullptr;       // caller-owned arena, or null
   uint64_t arena_size = 0;
   uint64_t max_bytes = 0;      // cap on private_bytes; 0 = none
@@ -46,8 +47,11 @@ struct SessionPlan {
   uint64_t estimate_kv_bytes = 0;       // layers x 2 x ctx x kv_heads x head_dim x bits / 8
   int32_t context = 0;
   int32_t max_batch = 0;
-  BackendKind backend = BackendKind::Cpu;
+  BackendKind backend = BackendKind::Cpu;  // what runs it (auto resolved)
+  // The plan: the backend's name; a session: its executor's describe(). Each
+  // followed by " [auto: ...]" when auto passed a GPU over.
   std::string backend_description;
+  std::string auto_note;  // "auto: ...; using the cpu backend", or empty
 };
 
 class Session {
@@ -81,8 +85,7 @@ class Session {
  private:
   Session(const Model& model) : model_(model) {}
 
-  static Result<SessionPlan> plan_with_graph(const Model& model, const SessionOptions& options, Graph* graph,
-                                            std::unique_ptr<Backend>* backend);
+  static Result<SessionPlan> plan_with_graph(const Model& model, const SessionOptions& options, Graph* graph);
 
   const Model& model_;
   Graph graph_;

@@ -15,6 +15,7 @@
 
 #include "backends/backend.h"
 #include "memory/plan.h"
+#include "model/llama_graph.h"
 #include "test_data.h"
 
 #if EMBER_VULKAN
@@ -78,7 +79,12 @@ struct Runner {
   Status init(const Graph& g, std::unique_ptr<Backend> b) {
     graph = g;
     backend = std::move(b);
-    EMBER_ASSIGN_OR_RETURN(plan, plan_memory(graph, *backend));
+    const BackendEntry* entry = nullptr;
+    for (const BackendEntry& e : backend_entries()) {
+      if (std::string(e.name) == backend->name()) entry = &e;
+    }
+    if (!entry) return Status::error(EMBER_ERR_INTERNAL, "no registry entry named %s", backend->name());
+    EMBER_ASSIGN_OR_RETURN(plan, plan_memory(graph, *entry, BackendOptions()));
     arena = static_cast<uint8_t*>(::operator new(plan.arena_bytes + 64, std::align_val_t(kArenaAlignment)));
     return backend->prepare(graph, plan, arena);
   }
@@ -177,6 +183,13 @@ struct Builder {
     o.weight = w;
     o.layer = layer;
     o.last_row = last_row;
+    // Parameters from the hparams as they are now (set them before the ops).
+    if (kind == OpKind::RmsNorm) o.params.rmsnorm = llama_rmsnorm_params(g.hparams);
+    if (kind == OpKind::Rope) {
+      const uint32_t hd = g.hparams.head_dim();
+      o.params.rope = llama_rope_params(g.hparams, hd ? static_cast<uint32_t>(g.activations[a].cols / hd) : 0);
+    }
+    if (kind == OpKind::Attention) o.params.attention = llama_attention_params(g.hparams);
     g.ops.push_back(o);
   }
   // x = embedding of the tokens (f32 table of vocab x dim, or `table_type`).

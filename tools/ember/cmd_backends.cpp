@@ -1,6 +1,6 @@
-// `ember backends`: the support matrix — which backend runs here, on which
-// device, with which weight and KV types and features. The table a team
-// reads to decide where a model can run.
+// `ember backends`: every backend built into this binary, from the registry
+// (backends/backend.h), with what its probe found: the device type, name and
+// memory, or why it is unavailable. Probing opens no device.
 #include <cstdio>
 #include <string>
 
@@ -14,29 +14,20 @@ int cmd_backends(int argc, char** argv) {
   Args args(argc, argv, {});
   args.check_known({});
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
-  struct Row {
-    const char* backend;
-    BackendKind kind;
-    const char* weights;
-    const char* kv;
-    const char* features;
-  };
-  const Row rows[] = {
-      {"cpu", BackendKind::Cpu, "f32 f16 bf16 q8_0 q4_0", "f32 f16 q8_0",
-       "threads, context shift, zero-copy mapped weights"},
-      {"vulkan", BackendKind::Vulkan, "f32 f16 bf16 q8_0 q4_0", "f32 f16 q8_0",
-       "one submit per step, weights uploaded once, context shift on the device"},
-  };
-  std::printf("%-8s %-10s %-24s %-14s %s\n", "backend", "state", "weights", "kv cache", "device / features");
-  for (const Row& r : rows) {
-    BackendOptions bo;
-    auto b = create_backend(r.kind, bo);
-    std::string state = b.is_ok() ? "available" : "absent";
-    std::string device = b.is_ok() ? b.value()->describe() : b.status().message();
-    std::printf("%-8s %-10s %-24s %-14s %s\n", r.backend, state.c_str(), r.weights, r.kv, device.c_str());
-    std::printf("%-8s %-10s %-24s %-14s %s\n", "", "", "", "", r.features);
+  std::printf("%-8s %-11s %-14s %10s  %s\n", "backend", "state", "device type", "memory", "device / why not");
+  for (const BackendEntry& e : backend_entries()) {
+    const DeviceInfo d = e.probe();
+    char memory[32] = "-";
+    if (d.memory_bytes) std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(d.memory_bytes) / (1ull << 30));
+    std::string device = d.name.empty() ? "-" : d.name;
+    if (!d.available) device = d.name.empty() ? d.reason : d.name + " (" + d.reason + ")";
+    std::printf("%-8s %-11s %-14s %10s  %s\n", e.name, d.available ? "available" : "unavailable",
+                d.name.empty() && !d.available ? "-" : device_type_name(d.type), memory, device.c_str());
   }
-  std::printf("\n--backend auto picks a GPU (never a CPU Vulkan device) when the model fits its memory, else the cpu.\n");
+  if (!find_backend(BackendKind::Vulkan)) std::printf("%-8s %-11s (not built into this binary)\n", "vulkan", "absent");
+  std::printf(
+      "\n--backend auto picks a discrete or integrated GPU that runs the model and whose memory holds the\n"
+      "session's device bytes plus a margin (an eighth, at least 256 MiB), else the cpu.\n");
   return 0;
 }
 
