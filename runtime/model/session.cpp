@@ -56,7 +56,10 @@ Result<const BackendEntry*> choose_entry(const Graph& graph, const SessionOption
     }
     if (e->kind != BackendKind::Cpu) {
       const DeviceInfo d = e->probe();
-      if (!d.available) return Status::error(EMBER_ERR_UNSUPPORTED, "%s", d.reason.c_str());
+      if (!d.available) {
+        if (d.name.empty()) return Status::error(EMBER_ERR_UNSUPPORTED, "%s", d.reason.c_str());
+        return Status::error(EMBER_ERR_UNSUPPORTED, "%s: %s: %s", e->name, d.name.c_str(), d.reason.c_str());
+      }
     }
     EMBER_TRY(e->supports(graph));
     return e;

@@ -108,6 +108,19 @@ TEST_CASE("tokenize: GGUF vocabularies give the conformance ids") {
   }
 }
 
+TEST_CASE("backends lists every entry's probe: the cpu available with its memory, vulkan present or why not") {
+  const Run r = run("backends");
+  REQUIRE(r.code == 0);
+  const std::vector<std::string> lines = split_tests(r.out, "\n");
+  REQUIRE(lines.size() > 2);
+  CHECK(lines[0].find("device type") != std::string::npos);
+  CHECK(lines[1].rfind("cpu ", 0) == 0);
+  CHECK(lines[1].find("available") != std::string::npos);
+  CHECK(lines[1].find("GiB") != std::string::npos);
+  CHECK(lines[2].rfind("vulkan ", 0) == 0);  // a probe row, or "absent" when not built
+  CHECK(r.out.find("--backend auto picks") != std::string::npos);
+}
+
 TEST_CASE("info shows hyper-parameters, tokenizer, every tensor with its type, provenance and digest") {
   const std::string model = ember::test::stories_model("llama2c");
   if (model.empty()) return;

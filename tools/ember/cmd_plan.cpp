@@ -75,11 +75,16 @@ int cmd_plan(int argc, char** argv) {
   std::memset(&p, 0, sizeof p);
   p.struct_size = sizeof p;
   st = ember_plan(model, &so, &p);
+  if (st != EMBER_OK) {
+    // Reported before the calls below clear the last error.
+    const int code = report_last(st);
+    ember_model_free(model);
+    return code;
+  }
   ember_model_info info;
   info.struct_size = sizeof info;
   ember_model_get_info(model, &info);
   ember_model_free(model);
-  if (st != EMBER_OK) return report_last(st);
   const char* kv_names[] = {"f32", "f16", "q8_0"};
   const bool fits = so.max_bytes == 0 || p.private_bytes <= so.max_bytes;
   if (args.has("--json")) {
