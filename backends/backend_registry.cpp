@@ -92,9 +92,11 @@ AutoChoice choose_auto(const std::vector<AutoCandidate>& candidates) {
     if (c.kind == BackendKind::Cpu) continue;
     any_gpu_backend = true;
     const DeviceInfo& d = c.device;
-    if (!d.available) {
+    const bool is_gpu = d.type == DeviceType::DiscreteGpu || d.type == DeviceType::IntegratedGpu;
+    if (!d.available && (is_gpu || d.name.empty())) {
       passed_over(c, "no usable device (" + d.reason + ")");
-    } else if (d.type != DeviceType::DiscreteGpu && d.type != DeviceType::IntegratedGpu) {
+    } else if (!is_gpu) {
+      // Named first: a cpu device is passed over whether or not it is allowed.
       passed_over(c, "the device " + d.name + " is a " + device_type_name(d.type) + " device, not a GPU");
     } else if (!c.supported.is_ok()) {
       passed_over(c, "does not run this model (" + c.supported.message() + ")");

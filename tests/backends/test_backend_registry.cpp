@@ -37,7 +37,7 @@ AutoCandidate gpu(DeviceType type, uint64_t memory, uint64_t needs, bool availab
   c.name = "vulkan";
   c.device.available = available;
   c.device.type = type;
-  c.device.name = "Test GPU";
+  c.device.name = available ? "Test GPU" : "";
   c.device.memory_bytes = memory;
   c.device_bytes = needs;
   if (!available) c.device.reason = "vulkan: no compatible driver is installed";
@@ -85,6 +85,12 @@ TEST_CASE("auto: the chooser on made-up probes") {
       const AutoChoice c = choose_auto({cpu_candidate(), gpu(t, 64 * kGiB, kGiB)});
       CHECK(c.kind == BackendKind::Cpu);
       CHECK(c.note.find("not a GPU") != std::string::npos);
+      // Also when the probe found it but it is not allowed (lavapipe without
+      // EMBER_VULKAN_ALLOW_CPU): the reason is its type.
+      AutoCandidate refused = gpu(t, 64 * kGiB, kGiB);
+      refused.device.available = false;
+      refused.device.reason = "a CPU device; set EMBER_VULKAN_ALLOW_CPU=1 to use it";
+      CHECK(choose_auto({cpu_candidate(), refused}).note.find("not a GPU") != std::string::npos);
     }
   }
   SUBCASE("a discrete gpu with too little memory: the cpu, with the figures") {
