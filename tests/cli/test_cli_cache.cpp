@@ -3,6 +3,7 @@
 // replaced when corrupt, listed and cleared by `ember cache`.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -156,6 +157,50 @@ TEST_CASE("a corrupt cache entry is converted again; a file beside the cache is 
   const auto bad = run_ember("cache frobnicate", env);
   CHECK(bad.code != 0);
   CHECK(bad.err.rfind("EMBER_ERR_INVALID_ARGUMENT: ", 0) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a GGUF file changed in place is hashed again and converted anew; touched, it finds its entry") {
+  const std::string gguf = ember::test::test_data("models/stories260K-f32.gguf");
+  if (gguf.empty()) return;
+  const std::string dir = ember::test::temp_dir("cli-cache-changed");
+  const std::string cache = dir + "/cache";
+  fs::remove_all(cache);
+  const std::string model = dir + "/model.gguf";
+  fs::copy_file(gguf, model, fs::copy_options::overwrite_existing);
+  const std::string env = "EMBER_CACHE_DIR=" + cache;
+  const std::string args = " -p 'Lily had a' -n 8";
+  REQUIRE(run_ember("run -m " + model + args, env).code == 0);
+  REQUIRE(cached_models(cache).size() == 1);
+  // Its digest is remembered (so a large file is not read at every run).
+  size_t memos = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(cache + "/digests")) ++memos;
+  CHECK(memos == 1);
+
+  // A new modification time, the same bytes: the same entry.
+  fs::last_write_time(model, fs::last_write_time(model) + std::chrono::seconds(5));
+  const auto touched = run_ember("run -m " + model + args, env);
+  CHECK(touched.code == 0);
+  CHECK(touched.err.find("using the cache") != std::string::npos);
+  CHECK(cached_models(cache).size() == 1);
+
+  // The last byte is part of the last tensor's data: another model, another key.
+  {
+    FILE* f = std::fopen(model.c_str(), "r+b");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fseek(f, -1, SEEK_END) == 0);
+    const int c = std::fgetc(f);
+    REQUIRE(std::fseek(f, -1, SEEK_END) == 0);
+    std::fputc(c ^ 0x01, f);
+    std::fclose(f);
+  }
+  const auto changed = run_ember("run -m " + model + args, env);
+  CHECK(changed.code == 0);
+  CHECK(changed.err.find("converted " + model) != std::string::npos);
+  CHECK(cached_models(cache).size() == 2);
+  const auto clear = run_ember("cache clear", env);
+  CHECK(clear.out.find("removed 2 file") != std::string::npos);
+  CHECK(!fs::exists(cache + "/digests"));
   fs::remove_all(dir);
 }
 

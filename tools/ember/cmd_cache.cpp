@@ -39,16 +39,20 @@ int cmd_cache(int argc, char** argv) {
   auto entries = list_cache(dir.value());
   if (!entries.is_ok()) return report(entries.status().code(), entries.status().message());
   uint64_t total = 0;
-  for (const CacheEntry& e : entries.value()) total += e.bytes;
+  for (const CacheEntry& e : entries.value()) total += e.memo ? 0 : e.bytes;
 
   if (pos[0] == "list") {
-    std::printf("%s: %zu file(s), %.1f MB\n", dir.value().c_str(), entries->size(), total / 1e6);
+    size_t models = 0, memos = 0;
+    for (const CacheEntry& e : entries.value()) (e.memo ? memos : models)++;
+    std::printf("%s: %zu file(s), %.1f MB\n", dir.value().c_str(), models, total / 1e6);
     for (const CacheEntry& e : entries.value()) {
+      if (e.memo) continue;
       std::string what = e.source_file.empty() ? "(unreadable: converted again when next used)" : "from " + e.source_file;
       if (e.temporary) what = "(an unfinished conversion: never used)";
       else if (!e.current) what += " (made by another ember version: not used by this one)";
       std::printf("%10.1f MB  %s  %s\n", e.bytes / 1e6, what.c_str(), e.path.c_str());
     }
+    if (memos) std::printf("(and %zu remembered GGUF digest(s) in %s/digests)\n", memos, dir.value().c_str());
     return 0;
   }
   size_t removed = 0;
@@ -56,6 +60,7 @@ int cmd_cache(int argc, char** argv) {
   int code = 0;
   for (const CacheEntry& e : entries.value()) {
     if (::unlink(e.path.c_str()) == 0) {
+      if (e.memo) continue;  // counted apart: not a model
       ++removed;
       freed += e.bytes;
     } else {
@@ -63,6 +68,7 @@ int cmd_cache(int argc, char** argv) {
     }
   }
   std::printf("removed %zu file(s), %.1f MB, from %s\n", removed, freed / 1e6, dir.value().c_str());
+  ::rmdir((dir.value() + "/digests").c_str());  // when empty
   return code;
 }
 

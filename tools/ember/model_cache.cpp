@@ -21,6 +21,9 @@
 namespace ember::cli {
 namespace {
 
+// The subfolder of remembered digests (digest_memo_path).
+constexpr const char* kDigestFolder = "digests";
+
 // Below this size a file is hashed or written without a progress line.
 constexpr uint64_t kProgressMinBytes = 64ull << 20;
 
@@ -92,6 +95,45 @@ Result<std::string> hash_file(const std::string& path) {
   if (failed) return Status::error(EMBER_ERR_IO, "cannot read '%s'", path.c_str());
   const Sha256Digest d = sha.finish();
   return to_hex(d.data(), d.size());
+}
+
+// The digest of a file is remembered under a key made of its identity and
+// change times (device, inode, size, mtime and ctime in nanoseconds), so a
+// multi-GB GGUF file is read once, not at every run. Any write, rename onto
+// it or copy changes the key (ctime cannot be set back by a user), and
+// then the file is hashed again.
+std::string digest_memo_path(const std::string& dir, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  char key[256];
+  std::snprintf(key, sizeof key, "%llu:%llu:%lld:%lld.%09ld:%lld.%09ld", static_cast<unsigned long long>(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
+                static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
+                static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
+  const Sha256Digest k = sha256(key, std::strlen(key));
+  return dir + "/" + kDigestFolder + "/" + to_hex(k.data(), k.size());
+}
+
+std::string read_memo(const std::string& memo) {
+  FILE* f = memo.empty() ? nullptr : std::fopen(memo.c_str(), "rb");
+  if (!f) return "";
+  char buf[65] = {};
+  const size_t n = std::fread(buf, 1, 64, f);
+  std::fclose(f);
+  const std::string digest(buf, n);
+  return is_hex_digest(digest) ? digest : "";
+}
+
+void write_memo(const std::string& memo, const std::string& digest) {
+  if (memo.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(memo.substr(0, memo.find_last_of('/')), ec);
+  const std::string tmp = memo + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return;
+  const bool ok = std::fwrite(digest.data(), 1, digest.size(), f) == digest.size();
+  if (std::fclose(f) == 0 && ok) std::rename(tmp.c_str(), memo.c_str());
+  ::unlink(tmp.c_str());  // only still there when something failed
 }
 
 // Writes `bytes` as `dest` so that `dest` is either absent or complete: a
@@ -220,6 +262,22 @@ Result<std::vector<CacheEntry>> list_cache(const std::string& dir) {
     out.push_back(std::move(entry));
   }
   closedir(d);
+  // Remembered digests: cleared with the rest, counted as temporary.
+  const std::string memo_dir = dir + "/" + kDigestFolder;
+  if (DIR* m = opendir(memo_dir.c_str())) {
+    while (const dirent* e = readdir(m)) {
+      const std::string name = e->d_name;
+      if (name.size() < 64 || !is_hex_digest(name.substr(0, 64))) continue;
+      CacheEntry entry;
+      entry.path = memo_dir + "/" + name;
+      entry.memo = true;
+      struct stat st {};
+      if (::stat(entry.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      entry.bytes = static_cast<uint64_t>(st.st_size);
+      out.push_back(std::move(entry));
+    }
+    closedir(m);
+  }
   std::sort(out.begin(), out.end(), [](const CacheEntry& a, const CacheEntry& b) { return a.path < b.path; });
   return out;
 }
@@ -237,8 +295,13 @@ int open_model_for_cli(const std::string& path, const ember_model_options* optio
   std::error_code ec;
   std::filesystem::create_directories(dir.value(), ec);
   if (ec) return report(EMBER_ERR_IO, "cannot create the cache folder '" + dir.value() + "': " + ec.message());
-  auto digest = hash_file(path);
-  if (!digest.is_ok()) return report(digest.status().code(), digest.status().message());
+  const std::string memo = digest_memo_path(dir.value(), path);
+  Result<std::string> digest = read_memo(memo);
+  if (digest->empty()) {
+    digest = hash_file(path);
+    if (!digest.is_ok()) return report(digest.status().code(), digest.status().message());
+    write_memo(memo, digest.value());
+  }
   const std::string entry = dir.value() + "/" + digest.value() + "." + cache_tag() + ".ember";
   if (opened_path) *opened_path = entry;
 

@@ -18,12 +18,15 @@ namespace ember::cli {
 // them is set.
 Result<std::string> model_cache_dir();
 
-// What the cache holds: converted models (`<sha256>.<tag>.ember`) and the
-// temporary files of conversions in progress or interrupted.
+// What the cache holds: converted models (`<sha256>.<tag>.ember`), the
+// temporary files of conversions in progress or interrupted, and the
+// remembered digests of GGUF files (`digests/`, so a big file is not hashed
+// at every run).
 struct CacheEntry {
   std::string path;
   uint64_t bytes = 0;
   bool temporary = false;   // an unfinished write (never opened as a model)
+  bool memo = false;        // a remembered digest (digests/), not a model
   bool current = false;     // made by this ember (its tag); older ones are never used
   std::string source_file;  // the GGUF file's name, from the model's provenance ("" if unreadable)
 };
