@@ -154,6 +154,16 @@ TEST_CASE("a corrupt cache entry is converted again; a file beside the cache is 
   CHECK(fs::exists(other));
   CHECK(!fs::exists(unfinished));
   CHECK(cached_models(cache).empty());
+  // A GGUF file that converts but is no model (a vocabulary only): an error
+  // naming it, and no entry left behind.
+  const std::string vocab = ember::test::test_data("vocab/ggml-vocab-llama-spm.gguf");
+  if (!vocab.empty()) {
+    const auto r = run_ember("run -m " + vocab + " -p hi -n 2", env);
+    CHECK(r.code != 0);
+    CHECK(r.err.find("EMBER_ERR_MISSING_TENSOR: " + vocab + ": converted, but the result cannot run") !=
+          std::string::npos);
+    CHECK(cached_models(cache).empty());
+  }
   const auto bad = run_ember("cache frobnicate", env);
   CHECK(bad.code != 0);
   CHECK(bad.err.rfind("EMBER_ERR_INVALID_ARGUMENT: ", 0) == 0);

@@ -325,6 +325,14 @@ int open_model_for_cli(const std::string& path, const ember_model_options* optio
     const Status s = convert_into_cache(path, entry);
     if (!s.is_ok()) return report(s.code(), s.message());
     open_st = ember_model_open(entry.c_str(), options, out_model);
+    converted = true;
+  }
+  if (open_st != EMBER_OK && converted && is_bad_file(open_st)) {
+    // Not a model ember runs (a vocabulary-only GGUF, say): keep no entry
+    // that every later run would find broken.
+    const std::string why = ember_last_error();
+    ::unlink(entry.c_str());
+    return report(open_st, path + ": converted, but the result cannot run: " + why);
   }
   return open_st == EMBER_OK ? 0 : report_last(open_st);
 }
