@@ -239,7 +239,9 @@ Result<std::vector<CacheEntry>> list_cache(const std::string& dir) {
     if (errno == ENOENT) return out;
     return Status::error(EMBER_ERR_IO, "cannot read the cache folder '%s': %s", dir.c_str(), std::strerror(errno));
   }
-  const std::string current_suffix = "." + cache_tag() + ".ember";
+  std::string current_suffix = ".";  // appended, not "." + ...: GCC 12 warns falsely (-Wrestrict) on that
+  current_suffix += cache_tag();
+  current_suffix += ".ember";
   while (const dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     // Only names ember writes: the folder may be shared with other files.
