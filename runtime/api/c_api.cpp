@@ -353,11 +353,21 @@ ember_status ember_generate(ember_session* session, const char* prompt, const em
                             ember_token_callback callback, void* user_data) {
   EMBER_API_ENTRY();
   if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
-  if (!prompt) return fail(EMBER_ERR_INVALID_ARGUMENT, "prompt is NULL");
   session->last_stats = ember::GenerateStats();
   ember_generate_options o;
   ember_generate_options_default(&o);
   if (!ember::read_options(options, &o, "ember_generate_options")) return EMBER_ERR_INVALID_ARGUMENT;
+  if (o.prompt_tokens && prompt) {
+    return fail(EMBER_ERR_INVALID_ARGUMENT, "both prompt and prompt_tokens are set: pass one (prompt NULL for ids)");
+  }
+  if (!o.prompt_tokens && o.n_prompt_tokens) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "prompt_tokens is NULL but n_prompt_tokens = %zu",
+                                     o.n_prompt_tokens));
+  }
+  if (o.prompt_tokens && !o.n_prompt_tokens) {
+    return fail(EMBER_ERR_INVALID_ARGUMENT, "prompt_tokens is set but n_prompt_tokens is 0: nothing to run");
+  }
+  if (!prompt && !o.prompt_tokens) return fail(EMBER_ERR_INVALID_ARGUMENT, "prompt is NULL (and no prompt_tokens)");
   if (o.max_new_tokens < 0) {
     return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_new_tokens = %d: must be >= 0", o.max_new_tokens));
   }
@@ -366,8 +376,23 @@ ember_status ember_generate(ember_session* session, const char* prompt, const em
   if (!sampler.is_ok()) return done(sampler.status());
 
   std::vector<int32_t> ids;
-  ember::Status s = model.tokenizer().encode(prompt, o.add_bos != 0, &ids);
-  if (!s.is_ok()) return done(s);
+  ember::Status s;
+  if (o.prompt_tokens) {
+    // Checked here, before anything runs, so the message names the caller's
+    // field and the session is untouched.
+    const int64_t vocab = static_cast<int64_t>(model.hparams().vocab_size);
+    for (size_t i = 0; i < o.n_prompt_tokens; ++i) {
+      if (o.prompt_tokens[i] < 0 || o.prompt_tokens[i] >= vocab) {
+        return done(ember::Status::error(EMBER_ERR_TOKEN_OUT_OF_RANGE,
+                                         "prompt_tokens[%zu] = %d is outside the vocabulary (0..%lld)", i,
+                                         o.prompt_tokens[i], static_cast<long long>(vocab - 1)));
+      }
+    }
+    ids.assign(o.prompt_tokens, o.prompt_tokens + o.n_prompt_tokens);
+  } else {
+    s = model.tokenizer().encode(prompt, o.add_bos != 0, &ids);
+    if (!s.is_ok()) return done(s);
+  }
   if (ids.empty()) return fail(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty and add_bos is off: nothing to run");
   struct Sink {
     ember_token_callback callback;

@@ -353,6 +353,13 @@ typedef struct ember_generate_options {
    * prompt token, before sampling touches them. Not owned; written during
    * ember_generate only. Default NULL. Ignored by ember_sampler_create. */
   float* prompt_logits;
+  /* The prompt as exact token ids (n_prompt_tokens > 0 of them), run as
+   * given: nothing is tokenized and nothing added (add_bos is ignored), for
+   * token-exact comparisons with other runtimes. When set, ember_generate's
+   * prompt argument must be NULL. Not owned; read during ember_generate
+   * only. Default NULL and 0. Ignored by ember_sampler_create. */
+  const int32_t* prompt_tokens;
+  size_t n_prompt_tokens;
 } ember_generate_options;
 
 /* Fills *options with the defaults (NULL is a no-op). */
@@ -363,16 +370,22 @@ EMBER_API void ember_generate_options_default(ember_generate_options* options);
 typedef int (*ember_token_callback)(void* user_data, int32_t token, const char* piece,
                                     size_t piece_len);
 
-/* Tokenizes the prompt (a NUL-terminated string, read during the call),
+/* Tokenizes the prompt (a NUL-terminated string, read during the call; or
+ * takes options->prompt_tokens as they are, with prompt NULL),
  * prefills it as a batch at the session's next position, then samples up to
  * max_new_tokens tokens, stopping early at end of sequence (EOS, or BOS for
  * llama2.c vocabularies), when the callback returns non-zero, or when the
  * context is full (which is not an error here; see context_shift). The
  * prompt's own pieces are not passed to the callback; callback may be NULL.
  * ember_generate_last_stats() tells how it went. This is the loop `ember
- * run` uses. Errors: EMBER_ERR_INVALID_ARGUMENT (bad options, an empty
- * prompt without BOS), EMBER_ERR_CONTEXT_FULL (the prompt does not fit),
- * and the errors of ember_session_prefill. */
+ * run` uses. max_new_tokens 0 only prefills (prompt_logits, if set, is
+ * still written). Errors: EMBER_ERR_INVALID_ARGUMENT (bad options, an empty
+ * prompt without BOS, both or neither of prompt and prompt_tokens,
+ * prompt_tokens NULL with n_prompt_tokens > 0 or set with 0),
+ * EMBER_ERR_TOKEN_OUT_OF_RANGE (a prompt_tokens id outside the vocabulary;
+ * the message names its index and value; the session is left unchanged),
+ * EMBER_ERR_CONTEXT_FULL (the prompt does not fit), and the errors of
+ * ember_session_prefill. */
 EMBER_API ember_status ember_generate(ember_session* session, const char* prompt,
                                       const ember_generate_options* options,
                                       ember_token_callback callback, void* user_data);

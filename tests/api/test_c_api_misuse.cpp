@@ -384,6 +384,84 @@ TEST_CASE("options structs from before the newest fields keep those fields' defa
   ember_session_free(s);
 }
 
+TEST_CASE("ember_generate with prompt_tokens: the ids as given, errors named, older structs unaffected") {
+  Fixture f;
+  ember_session* s = f.session(32);
+  // The text path's ids, given as ids, give the same logits and tokens.
+  std::vector<int32_t> ids(16);
+  size_t n = 0;
+  REQUIRE(ember_tokenize(f.model, "hello", 5, 1, ids.data(), ids.size(), &n) == EMBER_OK);
+  ids.resize(n);
+  REQUIRE(ids.size() >= 2);  // BOS and at least one id of the text
+  struct Tokens {
+    static int add(void* user, int32_t token, const char*, size_t) {
+      static_cast<std::vector<int32_t>*>(user)->push_back(token);
+      return 0;
+    }
+  };
+  const size_t vocab = static_cast<size_t>(f.info.vocab_size);
+  std::vector<float> text_logits(vocab), id_logits(vocab);
+  std::vector<int32_t> text_tokens, id_tokens;
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  g.max_new_tokens = 6;
+  g.prompt_logits = text_logits.data();
+  REQUIRE(ember_generate(s, "hello", &g, &Tokens::add, &text_tokens) == EMBER_OK);
+  REQUIRE(ember_session_reset(s) == EMBER_OK);
+  g.prompt_logits = id_logits.data();
+  g.prompt_tokens = ids.data();
+  g.n_prompt_tokens = ids.size();
+  g.add_bos = 1;  // ignored: nothing is added to ids
+  REQUIRE(ember_generate(s, nullptr, &g, &Tokens::add, &id_tokens) == EMBER_OK);
+  CHECK(id_tokens == text_tokens);
+  CHECK(std::memcmp(id_logits.data(), text_logits.data(), vocab * sizeof(float)) == 0);
+  ember_generate_stats stats;
+  stats.struct_size = sizeof stats;
+  REQUIRE(ember_generate_last_stats(s, &stats) == EMBER_OK);
+  CHECK(stats.prompt_tokens == static_cast<int32_t>(ids.size()));
+
+  // Without BOS the ids are not padded with one: a different context.
+  REQUIRE(ember_session_reset(s) == EMBER_OK);
+  g.prompt_tokens = ids.data() + 1;
+  g.n_prompt_tokens = ids.size() - 1;
+  g.max_new_tokens = 0;  // prefill only
+  REQUIRE(ember_generate(s, nullptr, &g, &Tokens::add, &id_tokens) == EMBER_OK);
+  CHECK(ember_session_position(s) == static_cast<int32_t>(ids.size() - 1));
+  CHECK(id_tokens.size() == text_tokens.size());  // nothing generated
+  CHECK(std::memcmp(id_logits.data(), text_logits.data(), vocab * sizeof(float)) != 0);
+
+  // Misuse: every case fails before anything runs.
+  REQUIRE(ember_session_reset(s) == EMBER_OK);
+  g.prompt_tokens = ids.data();
+  g.n_prompt_tokens = ids.size();
+  EXPECT_INVALID(ember_generate(s, "hello", &g, nullptr, nullptr));  // both
+  g.n_prompt_tokens = 0;
+  EXPECT_INVALID(ember_generate(s, nullptr, &g, nullptr, nullptr));
+  g.prompt_tokens = nullptr;
+  g.n_prompt_tokens = 3;
+  EXPECT_INVALID(ember_generate(s, nullptr, &g, nullptr, nullptr));
+  for (int32_t bad : {-1, f.info.vocab_size, INT32_MAX, INT32_MIN}) {
+    INFO("token " << bad);
+    const int32_t batch[3] = {ids[0], ids[0], bad};
+    g.prompt_tokens = batch;
+    g.n_prompt_tokens = 3;
+    EXPECT_STATUS(ember_generate(s, nullptr, &g, nullptr, nullptr), EMBER_ERR_TOKEN_OUT_OF_RANGE);
+    const std::string msg = ember_last_error();
+    CHECK(msg.find("prompt_tokens[2] = " + std::to_string(bad)) != std::string::npos);
+  }
+  CHECK(ember_session_position(s) == 0);
+
+  // A struct from before prompt_tokens: garbage there is never read.
+  ember_generate_options old;
+  ember_generate_options_default(&old);
+  old.struct_size = offsetof(ember_generate_options, prompt_tokens);
+  old.max_new_tokens = 2;
+  old.prompt_tokens = reinterpret_cast<const int32_t*>(0x1);  // would crash if read
+  old.n_prompt_tokens = 99;
+  CHECK(ember_generate(s, "hello", &old, nullptr, nullptr) == EMBER_OK);
+  ember_session_free(s);
+}
+
 TEST_CASE("token ids out of range leave the session unchanged") {
   Fixture f;
   ember_session* s = f.session(32);

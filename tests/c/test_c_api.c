@@ -162,6 +162,8 @@ int main(int argc, char** argv) {
     CHECK(gopt.add_bos == 1);
     CHECK(gopt.context_shift == 0);
     CHECK(gopt.prompt_logits == NULL);
+    CHECK(gopt.prompt_tokens == NULL);
+    CHECK(gopt.n_prompt_tokens == 0);
   }
   /* misuse without a model */
   CHECK_STATUS(ember_model_open(NULL, NULL, &model), EMBER_ERR_INVALID_ARGUMENT);
@@ -321,6 +323,54 @@ int main(int argc, char** argv) {
     CHECK(stats.position == ember_session_position(session));
     CHECK(stats.prefill_ms >= 0 && stats.decode_ms >= 0);
   }
+  /* ---- ember_generate with the prompt as exact ids: the same tokens ---- */
+  CHECK_OK(ember_session_reset(session));
+  {
+    collector c;
+    memset(&c, 0, sizeof c);
+    ember_generate_options ids = gopt;
+    ids.max_new_tokens = 50;
+    ids.add_bos = 0; /* ignored with prompt_tokens: the ids run as given */
+    ids.prompt_tokens = prompt;
+    ids.n_prompt_tokens = n_prompt;
+    CHECK_OK(ember_generate(session, NULL, &ids, on_token, &c));
+    CHECK(c.calls == STOP_AFTER);
+    int same = c.calls == n_greedy;
+    for (int i = 0; same && i < n_greedy; ++i) same = c.tokens[i] == greedy[i];
+    CHECK(same);
+    CHECK(ember_session_position(session) == (int32_t)(n_prompt + STOP_AFTER - 1));
+    /* max_new_tokens 0: the prompt only */
+    CHECK_OK(ember_session_reset(session));
+    ids.max_new_tokens = 0;
+    ids.prompt_logits = logits;
+    CHECK_OK(ember_generate(session, NULL, &ids, never_called, &c.calls));
+    CHECK(ember_session_position(session) == (int32_t)n_prompt);
+    /* misuse: both prompts, a count without ids, ids without a count, an id
+       outside the vocabulary (named with its index; the session unchanged) */
+    CHECK_OK(ember_session_reset(session));
+    CHECK_STATUS(ember_generate(session, text, &ids, NULL, NULL), EMBER_ERR_INVALID_ARGUMENT);
+    ids.prompt_tokens = NULL;
+    CHECK_STATUS(ember_generate(session, NULL, &ids, NULL, NULL), EMBER_ERR_INVALID_ARGUMENT);
+    ids.prompt_tokens = prompt;
+    ids.n_prompt_tokens = 0;
+    CHECK_STATUS(ember_generate(session, NULL, &ids, NULL, NULL), EMBER_ERR_INVALID_ARGUMENT);
+    {
+      int32_t bad_ids[3];
+      bad_ids[0] = prompt[0];
+      bad_ids[1] = info.vocab_size;
+      bad_ids[2] = prompt[0];
+      ids.prompt_tokens = bad_ids;
+      ids.n_prompt_tokens = 3;
+      CHECK_STATUS(ember_generate(session, NULL, &ids, NULL, NULL), EMBER_ERR_TOKEN_OUT_OF_RANGE);
+      CHECK(strstr(ember_last_error(), "prompt_tokens[1]") != NULL);
+      bad_ids[1] = -5;
+      CHECK_STATUS(ember_generate(session, NULL, &ids, NULL, NULL), EMBER_ERR_TOKEN_OUT_OF_RANGE);
+      CHECK(strstr(ember_last_error(), "-5") != NULL);
+    }
+    CHECK(ember_session_position(session) == 0);
+    CHECK(c.calls == STOP_AFTER); /* never_called was never called */
+  }
+
   /* the session continues where generation left off */
   {
     const int32_t pos = ember_session_position(session);

@@ -11,31 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_run.h"
 #include "model/stories_fixture.h"
 #include "test_data.h"
 
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using Run = ember::test::CliRun;
 
-Run run(const std::string& args) {
-  static int counter = 0;
-  const std::string err_path = ember::test::temp_dir("cli") + "/stderr-" + std::to_string(counter++);
-  Run r;
-  FILE* p = popen((std::string(EMBER_CLI_PATH) + " " + args + " 2>" + err_path).c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = ember::test::read_text_file(err_path);
-  return r;
-}
+Run run(const std::string& args) { return ember::test::run_ember(args); }
 
 std::vector<std::string> split_tests(const std::string& text, const std::string& sep) {
   std::vector<std::string> parts;

@@ -21,6 +21,7 @@
 #include "tools/ember/args.h"
 #include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/model_cache.h"
 
 #include "ember_git_hash.h"  // generated at build time: EMBER_GIT_HASH
 
@@ -112,8 +113,9 @@ std::string human_count(double n) {
 }
 
 const char* kBenchHelp =
-    "usage: ember bench -m MODEL.ember [-p 64,512] [-n 128] [-r 5] [--threads T] [--backend cpu|vulkan|auto]\n"
+    "usage: ember bench -m MODEL [-p 64,512] [-n 128] [-r 5] [--threads T] [--backend cpu|vulkan|auto]\n"
     "                   [--json] [--probe-mb MB]\n"
+    "  MODEL is an .ember file or a GGUF file (converted once into the cache: ember cache --help)\n"
     "  -p LIST      input lengths, comma-separated; each is prefilled as one batch (default 64,512)\n"
     "  -n N         tokens decoded greedily after each prefill (default 128)\n"
     "  -r R         timed repetitions after one warm-up (default 5); figures are mean ± sd\n"
@@ -154,13 +156,17 @@ int cmd_bench(int argc, char** argv) {
   const bool json = args.has("--json");
   const std::string path = args.get("-m");
 
-  auto facts = model_facts(path);
-  if (!facts.is_ok()) return report(facts.status().code(), facts.status().message());
   ember_model_options mo;
   ember_model_options_default(&mo);
   ember_model* model = nullptr;
-  ember_status st = ember_model_open(path.c_str(), &mo, &model);
-  if (st != EMBER_OK) return report_last(st);
+  std::string opened;  // the cached conversion for a GGUF file
+  if (const int code = open_model_for_cli(path, &mo, &model, &opened)) return code;
+  ember_status st = EMBER_OK;
+  auto facts = model_facts(opened);
+  if (!facts.is_ok()) {
+    ember_model_free(model);
+    return report(facts.status().code(), facts.status().message());
+  }
   ember_model_info info;
   info.struct_size = sizeof info;
   ember_model_get_info(model, &info);

@@ -13,6 +13,7 @@
 #include "platforms/linux/mapped_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/model_cache.h"
 
 namespace ember::cli {
 namespace {
@@ -27,7 +28,8 @@ double nll_of(const std::vector<float>& logits, int32_t target) {
 }
 
 const char* kPerplexityHelp =
-    "usage: ember perplexity -m MODEL.ember -f TEXT_FILE [--ctx N] [--threads T] [--max-tokens K]\n"
+    "usage: ember perplexity -m MODEL -f TEXT_FILE [--ctx N] [--threads T] [--max-tokens K]\n"
+    "  MODEL is an .ember file or a GGUF file (converted once into the cache: ember cache --help)\n"
     "  --ctx N         positions per window, BOS included (default: the model's context, at most 512)\n"
     "  --threads T     CPU threads (default 0: all cores)\n"
     "  --max-tokens K  score at most the first K tokens of the text (default: all)\n"
@@ -52,8 +54,8 @@ int cmd_perplexity(int argc, char** argv) {
   if (!text.is_ok()) return report(text.status().code(), "-f: " + text.status().message());
 
   ember_model* model = nullptr;
-  ember_status st = ember_model_open(args.get("-m").c_str(), nullptr, &model);
-  if (st != EMBER_OK) return report_last(st);
+  if (const int code = open_model_for_cli(args.get("-m"), nullptr, &model)) return code;
+  ember_status st = EMBER_OK;
   ember_model_info info;
   info.struct_size = sizeof info;
   ember_model_get_info(model, &info);

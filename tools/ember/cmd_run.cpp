@@ -1,13 +1,16 @@
 // `ember run`: generate text. stdout carries the prompt and the continuation
 // exactly as llama2.c prints them; stderr carries the timings.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/model_cache.h"
 
 namespace ember::cli {
 namespace {
@@ -29,9 +32,48 @@ void print_piece(const char* p, size_t n) {
   std::fflush(stdout);
 }
 
+// Parses --tokens "1,2,3": decimal ids separated by commas (spaces around an
+// id allowed), nothing else. Range against the vocabulary is checked later.
+bool parse_token_list(const std::string& text, std::vector<int32_t>* out, std::string* error) {
+  out->clear();
+  size_t at = 0;
+  while (true) {
+    const size_t comma = text.find(',', at);
+    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    const std::string where = "--tokens '" + text + "': id #" + std::to_string(out->size() + 1);
+    if (item.empty()) {
+      *error = where + " is empty (expected ids separated by commas, e.g. 1,2,3)";
+      return false;
+    }
+    for (char c : item) {
+      if (c < '0' || c > '9') {
+        *error = where + " = '" + item + "' is not a non-negative decimal integer";
+        return false;
+      }
+    }
+    errno = 0;
+    const long long v = std::strtoll(item.c_str(), nullptr, 10);
+    if (errno != 0 || v > INT32_MAX) {
+      *error = where + " = '" + item + "' is too large for a token id";
+      return false;
+    }
+    out->push_back(static_cast<int32_t>(v));
+    if (comma == std::string::npos) return true;
+    at = comma + 1;
+  }
+}
+
 const char* kRunHelp =
-    "usage: ember run -m MODEL.ember -p PROMPT [-n NEW_TOKENS] [options]\n"
-    "  -n N               tokens to generate (default 128)\n"
+    "usage: ember run -m MODEL -p PROMPT [-n NEW_TOKENS] [options]\n"
+    "       ember run -m MODEL --tokens 1,2,3 [-n NEW_TOKENS] [--ids] [options]\n"
+    "  MODEL is an .ember file or a GGUF file (converted once into the cache: ember cache --help)\n"
+    "  -n N               tokens to generate (default 128); 0 = prefill the prompt only\n"
+    "  --tokens IDS       the prompt as exact token ids, comma-separated: nothing is tokenized or\n"
+    "                     added (no BOS); instead of -p\n"
+    "  --ids              print the generated token ids, one per line, instead of the text (the\n"
+    "                     prompt is not echoed)\n"
     "  --temp T           temperature; 0 = greedy (default 0)\n"
     "  --top-k K          keep the K most likely tokens (0 = off)\n"
     "  --top-p P          nucleus sampling (1 = off)\n"
@@ -45,7 +87,7 @@ const char* kRunHelp =
     "  --max-bytes N      refuse to start if the session needs more private memory\n"
     "  --context-shift    when the context is full, drop the older half and go on\n"
     "  --backend B        cpu|vulkan|auto (default cpu)\n"
-    "  --dump-logits FILE write the logits after the last prompt token, one per line\n"
+    "  --dump-logits FILE write the logits after the last prompt token, one per line (works with -n 0)\n"
     "  --verify-digest    check the data segment's SHA-256 before running (integrity policy DIGEST)\n"
     "  --require-signature P.pem  refuse the model unless it is signed by this public key (ember sign);\n"
     "                     the signature policy includes the digest check\n";
@@ -55,9 +97,9 @@ const char* kRunHelp =
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
                                          "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
-                                         "--require-signature"};
+                                         "--require-signature", "--tokens"};
   std::vector<std::string> known = with_value;
-  known.insert(known.end(), {"--verify-digest", "--context-shift"});
+  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids"});
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -87,6 +129,14 @@ int cmd_run(int argc, char** argv) {
   if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember run --help)");
   const std::string prompt = args.get("-p");
+  const bool exact = args.has("--tokens");
+  const bool print_ids = args.has("--ids");
+  std::vector<int32_t> ids;
+  if (exact) {
+    if (args.has("-p")) return report(EMBER_ERR_INVALID_ARGUMENT, "-p and --tokens both give the prompt: pass one");
+    std::string error;
+    if (!parse_token_list(args.get("--tokens"), &ids, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
+  }
 
   const double t0 = now_ms();
   ember_model_options mo;
@@ -106,10 +156,21 @@ int cmd_run(int argc, char** argv) {
     mo.public_key_pem_len = public_key.size();
   }
   ember_model* model = nullptr;
-  ember_status st = ember_model_open(args.get("-m").c_str(), &mo, &model);
-  if (st != EMBER_OK) return report_last(st);
+  if (const int code = open_model_for_cli(args.get("-m"), &mo, &model)) return code;
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  ember_model_get_info(model, &info);
+  // --tokens ids are checked before anything else runs or prints.
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= info.vocab_size) {
+      ember_model_free(model);
+      return report(EMBER_ERR_TOKEN_OUT_OF_RANGE, "--tokens: id #" + std::to_string(i + 1) + " = " +
+                                                      std::to_string(ids[i]) + " is outside the vocabulary (0.." +
+                                                      std::to_string(info.vocab_size - 1) + ")");
+    }
+  }
   ember_session* session = nullptr;
-  st = ember_session_create(model, &so, &session);
+  ember_status st = ember_session_create(model, &so, &session);
   if (st != EMBER_OK) {
     ember_model_free(model);
     return report_last(st);
@@ -117,20 +178,23 @@ int cmd_run(int argc, char** argv) {
   std::fprintf(stderr, "backend: %s\n", ember_session_backend(session));
   const double t_loaded = now_ms();
 
-  ember_model_info info;
-  info.struct_size = sizeof info;
-  ember_model_get_info(model, &info);
-  // The prompt, printed as its pieces (the reference's way); ember_generate
-  // tokenizes it the same way.
-  std::vector<int32_t> ids(prompt.size() + 2);
-  size_t n_ids = 0;
-  st = ember_tokenize(model, prompt.data(), prompt.size(), 1, ids.data(), ids.size(), &n_ids);
-  if (st == EMBER_OK) {
-    ids.resize(n_ids);
+  if (!exact) {
+    // ember_generate tokenizes the prompt the same way.
+    ids.resize(prompt.size() + 2);
+    size_t n_ids = 0;
+    st = ember_tokenize(model, prompt.data(), prompt.size(), 1, ids.data(), ids.size(), &n_ids);
+    ids.resize(st == EMBER_OK ? n_ids : 0);
+    if (st != EMBER_OK) report_last(st);
+  }
+  // The prompt, printed as its pieces (the reference's way), unless only ids
+  // are printed. A text prompt's first id is the BOS it added.
+  if (st == EMBER_OK && !print_ids) {
     char buf[256];
     size_t len = 0;
-    for (size_t i = 1; i < ids.size(); ++i) {
-      if (ember_token_to_piece(model, ids[i - 1], ids[i], buf, sizeof buf, &len) == EMBER_OK) print_piece(buf, len);
+    for (size_t i = exact ? 0 : 1; i < ids.size(); ++i) {
+      if (ember_token_to_piece(model, i ? ids[i - 1] : -1, ids[i], buf, sizeof buf, &len) == EMBER_OK) {
+        print_piece(buf, len);
+      }
     }
   }
   std::vector<float> prompt_logits;
@@ -140,19 +204,29 @@ int cmd_run(int argc, char** argv) {
   }
   g.max_new_tokens = static_cast<int32_t>(n_new > INT32_MAX ? INT32_MAX : n_new);
   g.context_shift = context_shift ? 1 : 0;
+  if (exact) {
+    g.prompt_tokens = ids.data();
+    g.n_prompt_tokens = ids.size();
+  }
   const bool tokenized = st == EMBER_OK;
   if (st == EMBER_OK) {
     auto on_token = [](void*, int32_t, const char* piece, size_t len) {
       print_piece(piece, len);
       return 0;
     };
-    st = ember_generate(session, prompt.c_str(), &g, on_token, nullptr);
+    auto on_id = [](void*, int32_t token, const char*, size_t) {
+      std::printf("%d\n", token);
+      std::fflush(stdout);
+      return 0;
+    };
+    st = ember_generate(session, exact ? nullptr : prompt.c_str(), &g,
+                        print_ids ? static_cast<ember_token_callback>(on_id) : on_token, nullptr);
   }
   ember_generate_stats stats;
   stats.struct_size = sizeof stats;
   ember_generate_last_stats(session, &stats);
   int code = 0;
-  if (tokenized) {
+  if (tokenized && !print_ids) {
     // llama2.c ends its output with a newline, whatever the text ended with;
     // flushed now, so that what follows on stderr starts on its own line.
     std::printf("\n");
@@ -170,7 +244,7 @@ int cmd_run(int argc, char** argv) {
   if (st == EMBER_OK && stats.stop_reason == EMBER_STOP_CONTEXT_FULL) {
     std::fprintf(stderr, "[context full at %d positions: stopping; --context-shift goes on]\n", stats.position);
   }
-  if (st != EMBER_OK && code == 0) code = report_last(st);
+  if (st != EMBER_OK && code == 0) code = tokenized ? report_last(st) : 1;  // else reported above
   if (code == 0) {
     const int generated = stats.generated_tokens;
     const double decode_ms = stats.decode_ms;

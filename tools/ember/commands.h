@@ -29,5 +29,6 @@ int cmd_perplexity(int argc, char** argv);
 int cmd_keygen(int argc, char** argv);
 int cmd_sign(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
+int cmd_cache(int argc, char** argv);
 
 }  // namespace ember::cli

@@ -13,7 +13,7 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"run", ember::cli::cmd_run, "generate text: run -m M.ember -p PROMPT -n N"},
+    {"run", ember::cli::cmd_run, "generate text: run -m M.ember|M.gguf -p PROMPT -n N (or --tokens 1,2,3)"},
     {"demo", ember::cli::cmd_demo, "convert the bundled test model (or make one) and generate"},
     {"convert", ember::cli::cmd_convert, "convert a llama2.c checkpoint or GGUF file: convert IN -o OUT.ember"},
     {"info", ember::cli::cmd_info, "show a model's hyper-parameters, tokenizer, tensors, provenance"},
@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"keygen", ember::cli::cmd_keygen, "a signing key pair: keygen --private K.pem --public P.pem"},
     {"sign", ember::cli::cmd_sign, "sign a model in place: sign M.ember --key K.pem"},
     {"verify", ember::cli::cmd_verify, "check a model's structure, digest and signature: verify M.ember [--pubkey P.pem]"},
+    {"cache", ember::cli::cmd_cache, "the GGUF files run converted: cache list|clear"},
 };
 
 void usage() {

@@ -1,0 +1,75 @@
+// `ember cache list|clear`: the GGUF conversions `ember run|perplexity|bench
+// -m FILE.gguf` keep (tools/ember/model_cache.h).
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tools/ember/args.h"
+#include "tools/ember/commands.h"
+#include "tools/ember/model_cache.h"
+
+namespace ember::cli {
+namespace {
+
+const char* kCacheHelp =
+    "usage: ember cache list|clear\n"
+    "  `ember run|perplexity|bench -m FILE.gguf` converts a GGUF file once into an .ember file in the\n"
+    "  cache, keyed by the file's SHA-256 and this ember's version, and runs that.\n"
+    "  list   the cached models: size, the GGUF file they came from, path\n"
+    "  clear  delete every cached model (and unfinished conversions)\n"
+    "  The folder: $EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember/models, else ~/.cache/ember/models.\n";
+
+}  // namespace
+
+int cmd_cache(int argc, char** argv) {
+  Args args(argc, argv, {});
+  if (args.has("--help") || args.has("-h")) {
+    std::fputs(kCacheHelp, stdout);
+    return 0;
+  }
+  args.check_known({});
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember cache --help)");
+  const auto& pos = args.positionals();
+  if (pos.size() != 1 || (pos[0] != "list" && pos[0] != "clear")) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "expected `ember cache list` or `ember cache clear` (see ember cache --help)");
+  }
+  auto dir = model_cache_dir();
+  if (!dir.is_ok()) return report(dir.status().code(), dir.status().message());
+  auto entries = list_cache(dir.value());
+  if (!entries.is_ok()) return report(entries.status().code(), entries.status().message());
+  uint64_t total = 0;
+  for (const CacheEntry& e : entries.value()) total += e.memo ? 0 : e.bytes;
+
+  if (pos[0] == "list") {
+    size_t models = 0, memos = 0;
+    for (const CacheEntry& e : entries.value()) (e.memo ? memos : models)++;
+    std::printf("%s: %zu file(s), %.1f MB\n", dir.value().c_str(), models, total / 1e6);
+    for (const CacheEntry& e : entries.value()) {
+      if (e.memo) continue;
+      std::string what = e.source_file.empty() ? "(unreadable: converted again when next used)" : "from " + e.source_file;
+      if (e.temporary) what = "(an unfinished conversion: never used)";
+      else if (!e.current) what += " (made by another ember version: not used by this one)";
+      std::printf("%10.1f MB  %s  %s\n", e.bytes / 1e6, what.c_str(), e.path.c_str());
+    }
+    if (memos) std::printf("(and %zu remembered GGUF digest(s) in %s/digests)\n", memos, dir.value().c_str());
+    return 0;
+  }
+  size_t removed = 0;
+  uint64_t freed = 0;
+  int code = 0;
+  for (const CacheEntry& e : entries.value()) {
+    if (::unlink(e.path.c_str()) == 0) {
+      if (e.memo) continue;  // counted apart: not a model
+      ++removed;
+      freed += e.bytes;
+    } else {
+      code = report(EMBER_ERR_IO, "cannot delete '" + e.path + "'");
+    }
+  }
+  std::printf("removed %zu file(s), %.1f MB, from %s\n", removed, freed / 1e6, dir.value().c_str());
+  ::rmdir((dir.value() + "/digests").c_str());  // when empty
+  return code;
+}
+
+}  // namespace ember::cli
