@@ -48,6 +48,10 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
                                                    options.kv_type_v));
   BackendOptions bo;
   bo.n_threads = options.n_threads;
+  if (options.thread_pool) {
+    bo.thread_pool = options.thread_pool;
+    bo.n_threads = thread_pool_threads(*options.thread_pool);
+  }
   bo.vulkan_pipeline_cache = options.vulkan_pipeline_cache;
   bo.vulkan_pipeline_cache_dir = options.vulkan_pipeline_cache_dir;
   BackendKind kind = BackendKind::Cpu;
