@@ -13,6 +13,10 @@ namespace {
 // Element-wise ops smaller than this run on the calling thread: a pool
 // round-trip costs more than the work.
 constexpr int64_t kParallelElements = 1 << 15;
+// Chunk boundaries: matmul rows in whole kernel tiles; element-wise floats
+// in whole cache lines and vectors.
+constexpr int32_t kMatmulRowSplit = 16;
+constexpr int32_t kElementwiseSplit = 64;
 
 int64_t round64(int64_t floats) { return (floats * 4 + 63) / 64 * 16; }
 
@@ -154,6 +158,7 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
 // writes its activation (a matmul's output, any op's out, RoPE's in-place
 // input), and every execute starts with none.
 Status CpuBackend::lower(const Graph& g) {
+  attention_k_ = AttentionKernels{k_.dot, k_.axpy, k_.dot_rows, k_.axpy_rows, k_.softmax};
   steps_.clear();
   matmuls_.clear();
   steps_.reserve(g.ops.size());
@@ -178,6 +183,7 @@ Status CpuBackend::lower(const Graph& g) {
         st.rmsnorm = k_.rmsnorm;
         st.eps = op_norm_eps(g, op);
         st.one_row = op.last_row;
+        st.split = 1;
         break;
       case OpKind::MatMul: {
         int count = 1;
@@ -187,6 +193,7 @@ Status CpuBackend::lower(const Graph& g) {
           ++count;
         }
         st.kind = CpuStepKind::MatMuls;
+        st.split = kMatmulRowSplit;
         st.one_row = g.activations[op.a].rows == 1;
         st.cols = g.weights[op.weight].cols;
         st.first = static_cast<int32_t>(matmuls_.size());
@@ -251,14 +258,17 @@ Status CpuBackend::lower(const Graph& g) {
         st.hp = op_attention_params(g, op);
         st.kv = &kv_[op.layer];
         st.n_heads = static_cast<int32_t>(st.hp->n_heads);
+        st.split = 1;
         break;
       case OpKind::Add:
         st.kind = CpuStepKind::Add;
         st.binary = k_.add;
+        st.split = kElementwiseSplit;
         break;
       case OpKind::SwiGLU:
         st.kind = CpuStepKind::SwiGLU;
         st.binary = k_.swiglu;
+        st.split = kElementwiseSplit;
         break;
     }
     steps_.push_back(st);
@@ -311,7 +321,7 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
       const CpuMatmul& j = jobs[m];
       const int64_t rows = j.rows;
       int64_t r0, r1;
-      split_range(rows, 16, chunk, n_chunks, &r0, &r1);
+      split_range(rows, s.split, chunk, n_chunks, &r0, &r1);
       if (r0 >= r1) continue;
       if (j.q_gemv) {
         (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, rows);
@@ -350,15 +360,15 @@ Status CpuBackend::execute(const StepArgs& step) {
       scratch_.rope_sin[i * half + j] = std::sin(angle);
     }
   }
-  // Element-wise ops over `count` floats: split in runs of 64 when large.
-  auto elementwise = [&](int64_t count, auto&& fn) {
+  // Element-wise ops over `count` floats: split in runs of `split` when large.
+  auto elementwise = [&](int64_t count, int64_t split, auto&& fn) {
     if (count < kParallelElements) {
       fn(0, count);
       return;
     }
     pool_->run(pool_->size(), [&](int chunk, int n_chunks, int) {
       int64_t b, e;
-      split_range(count, 64, chunk, n_chunks, &b, &e);
+      split_range(count, split, chunk, n_chunks, &b, &e);
       if (b < e) fn(b, e);
     });
   };
@@ -384,7 +394,7 @@ Status CpuBackend::execute(const StepArgs& step) {
         } else {
           pool_->run(pool_->size(), [&](int chunk, int n_chunks, int) {
             int64_t b, e;
-            split_range(n, 1, chunk, n_chunks, &b, &e);
+            split_range(n, s.split, chunk, n_chunks, &b, &e);
             for (int64_t i = b; i < e; ++i) s.rmsnorm(s.out + i * cols, s.a + i * cols, wf, cols, s.eps);
           });
         }
@@ -401,15 +411,14 @@ Status CpuBackend::execute(const StepArgs& step) {
         // row from seeing later ones. Heads split over the threads, each
         // with its own scratch.
         cpu_kv_store(*s.hp, *s.kv, s.b, s.c, n, step.pos);
-        const AttentionKernels ak{k_.dot, k_.axpy, k_.dot_rows, k_.axpy_rows, k_.softmax};
         // As many chunks as threads: the per-thread scratch holds
         // ceil(n_heads / threads) heads' scores.
         pool_->run(pool_->size(), [&](int chunk, int n_chunks, int thread) {
           int64_t h0, h1;
-          split_range(s.n_heads, 1, chunk, n_chunks, &h0, &h1);
+          split_range(s.n_heads, s.split, chunk, n_chunks, &h0, &h1);
           if (h0 >= h1) return;
           cpu_attention(*s.hp, *s.kv, s.a, s.out, step.pos, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1),
-                        g.context, scratch_.attention + thread * attention_floats_, ak);
+                        g.context, scratch_.attention + thread * attention_floats_, attention_k_);
         });
         break;
       }
@@ -419,7 +428,7 @@ Status CpuBackend::execute(const StepArgs& step) {
         const float* a = s.a;
         const float* b = s.b;
         const AddFn fn = s.binary;
-        elementwise(s.cols * n, [&](int64_t i0, int64_t i1) { fn(o + i0, a + i0, b + i0, i1 - i0); });
+        elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { fn(o + i0, a + i0, b + i0, i1 - i0); });
         break;
       }
     }

@@ -47,6 +47,10 @@ struct CpuStep {
   const float* b = nullptr;
   const float* c = nullptr;
   int64_t cols = 0;         // floats per row of `a` (matmuls: the weight's cols)
+  // Work split: chunk boundaries are multiples of this many rows (matmuls:
+  // weight rows, a kernel tile; rmsnorm: token rows; attention: heads) or
+  // floats (add, swiglu).
+  int32_t split = 1;
   bool one_row = false;     // matmuls: `a` holds one row; rmsnorm: the step's last row only
   // Embed / RmsNorm: the weight.
   const WeightRef* weight = nullptr;
@@ -114,6 +118,7 @@ class CpuBackend final : public Backend {
   std::vector<CpuStep> steps_;     // the lowered graph (prepare)
   std::vector<CpuMatmul> matmuls_; // the steps' matmuls
   Scratch scratch_;
+  AttentionKernels attention_k_{};  // the float family's (prepare)
   int64_t attention_floats_ = 0;   // per thread, rounded to 64 bytes
   int64_t row_stride_ = 0;         // floats between threads' conversion rows
 };
