@@ -18,8 +18,19 @@
 
 namespace ember {
 
+// The CPU backend's thread pool (backends/cpu/thread_pool.h), opaque here: a
+// host creates one and may run several sessions on it (C: ember_threadpool).
+class ThreadPool;
+// n_threads in 1..1024. Errors: EMBER_ERR_INVALID_ARGUMENT (the count),
+// EMBER_ERR_NO_MEMORY (the OS refused a thread).
+Result<std::shared_ptr<ThreadPool>> create_thread_pool(int32_t n_threads);
+int32_t thread_pool_threads(const ThreadPool& pool);
+
 struct BackendOptions {
   int32_t n_threads = 1;
+  // The CPU backend runs on this pool when set (n_threads is then the pool's
+  // size), else on its own. Shared: every session on it holds a reference.
+  std::shared_ptr<ThreadPool> thread_pool;
   // GPU backends' pipeline cache on disk (the Vulkan backend's
   // pipeline_cache.h): off when false; an empty folder means the default.
   bool vulkan_pipeline_cache = true;

@@ -13,6 +13,10 @@ namespace {
 // Element-wise ops smaller than this run on the calling thread: a pool
 // round-trip costs more than the work.
 constexpr int64_t kParallelElements = 1 << 15;
+// Chunk boundaries: matmul rows in whole kernel tiles; element-wise floats
+// in whole cache lines and vectors.
+constexpr int32_t kMatmulRowSplit = 16;
+constexpr int32_t kElementwiseSplit = 64;
 
 int64_t round64(int64_t floats) { return (floats * 4 + 63) / 64 * 16; }
 
@@ -22,23 +26,25 @@ struct ScratchSizes {
   int64_t half, attention, row, rows, act_q, act_blocks, total;
 };
 
-// Quantized activations only for graphs with quantized weights; one
-// conversion row per thread only for BF16 weights (thread 0's row always:
-// context shifting uses it).
+// Quantized activations only for graphs with weights of the int8 family;
+// one conversion row per thread only for weights with no kernel family
+// (BF16, and any dtype core/dtype.h adds with a dequantize_row); thread 0's
+// row always: context shifting uses it.
 ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   ScratchSizes s{};
   int64_t max_cols = 0, max_qcols = 0;
-  bool bf16 = false;
+  bool fallback = false;
   for (const auto& w : graph.weights) {
     max_cols = std::max(max_cols, w.cols);
-    if (w.dtype == DType::Q8_0 || w.dtype == DType::Q4_0) max_qcols = std::max(max_qcols, w.cols);
-    bf16 |= w.dtype == DType::BF16;
+    const CpuMatmulFamily f = cpu_matmul_family(w.dtype, w.layout);
+    if (f == CpuMatmulFamily::Int8) max_qcols = std::max(max_qcols, w.cols);
+    fallback |= f == CpuMatmulFamily::None;
   }
   const int32_t heads = static_cast<int32_t>((graph.hparams.n_heads + n_threads - 1) / n_threads);
   s.half = graph.hparams.head_dim() / 2;
   s.attention = round64(cpu_attention_scratch_floats(graph.hparams, graph.context, heads));
   s.row = round64(max_cols);
-  s.rows = bf16 ? n_threads : 1;
+  s.rows = fallback ? n_threads : 1;
   s.act_q = max_qcols ? round64((static_cast<int64_t>(graph.max_batch) * max_qcols + 3) / 4) : 0;
   s.act_blocks = max_qcols ? round64(static_cast<int64_t>(graph.max_batch) * (max_qcols / 32)) : 0;
   s.total = 2 * round64(s.half * graph.max_batch) + round64(s.half) + n_threads * s.attention + s.rows * s.row +
@@ -46,9 +52,22 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   return s;
 }
 
+
 }  // namespace
 
+CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
+  switch (dtype) {
+    case DType::Q8_0:
+    case DType::Q4_0: return layout == Layout::RowMajor || layout == Layout::Rows16 ? CpuMatmulFamily::Int8
+                                                                                       : CpuMatmulFamily::None;
+    case DType::F32:
+    case DType::F16: return layout == Layout::RowMajor ? CpuMatmulFamily::Float : CpuMatmulFamily::None;
+    default: return CpuMatmulFamily::None;
+  }
+}
+
 int cpu_threads(const BackendOptions& options) {
+  if (options.thread_pool) return thread_pool_threads(*options.thread_pool);
   const int n = options.n_threads > 0 ? options.n_threads : cpu_features().physical_cores;
   return n < 1 ? 1 : n;
 }
@@ -63,19 +82,23 @@ DeviceInfo cpu_probe() {
   d.type = DeviceType::Cpu;
   d.name = f.model_name;
   d.memory_bytes = f.memory_bytes;
-  Result<const CpuKernels*> k = cpu_select_kernels();
+  Result<CpuFamilies> k = cpu_select_families();
   d.available = k.is_ok();
   if (!k.is_ok()) d.reason = k.status().message();
   return d;
 }
 
 Status cpu_supports(const Graph& graph) {
+  // Every dtype core/dtype.h knows runs: the int8 and float families
+  // directly, the others through the dequantize fallback (RowMajor only).
   for (const WeightRef& w : graph.weights) {
-    switch (w.dtype) {
-      case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: break;
-      default:
-        return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: weight '%s' has dtype %s, which the cpu backend does not run",
-                             w.name, dtype_name(w.dtype));
+    if (!dtype_is_valid(static_cast<uint8_t>(w.dtype))) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: weight '%s' has dtype %u, which the cpu backend does not run",
+                           w.name, static_cast<unsigned>(w.dtype));
+    }
+    if (cpu_matmul_family(w.dtype, w.layout) == CpuMatmulFamily::None && w.layout != Layout::RowMajor) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: weight '%s' (%s, %s) has no matmul kernel", w.name,
+                           dtype_name(w.dtype), layout_name(w.layout));
     }
   }
   for (KvType t : {graph.kv_type_k, graph.kv_type_v}) {
@@ -102,17 +125,22 @@ Status cpu_supports(const Graph& graph) {
 }
 
 CpuBackend::CpuBackend(const BackendOptions& options)
-    : options_(options), selected_(cpu_select_kernels()) {
+    : options_(options), selected_(cpu_select_families()), pool_(options.thread_pool) {
   n_threads_ = cpu_threads(options);
-  if (selected_.is_ok()) k_ = selected_.value();
+  if (selected_.is_ok()) k_ = cpu_kernels_for(selected_.value());
 }
 
 CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::describe() const {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "cpu (%s, %d thread%s)", k_ ? k_->name : "no kernels", n_threads_,
-                n_threads_ == 1 ? "" : "s");
+  char buf[128];
+  if (selected_.is_ok()) {
+    std::snprintf(buf, sizeof buf, "cpu (int8: %s, float: %s, %d thread%s)",
+                  cpu_int8_family_name(selected_.value().int8), cpu_float_family_name(selected_.value().fp),
+                  n_threads_, n_threads_ == 1 ? "" : "s");
+  } else {
+    std::snprintf(buf, sizeof buf, "cpu (no kernels, %d thread%s)", n_threads_, n_threads_ == 1 ? "" : "s");
+  }
   return buf;
 }
 
@@ -137,9 +165,9 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
     kv.k_row_bytes = plan.kv_k_row_bytes;
     kv.v_row_bytes = plan.kv_v_row_bytes;
   }
-  for (const auto& w : graph.weights) max_cols_ = std::max(max_cols_, w.cols);
   const ScratchSizes s = scratch_sizes(graph, n_threads_);
   attention_floats_ = s.attention;
+  row_stride_ = s.row;
   float* p = reinterpret_cast<float*>(arena + plan.scratch_offset);
   auto take = [&p](int64_t floats) {
     float* f = p;
@@ -169,75 +197,167 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
     scratch_.rope_freq[j] =
         1.0f / std::pow(rope->params.rope.theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
   }
+  return lower(graph);
+}
+
+// The graph as a flat list of steps. Matmuls of one input that follow each
+// other join one step (one pool dispatch), as long as none of them
+// overwrites that input. Which step quantizes its input and which reuses the
+// copy in scratch follows the op list alone: a copy stays valid until an op
+// writes its activation (a matmul's output, any op's out, RoPE's in-place
+// input), and every execute starts with none.
+Status CpuBackend::lower(const Graph& g) {
+  attention_k_ = AttentionKernels{k_.dot, k_.axpy, k_.dot_rows, k_.axpy_rows, k_.softmax};
+  steps_.clear();
+  matmuls_.clear();
+  steps_.reserve(g.ops.size());
+  matmuls_.reserve(g.ops.size());
+  int32_t quantized = -1;  // activation whose quantized copy scratch holds
+  for (size_t oi = 0; oi < g.ops.size(); ++oi) {
+    const Op& op = g.ops[oi];
+    CpuStep st;
+    st.out = op.out >= 0 ? act(op.out) : nullptr;
+    st.a = op.a >= 0 ? act(op.a) : nullptr;
+    st.b = op.b >= 0 ? act(op.b) : nullptr;
+    st.c = op.c >= 0 ? act(op.c) : nullptr;
+    st.cols = op.a >= 0 ? g.activations[op.a].cols : 0;
+    switch (op.kind) {
+      case OpKind::Embed:
+        st.kind = CpuStepKind::Embed;
+        st.weight = &g.weights[op.weight];
+        break;
+      case OpKind::RmsNorm:
+        st.kind = CpuStepKind::RmsNorm;
+        st.weight = &g.weights[op.weight];
+        st.rmsnorm = k_.rmsnorm;
+        st.eps = op.params.rmsnorm.eps;
+        st.one_row = op.last_row;
+        st.split = 1;
+        break;
+      case OpKind::MatMul: {
+        int count = 1;
+        while (count < kMaxFusedMatmuls && oi + count < g.ops.size() && op.out != op.a) {
+          const Op& next = g.ops[oi + count];
+          if (next.kind != OpKind::MatMul || next.a != op.a || next.out == op.a) break;
+          ++count;
+        }
+        st.kind = CpuStepKind::MatMuls;
+        st.split = kMatmulRowSplit;
+        st.one_row = g.activations[op.a].rows == 1;
+        st.cols = g.weights[op.weight].cols;
+        st.first = static_cast<int32_t>(matmuls_.size());
+        st.count = count;
+        for (int m = 0; m < count; ++m) {
+          const Op& mo = g.ops[oi + m];
+          const WeightRef& w = g.weights[mo.weight];
+          CpuMatmul mm;
+          mm.w = w.data;
+          mm.dtype = w.dtype;
+          mm.rows = w.rows;
+          mm.out = act(mo.out);
+          switch (cpu_matmul_family(w.dtype, w.layout)) {
+            case CpuMatmulFamily::Int8: {
+              const bool rows16 = w.layout == Layout::Rows16;
+              if (w.dtype == DType::Q8_0) {
+                mm.q_gemv = rows16 ? k_.q8_0_rows16_gemv : k_.q8_0_gemv;
+                mm.q_gemm = rows16 ? k_.q8_0_rows16_gemm : k_.q8_0_gemm;
+              } else {
+                mm.q_gemv = rows16 ? k_.q4_0_rows16_gemv : k_.q4_0_gemv;
+                mm.q_gemm = rows16 ? k_.q4_0_rows16_gemm : k_.q4_0_gemm;
+              }
+              st.uses_q8 = true;
+              break;
+            }
+            case CpuMatmulFamily::Float:
+              mm.f_gemv = w.dtype == DType::F32 ? k_.f32_gemv : k_.f16_gemv;
+              mm.f_gemm = w.dtype == DType::F32 ? k_.f32_gemm : k_.f16_gemm;
+              break;
+            case CpuMatmulFamily::None:
+              // The fallback steps through RowMajor rows; a gather for other
+              // layouts would need a second per-thread row.
+              if (w.layout != Layout::RowMajor) {
+                return Status::error(EMBER_ERR_UNSUPPORTED, "cpu backend: weight '%s' (%s, %s) has no matmul kernel",
+                                     w.name, dtype_name(w.dtype), layout_name(w.layout));
+              }
+              if (!dtype_bytes(w.dtype, static_cast<uint64_t>(w.cols), &mm.row_bytes)) {
+                return Status::error(EMBER_ERR_INTERNAL, "cpu backend: weight '%s' cols = %lld not whole %s blocks",
+                                     w.name, static_cast<long long>(w.cols), dtype_name(w.dtype));
+              }
+              break;
+          }
+          matmuls_.push_back(mm);
+        }
+        if (st.uses_q8) {
+          st.quantize = quantized != op.a;
+          quantized = op.a;
+        }
+        for (int m = 0; m < count; ++m) {
+          if (g.ops[oi + m].out == quantized) quantized = -1;
+        }
+        oi += count - 1;
+        steps_.push_back(st);
+        continue;
+      }
+      case OpKind::Rope:
+        st.kind = CpuStepKind::Rope;
+        st.rope = op.params.rope;
+        break;
+      case OpKind::Attention:
+        st.kind = CpuStepKind::Attention;
+        st.attn = op.params.attention;
+        st.kv = &kv_[op.layer];
+        st.n_heads = static_cast<int32_t>(st.attn.n_heads);
+        st.split = 1;
+        break;
+      case OpKind::Add:
+        st.kind = CpuStepKind::Add;
+        st.binary = k_.add;
+        st.split = kElementwiseSplit;
+        break;
+      case OpKind::SwiGLU:
+        st.kind = CpuStepKind::SwiGLU;
+        st.binary = k_.swiglu;
+        st.split = kElementwiseSplit;
+        break;
+    }
+    steps_.push_back(st);
+    // Any op writing the quantized activation makes its copy stale.
+    if (op.out == quantized || (op.kind == OpKind::Rope && op.a == quantized)) quantized = -1;
+  }
   return Status::ok();
 }
 
-// Quantizes n rows of activation `id` (cols floats each) into scratch, once
-// per value: matmuls reading the same activation (q, k, v; gate, up) share it.
-void CpuBackend::quantize_input(int32_t id, int64_t cols, int32_t n) {
-  if (quantized_ == id) return;
-  const float* in = act(id);
+// Quantizes n rows of `in` (cols floats each) into scratch.
+void CpuBackend::quantize_input(const float* in, int64_t cols, int32_t n) {
   const int64_t nb = cols / 32;
   auto body = [&](int chunk, int n_chunks, int) {
     int64_t t0, t1;
     split_range(n, 1, chunk, n_chunks, &t0, &t1);
     for (int64_t t = t0; t < t1; ++t) {
-      k_->quantize_q8(in + t * cols, cols, scratch_.act_q + t * cols, scratch_.act_d + t * nb,
-                      scratch_.act_bias + t * nb);
+      k_.quantize_q8(in + t * cols, cols, scratch_.act_q + t * cols, scratch_.act_d + t * nb,
+                     scratch_.act_bias + t * nb);
     }
   };
   pool_->run(std::min<int>(n, pool_->size()), body);
-  quantized_ = id;
 }
 
-// Runs `count` consecutive matmuls that read the same input (q, k, v; gate,
-// up) in one pool dispatch: one wake-up instead of several. Each matmul's
-// rows are split over the threads in runs of 16 (whole kernel tiles); each
-// output is computed by exactly one thread, whatever the thread count.
-void CpuBackend::run_matmuls(const Op* ops, int count, int32_t n) {
-  struct Job {
-    const WeightRef* w;
-    float* out;
-    QMatmulFn qfn;
-    FMatmulFn ffn;
-  };
-  Job jobs[kMaxFusedMatmuls];
-  const float* in = act(ops[0].a);
-  const int64_t cols = graph_->weights[ops[0].weight].cols;
-  bool quantized = false;
-  for (int m = 0; m < count; ++m) {
-    const WeightRef& w = graph_->weights[ops[m].weight];
-    Job& j = jobs[m];
-    j = {&w, act(ops[m].out), nullptr, nullptr};
-    switch (w.dtype) {
-      case DType::Q8_0:
-        if (w.layout == Layout::Rows16) {
-          j.qfn = n == 1 ? k_->q8_0_rows16_gemv : k_->q8_0_rows16_gemm;
-        } else {
-          j.qfn = n == 1 ? k_->q8_0_gemv : k_->q8_0_gemm;
-        }
-        break;
-      case DType::Q4_0:
-        if (w.layout == Layout::Rows16) {
-          j.qfn = n == 1 ? k_->q4_0_rows16_gemv : k_->q4_0_rows16_gemm;
-        } else {
-          j.qfn = n == 1 ? k_->q4_0_gemv : k_->q4_0_gemm;
-        }
-        break;
-      case DType::F32: j.ffn = n == 1 ? k_->f32_gemv : k_->f32_gemm; break;
-      case DType::F16: j.ffn = n == 1 ? k_->f16_gemv : k_->f16_gemm; break;
-      case DType::BF16: break;
-    }
-    quantized |= j.qfn != nullptr;
-  }
+// Runs a step's matmuls (q, k, v; gate, up) in one pool dispatch: one
+// wake-up instead of several. Each matmul's rows are split over the threads
+// in runs of 16 (whole kernel tiles); each output is computed by exactly one
+// thread, whatever the thread count.
+void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
+  const float* in = s.a;
+  const int64_t cols = s.cols;
   QuantActs qa;
-  if (quantized) {
-    quantize_input(ops[0].a, cols, n);
+  if (s.uses_q8) {
+    if (s.quantize) quantize_input(in, cols, n);
     qa.q = scratch_.act_q;
     qa.d = scratch_.act_d;
     qa.bias = scratch_.act_bias;
     qa.cols = cols;
   }
+  const CpuMatmul* jobs = matmuls_.data() + s.first;
+  const int count = s.count;
   // Prefill: four chunks per thread, so that a thread slow to start (or
   // descheduled) is balanced by the others. Decode: one chunk per thread. A
   // decode matmul streams its weights in microseconds, and every claimed
@@ -247,43 +367,38 @@ void CpuBackend::run_matmuls(const Op* ops, int count, int32_t n) {
   const int n_chunks = n == 1 ? pool_->size() : 4 * pool_->size();
   pool_->run(n_chunks, [&](int chunk, int n_chunks, int thread) {
     for (int m = 0; m < count; ++m) {
-      const Job& j = jobs[m];
-      const int64_t rows = j.w->rows;
+      const CpuMatmul& j = jobs[m];
+      const int64_t rows = j.rows;
       int64_t r0, r1;
-      split_range(rows, 16, chunk, n_chunks, &r0, &r1);
+      split_range(rows, s.split, chunk, n_chunks, &r0, &r1);
       if (r0 >= r1) continue;
-      if (j.qfn) {
-        j.qfn(j.w->data, cols, r0, r1, qa, n, j.out, rows);
-      } else if (j.ffn) {
-        j.ffn(j.w->data, cols, r0, r1, in, n, j.out, rows);
+      if (j.q_gemv) {
+        (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, rows);
+      } else if (j.f_gemv) {
+        (n == 1 ? j.f_gemv : j.f_gemm)(j.w, cols, r0, r1, in, n, j.out, rows);
       } else {
-        // BF16 (no kernels of its own): one row at a time through f32.
-        float* row = scratch_.row + thread * round64(max_cols_);
-        uint64_t row_bytes = 0;
-        dtype_bytes(j.w->dtype, static_cast<uint64_t>(cols), &row_bytes);
+        // No kernel family for this dtype: one row at a time through f32.
+        float* row = scratch_.row + thread * row_stride_;
         for (int64_t r = r0; r < r1; ++r) {
-          dequantize_row(j.w->dtype, j.w->data + r * row_bytes, row, cols);
+          dequantize_row(j.dtype, j.w + r * j.row_bytes, row, cols);
           for (int32_t i = 0; i < n; ++i) {
-            k_->f32_gemv(reinterpret_cast<const uint8_t*>(row), cols, 0, 1, in + i * cols, 1, j.out + i * rows + r,
-                         rows);
+            k_.f32_gemv(reinterpret_cast<const uint8_t*>(row), cols, 0, 1, in + i * cols, 1, j.out + i * rows + r,
+                        rows);
           }
         }
       }
     }
   });
-  for (int m = 0; m < count; ++m) {
-    if (ops[m].out == quantized_) quantized_ = -1;
-  }
 }
 
 Status CpuBackend::execute(const StepArgs& step) {
   const Graph& g = *graph_;
-  const HParams& hp = g.hparams;
   const int32_t n = step.n_tokens;
   if (n <= 0 || n > g.max_batch || step.pos < 0 || step.pos + n > g.context) {
     return Status::error(EMBER_ERR_INTERNAL, "cpu backend: step of %d tokens at %d outside the plan", n, step.pos);
   }
-  quantized_ = -1;
+  // Sessions sharing a host pool take turns, a whole step at a time.
+  std::lock_guard<std::mutex> lock(pool_->callers());
   // RoPE angles for this step's positions, shared by every Rope op.
   const int64_t half = rope_half_;
   for (int32_t i = 0; i < n; ++i) {
@@ -294,111 +409,80 @@ Status CpuBackend::execute(const StepArgs& step) {
       scratch_.rope_sin[i * half + j] = std::sin(angle);
     }
   }
-  // Element-wise ops over `count` floats: split in runs of 64 when large.
-  auto elementwise = [&](int64_t count, auto&& fn) {
+  // Element-wise ops over `count` floats: split in runs of `split` when large.
+  auto elementwise = [&](int64_t count, int64_t split, auto&& fn) {
     if (count < kParallelElements) {
       fn(0, count);
       return;
     }
     pool_->run(pool_->size(), [&](int chunk, int n_chunks, int) {
       int64_t b, e;
-      split_range(count, 64, chunk, n_chunks, &b, &e);
+      split_range(count, split, chunk, n_chunks, &b, &e);
       if (b < e) fn(b, e);
     });
   };
-  for (size_t oi = 0; oi < g.ops.size(); ++oi) {
-    const Op& op = g.ops[oi];
-    switch (op.kind) {
-      case OpKind::Embed: {
-        const WeightRef& w = g.weights[op.weight];
+  for (const CpuStep& s : steps_) {
+    switch (s.kind) {
+      case CpuStepKind::Embed: {
+        const WeightRef& w = *s.weight;
         for (int32_t i = 0; i < n; ++i) {
           // A Rows16 row is gathered into the conversion row first.
           const uint8_t* row = layout_row(w.layout, w.dtype, w.data, w.cols, step.tokens[i],
                                           reinterpret_cast<uint8_t*>(scratch_.row));
-          dequantize_row(w.dtype, row, act(op.out) + i * w.cols, w.cols);
+          dequantize_row(w.dtype, row, s.out + i * w.cols, w.cols);
         }
         break;
       }
-      case OpKind::RmsNorm: {
-        const WeightRef& w = g.weights[op.weight];
-        const float* wf = reinterpret_cast<const float*>(w.data);
-        const int64_t cols = g.activations[op.a].cols;
-        const float eps = op.params.rmsnorm.eps;
-        if (op.last_row) {
-          k_->rmsnorm(act(op.out), act(op.a) + (n - 1) * cols, wf, cols, eps);
+      case CpuStepKind::RmsNorm: {
+        const float* wf = reinterpret_cast<const float*>(s.weight->data);
+        const int64_t cols = s.cols;
+        if (s.one_row) {
+          s.rmsnorm(s.out, s.a + (n - 1) * cols, wf, cols, s.eps);
         } else if (n * cols < kParallelElements) {
-          for (int32_t i = 0; i < n; ++i) k_->rmsnorm(act(op.out) + i * cols, act(op.a) + i * cols, wf, cols, eps);
+          for (int32_t i = 0; i < n; ++i) s.rmsnorm(s.out + i * cols, s.a + i * cols, wf, cols, s.eps);
         } else {
           pool_->run(pool_->size(), [&](int chunk, int n_chunks, int) {
             int64_t b, e;
-            split_range(n, 1, chunk, n_chunks, &b, &e);
-            for (int64_t i = b; i < e; ++i) {
-              k_->rmsnorm(act(op.out) + i * cols, act(op.a) + i * cols, wf, cols, eps);
-            }
+            split_range(n, s.split, chunk, n_chunks, &b, &e);
+            for (int64_t i = b; i < e; ++i) s.rmsnorm(s.out + i * cols, s.a + i * cols, wf, cols, s.eps);
           });
         }
         break;
       }
-      case OpKind::MatMul: {
-        // Following matmuls of the same input join this dispatch, as long
-        // as none of them overwrites that input.
-        int count = 1;
-        while (count < kMaxFusedMatmuls && oi + count < g.ops.size() && op.out != op.a) {
-          const Op& next = g.ops[oi + count];
-          if (next.kind != OpKind::MatMul || next.a != op.a || next.out == op.a) break;
-          ++count;
-        }
-        run_matmuls(&op, count, g.activations[op.a].rows == 1 ? 1 : n);
-        oi += count - 1;
+      case CpuStepKind::MatMuls:
+        run_matmuls(s, s.one_row ? 1 : n);
         break;
-      }
-      case OpKind::Rope:
-        cpu_rope(op.params.rope, act(op.a), g.activations[op.a].cols, n, scratch_.rope_cos, scratch_.rope_sin);
+      case CpuStepKind::Rope:
+        cpu_rope(s.rope, s.a, s.cols, n, scratch_.rope_cos, scratch_.rope_sin);
         break;
-      case OpKind::Attention: {
+      case CpuStepKind::Attention: {
         // Keys and values of this step first; the causal bound keeps each
         // row from seeing later ones. Heads split over the threads, each
         // with its own scratch.
-        const AttentionParams& ap = op.params.attention;
-        cpu_kv_store(static_cast<int64_t>(ap.head_dim) * ap.n_kv_heads, kv_[op.layer], act(op.b), act(op.c), n,
-                     step.pos);
-        const CpuKvLayer& kv = kv_[op.layer];
-        const float* q = act(op.a);
-        float* out = act(op.out);
+        cpu_kv_store(static_cast<int64_t>(s.attn.head_dim) * s.attn.n_kv_heads, *s.kv, s.b, s.c, n, step.pos);
         // As many chunks as threads: the per-thread scratch holds
         // ceil(n_heads / threads) heads' scores.
         pool_->run(pool_->size(), [&](int chunk, int n_chunks, int thread) {
           int64_t h0, h1;
-          split_range(ap.n_heads, 1, chunk, n_chunks, &h0, &h1);
+          split_range(s.n_heads, s.split, chunk, n_chunks, &h0, &h1);
           if (h0 >= h1) return;
-          cpu_attention(ap, kv, q, out, step.pos, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1), g.context,
-                        scratch_.attention + thread * attention_floats_,
-                        AttentionKernels{k_->dot, k_->axpy, k_->dot_rows, k_->axpy_rows, k_->softmax});
+          cpu_attention(s.attn, *s.kv, s.a, s.out, step.pos, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1),
+                        g.context, scratch_.attention + thread * attention_floats_, attention_k_);
         });
         break;
       }
-      case OpKind::Add: {
-        float* o = act(op.out);
-        const float* a = act(op.a);
-        const float* b = act(op.b);
-        elementwise(g.activations[op.a].cols * n, [&](int64_t i0, int64_t i1) { k_->add(o + i0, a + i0, b + i0, i1 - i0); });
+      case CpuStepKind::Add:
+      case CpuStepKind::SwiGLU: {
+        float* o = s.out;
+        const float* a = s.a;
+        const float* b = s.b;
+        const AddFn fn = s.binary;
+        elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { fn(o + i0, a + i0, b + i0, i1 - i0); });
         break;
       }
-      case OpKind::SwiGLU: {
-        float* o = act(op.out);
-        const float* a = act(op.a);
-        const float* b = act(op.b);
-        elementwise(g.activations[op.a].cols * n,
-                    [&](int64_t i0, int64_t i1) { k_->swiglu(o + i0, a + i0, b + i0, i1 - i0); });
-        break;
-      }
-    }
-    // Any op writing the quantized activation makes its copy stale.
-    if (op.kind != OpKind::MatMul && (op.out == quantized_ || (op.kind == OpKind::Rope && op.a == quantized_))) {
-      quantized_ = -1;
     }
   }
-  if (step.logits) std::memcpy(step.logits, act(g.logits), hp.vocab_size * sizeof(float));
+  if (step.logits) std::memcpy(step.logits, act(g.logits), g.hparams.vocab_size * sizeof(float));
   return Status::ok();
 }
 

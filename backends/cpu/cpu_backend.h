@@ -1,8 +1,10 @@
-// The CPU backend: executes a Graph with the kernels of one instruction-set
-// path (dispatch.h, chosen once from the hardware probe or EMBER_ISA) on a
-// persistent thread pool (thread_pool.h). Weights are read in place from the
-// mapping; activations of quantized matmuls are quantized once per step into
-// scratch and shared by every matmul that reads them.
+// The CPU backend: lowers a Graph once, at prepare, into a flat list of
+// steps with their kernels already chosen (dispatch.h: one path per kernel
+// family, from the hardware probe or EMBER_ISA), and executes the list on a
+// persistent thread pool (thread_pool.h; its own or one the host shares).
+// Weights are read in place from the mapping; activations of quantized
+// matmuls are quantized once into scratch and shared by every matmul that
+// reads them (which step quantizes and which reuse is decided at prepare).
 #pragma once
 
 #include <memory>
@@ -23,6 +25,60 @@ uint64_t cpu_scratch_bytes(const Graph& graph, const BackendOptions& options);
 // The threads a backend made with `options` runs on.
 int cpu_threads(const BackendOptions& options);
 
+// Which kernels run a matmul over a weight of this dtype and layout: the
+// int8 family (activations quantized to Q8), the float family, or none (the
+// dequantize fallback; any dtype core/dtype.h converts with dequantize_row).
+enum class CpuMatmulFamily : uint8_t { Int8, Float, None };
+CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout);
+
+// One step of the lowered graph (prepare turns graph.ops into a flat list;
+// execute walks it with only n_tokens and pos changing). Everything a step
+// needs is here: arena pointers, kernels, sizes and op parameters.
+enum class CpuStepKind : uint8_t { Embed, RmsNorm, MatMuls, Rope, Attention, Add, SwiGLU };
+
+// One matmul of a fused group. Exactly one of the kernel pairs is set; none
+// for a weight whose (dtype, layout) has no kernel family: its rows are
+// dequantized one at a time into the thread's conversion row, then f32 gemv.
+struct CpuMatmul {
+  const uint8_t* w = nullptr;
+  DType dtype = DType::F32;
+  int64_t rows = 0;
+  uint64_t row_bytes = 0;  // RowMajor bytes of one row (the fallback steps through them)
+  float* out = nullptr;
+  QMatmulFn q_gemv = nullptr, q_gemm = nullptr;  // 1-row step / n > 1
+  FMatmulFn f_gemv = nullptr, f_gemm = nullptr;
+};
+
+struct CpuStep {
+  CpuStepKind kind = CpuStepKind::Add;
+  float* out = nullptr;
+  float* a = nullptr;
+  const float* b = nullptr;
+  const float* c = nullptr;
+  int64_t cols = 0;         // floats per row of `a` (matmuls: the weight's cols)
+  // Work split: chunk boundaries are multiples of this many rows (matmuls:
+  // weight rows, a kernel tile; rmsnorm: token rows; attention: heads) or
+  // floats (add, swiglu).
+  int32_t split = 1;
+  bool one_row = false;     // matmuls: `a` holds one row; rmsnorm: the step's last row only
+  // Embed / RmsNorm: the weight.
+  const WeightRef* weight = nullptr;
+  // RmsNorm / Add / SwiGLU kernels and parameters.
+  RmsNormFn rmsnorm = nullptr;
+  AddFn binary = nullptr;   // add or swiglu (same signature)
+  float eps = 0.0f;
+  // MatMuls: matmuls_[first, first + count), all reading `a`.
+  int32_t first = 0;
+  int32_t count = 0;
+  bool quantize = false;    // quantize `a` into scratch (else reuse the copy an earlier step made)
+  bool uses_q8 = false;     // some matmul reads the quantized copy
+  // Rope / Attention: the op's parameters and the layer's cache.
+  RopeParams rope{};
+  AttentionParams attn{};
+  const CpuKvLayer* kv = nullptr;
+  int32_t n_heads = 0;
+};
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options);
@@ -33,9 +89,11 @@ class CpuBackend final : public Backend {
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
   std::string describe() const override;
 
-  // Threads this backend runs on (options.n_threads, or the physical cores
-  // for 0).
+  // Threads this backend runs on (the host pool's size, else
+  // options.n_threads, or the physical cores for 0).
   int threads() const { return n_threads_; }
+  // The lowered graph (after prepare), for tests.
+  const std::vector<CpuStep>& steps() const { return steps_; }
 
  private:
   struct Scratch {
@@ -43,7 +101,7 @@ class CpuBackend final : public Backend {
     float* rope_sin = nullptr;
     float* rope_freq = nullptr;  // [head_dim / 2]
     float* attention = nullptr;  // per thread: attention_floats_
-    float* row = nullptr;        // per thread: [max weight cols], BF16 rows converted
+    float* row = nullptr;        // per thread: [max weight cols], rows without a kernel family converted
     int8_t* act_q = nullptr;     // [max_batch, max cols]: quantized activations
     float* act_d = nullptr;      // [max_batch, max cols / 32]
     int32_t* act_bias = nullptr; // [max_batch, max cols / 32]
@@ -51,22 +109,27 @@ class CpuBackend final : public Backend {
 
   float* act(int32_t id) const { return acts_[id]; }
   static constexpr int kMaxFusedMatmuls = 4;
-  void run_matmuls(const Op* ops, int count, int32_t rows_in);
-  void quantize_input(int32_t id, int64_t cols, int32_t n);
+  Status lower(const Graph& graph);
+  void run_matmuls(const CpuStep& s, int32_t n);
+  void quantize_input(const float* in, int64_t cols, int32_t n);
 
   BackendOptions options_;
   int n_threads_ = 1;
-  Result<const CpuKernels*> selected_;  // from EMBER_ISA or the probe
-  const CpuKernels* k_ = nullptr;
-  std::unique_ptr<ThreadPool> pool_;
+  Result<CpuFamilies> selected_;  // from EMBER_ISA or the probe
+  CpuKernels k_;                  // the families' kernels
+  // The session's own pool, or the host's (options.thread_pool, shared by
+  // sessions: execute holds its lock).
+  std::shared_ptr<ThreadPool> pool_;
   const Graph* graph_ = nullptr;
   std::vector<float*> acts_;       // into the arena (lifetime: the session)
   std::vector<CpuKvLayer> kv_;     // per layer, into the arena
+  std::vector<CpuStep> steps_;     // the lowered graph (prepare)
+  std::vector<CpuMatmul> matmuls_; // the steps' matmuls
   Scratch scratch_;
-  int64_t max_cols_ = 0;
+  AttentionKernels attention_k_{};  // the float family's (prepare)
   int64_t attention_floats_ = 0;   // per thread, rounded to 64 bytes
-  int32_t quantized_ = -1;         // activation whose quantized copy is in scratch
   int64_t rope_half_ = 0;          // angles per position in the rope table (head_dim / 2)
+  int64_t row_stride_ = 0;         // floats between threads' conversion rows
 };
 
 }  // namespace ember

@@ -50,6 +50,7 @@ const CpuKernels* table(CpuIsa isa) {
   }
 }
 
+// Whether `f` runs every kernel of the path (its int8 family needs the most).
 bool runnable(CpuIsa isa, const CpuFeatures& f) {
   switch (isa) {
     case CpuIsa::Generic: return true;
@@ -62,10 +63,19 @@ bool runnable(CpuIsa isa, const CpuFeatures& f) {
   return false;
 }
 
-std::string supported_list() {
+// The float family's own paths: avx512 without VNNI; neondot is neon's.
+CpuIsa float_cap(CpuIsa isa) { return isa == CpuIsa::NeonDot ? CpuIsa::Neon : isa; }
+
+bool float_runnable(CpuIsa isa, const CpuFeatures& f) {
+  if (isa == CpuIsa::Avx512) return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl;
+  return runnable(float_cap(isa), f);
+}
+
+std::string supported_list(const CpuFeatures& f) {
   std::string s;
   for (int i = 0; i < kCpuIsaCount; ++i) {
-    if (!cpu_isa_supported(static_cast<CpuIsa>(i))) continue;
+    const CpuIsa isa = static_cast<CpuIsa>(i);
+    if (table(isa) == nullptr || !runnable(isa, f)) continue;
     if (!s.empty()) s += ", ";
     s += kIsaNames[i];
   }
@@ -91,6 +101,9 @@ bool cpu_isa_from_name(const char* name, CpuIsa* out) {
 
 bool cpu_isa_supported(CpuIsa isa) { return table(isa) != nullptr && runnable(isa, cpu_features()); }
 
+const char* cpu_int8_family_name(CpuIsa isa) { return isa == CpuIsa::Avx512 ? "avx512vnni" : cpu_isa_name(isa); }
+const char* cpu_float_family_name(CpuIsa isa) { return cpu_isa_name(float_cap(isa)); }
+
 CpuIsa cpu_best_isa() {
   for (CpuIsa isa : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::NeonDot, CpuIsa::Neon}) {
     if (cpu_isa_supported(isa)) return isa;
@@ -100,19 +113,58 @@ CpuIsa cpu_best_isa() {
 
 const CpuKernels& cpu_kernels_for(CpuIsa isa) { return cpu_isa_supported(isa) ? *table(isa) : kGeneric; }
 
-Result<const CpuKernels*> cpu_select_kernels() {
-  const char* env = std::getenv("EMBER_ISA");
-  if (env == nullptr || env[0] == '\0') return &cpu_kernels_for(cpu_best_isa());
-  CpuIsa isa;
-  if (!cpu_isa_from_name(env, &isa)) {
+Result<CpuFamilies> cpu_choose_families(const CpuFeatures& f, const char* isa) {
+  CpuFamilies out;
+  if (isa == nullptr || isa[0] == '\0') {
+    // Fastest first; each family independently.
+    constexpr CpuIsa kOrder[] = {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::NeonDot, CpuIsa::Neon};
+    for (CpuIsa p : kOrder) {
+      if (table(p) != nullptr && runnable(p, f)) {
+        out.int8 = p;
+        break;
+      }
+    }
+    for (CpuIsa p : kOrder) {
+      if (table(p) != nullptr && float_runnable(p, f)) {
+        out.fp = float_cap(p);
+        break;
+      }
+    }
+    return out;
+  }
+  CpuIsa forced;
+  if (!cpu_isa_from_name(isa, &forced)) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "EMBER_ISA='%s' is not a kernel path (generic, avx2, avx512, neon, neondot)",
-                         env);
+                         isa);
   }
-  if (!cpu_isa_supported(isa)) {
+  if (table(forced) == nullptr || !runnable(forced, f)) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "EMBER_ISA='%s': this CPU or build does not support it (supported: %s)",
-                         env, supported_list().c_str());
+                         isa, supported_list(f).c_str());
   }
-  return table(isa);
+  out.int8 = forced;
+  out.fp = float_cap(forced);
+  return out;
+}
+
+Result<CpuFamilies> cpu_select_families() { return cpu_choose_families(cpu_features(), std::getenv("EMBER_ISA")); }
+
+CpuKernels cpu_kernels_for(const CpuFamilies& families) {
+  // Not cpu_kernels_for(isa): that wants the whole path runnable, and the
+  // float family may run avx512 where the int8 one cannot.
+  const CpuKernels& i = table(families.int8) ? *table(families.int8) : kGeneric;
+  CpuKernels k = table(families.fp) ? *table(families.fp) : kGeneric;
+  k.isa = i.isa;
+  k.name = i.name;
+  k.quantize_q8 = i.quantize_q8;
+  k.q8_0_gemv = i.q8_0_gemv;
+  k.q8_0_gemm = i.q8_0_gemm;
+  k.q4_0_gemv = i.q4_0_gemv;
+  k.q4_0_gemm = i.q4_0_gemm;
+  k.q8_0_rows16_gemv = i.q8_0_rows16_gemv;
+  k.q8_0_rows16_gemm = i.q8_0_rows16_gemm;
+  k.q4_0_rows16_gemv = i.q4_0_rows16_gemv;
+  k.q4_0_rows16_gemm = i.q4_0_rows16_gemm;
+  return k;
 }
 
 }  // namespace ember

@@ -1,13 +1,22 @@
 // Run-time kernel selection (DESIGN.md principle 5): one table of kernels
-// per instruction-set path, chosen once from the hardware probe
-// (platforms/linux/cpu_features.h). EMBER_ISA=generic|avx2|avx512|neon|neondot
-// forces a path the CPU supports; anything else is an error, never a SIGILL.
+// per instruction-set path, and two families chosen independently from the
+// hardware probe (platforms/linux/cpu_features.h): the int8 family
+// (activation quantization and the Q8_0/Q4_0 matmuls) and the float family
+// (f32/f16 matmuls and the vector ops), so that a CPU with AVX-512 but no
+// VNNI runs the 512-bit float kernels beside the avx2 int8 ones.
+// EMBER_ISA=generic|avx2|avx512|neon|neondot forces one path for every family
+// (capped to what the family has: neondot's float kernels are neon's) and
+// must be a path the CPU supports; anything else is an error, never a SIGILL.
 #pragma once
 
 #include <cstdint>
 
 #include "backends/cpu/kernels/kernels.h"
 #include "core/status.h"
+
+namespace ember {
+struct CpuFeatures;
+}
 
 namespace ember {
 
@@ -52,9 +61,29 @@ bool cpu_isa_supported(CpuIsa isa);
 CpuIsa cpu_best_isa();
 // The table of a supported path (for an unsupported one: generic's).
 const CpuKernels& cpu_kernels_for(CpuIsa isa);
-// The path for a new backend: EMBER_ISA when set, else the best. Fails with
-// EMBER_ERR_UNSUPPORTED (naming the value and what this CPU supports) for an
-// unknown or unsupported EMBER_ISA.
-Result<const CpuKernels*> cpu_select_kernels();
+
+// The path each family runs. int8: generic, avx2, avx512 (named
+// "avx512vnni": it needs VNNI), neon, neondot. float: generic, avx2, avx512,
+// neon (never neondot).
+struct CpuFamilies {
+  CpuIsa int8 = CpuIsa::Generic;
+  CpuIsa fp = CpuIsa::Generic;
+};
+// As describe() names a family's path: "avx512vnni" / "avx512".
+const char* cpu_int8_family_name(CpuIsa isa);
+const char* cpu_float_family_name(CpuIsa isa);
+
+// The choice as a pure function of a CPU's features and an EMBER_ISA value
+// (null or "" : none): without one, each family's fastest path that `f` runs
+// and this binary has; with one, that path in every family, capped to the
+// family. Fails with EMBER_ERR_UNSUPPORTED (naming the value and what `f`
+// supports) for an unknown path or one `f` does not run in full.
+Result<CpuFamilies> cpu_choose_families(const CpuFeatures& f, const char* isa);
+// The choice for a new backend: cpu_choose_families(cpu_features(), EMBER_ISA).
+Result<CpuFamilies> cpu_select_families();
+// One table with each family's kernels (int8 entries from families.int8's
+// table, float and vector entries from families.fp's); name: the int8
+// family's.
+CpuKernels cpu_kernels_for(const CpuFamilies& families);
 
 }  // namespace ember

@@ -1,5 +1,7 @@
 #include "backends/cpu/thread_pool.h"
 
+#include "backends/backend.h"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -131,5 +133,15 @@ void ThreadPool::run_raw(int n_chunks, void (*fn)(void*, int, int, int), void* c
     }
   }
 }
+
+Result<std::shared_ptr<ThreadPool>> create_thread_pool(int32_t n_threads) {
+  if (n_threads < 1 || n_threads > 1024) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "thread pool n_threads = %d: must be in 1..1024", n_threads);
+  }
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::create(n_threads));
+  return std::shared_ptr<ThreadPool>(std::move(pool));
+}
+
+int32_t thread_pool_threads(const ThreadPool& pool) { return pool.size(); }
 
 }  // namespace ember

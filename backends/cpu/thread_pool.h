@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/status.h"
@@ -40,6 +41,11 @@ class ThreadPool {
   }
   void run_raw(int n_chunks, void (*fn)(void* ctx, int chunk, int n_chunks, int thread), void* ctx);
 
+  // Held by a caller for the whole of a series of run() calls (one step of
+  // one session) when several callers share the pool: their steps then run
+  // one after the other, each with all the threads.
+  std::mutex& callers() { return callers_; }
+
  private:
   explicit ThreadPool(int n_threads) : n_threads_(n_threads) {}
   static void* worker_main(void* arg);
@@ -61,6 +67,7 @@ class ThreadPool {
   alignas(64) std::atomic<int> done_{0};
   std::atomic<int> sleeping_{0};
   std::atomic<bool> stop_{false};
+  std::mutex callers_;
 };
 
 // [begin, end) of `count` items for part `thread` of n, split into equal runs

@@ -27,6 +27,10 @@ struct ember_sampler {
   ember::Sampler sampler;
 };
 
+struct ember_threadpool {
+  std::shared_ptr<ember::ThreadPool> pool;  // sessions on it hold references too
+};
+
 namespace ember {
 namespace {
 
@@ -87,6 +91,7 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
   so->arena = o.arena;
   so->arena_size = o.arena_size;
   so->max_bytes = o.max_bytes;
+  if (o.thread_pool) so->thread_pool = o.thread_pool->pool;
   // NULL: the default folder; "": no cache on disk.
   so->vulkan_pipeline_cache = !(o.vulkan_pipeline_cache_dir && o.vulkan_pipeline_cache_dir[0] == '\0');
   if (o.vulkan_pipeline_cache_dir) {
@@ -304,6 +309,21 @@ ember_status ember_session_create(ember_model* model, const ember_session_option
 }
 
 void ember_session_free(ember_session* session) { delete session; }
+
+ember_status ember_threadpool_create(int32_t n_threads, ember_threadpool** out_pool) {
+  EMBER_API_ENTRY();
+  if (!out_pool) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_pool is NULL");
+  *out_pool = nullptr;
+  auto pool = ember::create_thread_pool(n_threads);
+  if (!pool.is_ok()) return done(pool.status());
+  auto* handle = new (std::nothrow) ember_threadpool();
+  if (!handle) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the thread pool handle");
+  handle->pool = std::move(pool).value();
+  *out_pool = handle;
+  return EMBER_OK;
+}
+
+void ember_threadpool_free(ember_threadpool* pool) { delete pool; }
 
 ember_status ember_session_prefill(ember_session* session, const int32_t* tokens, size_t count, float* logits) {
   EMBER_API_ENTRY();

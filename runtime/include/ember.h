@@ -219,6 +219,29 @@ EMBER_API ember_status ember_token_to_piece(const ember_model* model, int32_t pr
 
 typedef struct ember_session ember_session;
 
+/* A CPU thread pool a host creates once and runs sessions on (the
+ * session option thread_pool): several sessions may share one, so that an
+ * application with many sessions keeps one set of threads. Threading rule:
+ * steps (prefill, decode, generate) of sessions sharing a pool may be called
+ * concurrently from different threads; the pool runs them one after the
+ * other, each with all its threads (each session itself is still used by one
+ * thread at a time). Ownership: a session keeps a reference to its pool, so
+ * ember_threadpool_free may come before the sessions' ember_session_free
+ * (the threads stop when the last user is freed) and freeing the handle
+ * twice is the only misuse; the intended order is the sessions first, then
+ * the pool. Vulkan sessions ignore the pool. */
+typedef struct ember_threadpool ember_threadpool;
+
+/* Creates a pool of n_threads threads in all (1..1024; the calling thread of
+ * a step is one of them). On failure *out_pool is NULL. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (n_threads, a NULL out_pool),
+ * EMBER_ERR_NO_MEMORY (the OS refused a thread). */
+EMBER_API ember_status ember_threadpool_create(int32_t n_threads, ember_threadpool** out_pool);
+
+/* Releases the caller's reference to the pool (see ember_threadpool). NULL is
+ * a no-op. */
+EMBER_API void ember_threadpool_free(ember_threadpool* pool);
+
 /* Element type of the KV cache, chosen independently of the weights'. */
 typedef enum ember_kv_type {
   EMBER_KV_F32 = 0,
@@ -258,6 +281,11 @@ typedef struct ember_session_options {
    * ember_session_create only. EMBER_VULKAN_PIPELINE_CACHE=0 in the
    * environment also turns it off. Ignored by the CPU backend. */
   const char* vulkan_pipeline_cache_dir;
+  /* The CPU backend runs on this pool (see ember_threadpool) instead of
+   * threads of its own; n_threads is then ignored and the plan's per-thread
+   * scratch uses the pool's thread count. NULL (default): the session's own
+   * pool of n_threads. Not owned: the session takes a reference. */
+  ember_threadpool* thread_pool;
 } ember_session_options;
 
 /* Every byte a session would use, computed before anything is allocated. */

@@ -39,6 +39,10 @@ Status check_options(const HParams& hp, const SessionOptions& o) {
 BackendOptions backend_options(const SessionOptions& options) {
   BackendOptions bo;
   bo.n_threads = options.n_threads;
+  if (options.thread_pool) {
+    bo.thread_pool = options.thread_pool;
+    bo.n_threads = thread_pool_threads(*options.thread_pool);
+  }
   bo.vulkan_pipeline_cache = options.vulkan_pipeline_cache;
   bo.vulkan_pipeline_cache_dir = options.vulkan_pipeline_cache_dir;
   return bo;

@@ -33,6 +33,9 @@ struct SessionOptions {
   // means the default one (backends/vulkan/pipeline_cache.h).
   bool vulkan_pipeline_cache = true;
   std::string vulkan_pipeline_cache_dir;
+  // The CPU backend runs on this host pool when set (n_threads is then its
+  // size); sessions sharing it take turns, a step at a time.
+  std::shared_ptr<ThreadPool> thread_pool;
 };
 
 // Everything a session will use, before it exists.

@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     CHECK(sopt.arena_size == 0);
     CHECK(sopt.max_bytes == 0);
     CHECK(sopt.vulkan_pipeline_cache_dir == NULL);
+    CHECK(sopt.thread_pool == NULL);
     memset(&gopt, 0x7F, sizeof gopt);
     ember_generate_options_default(&gopt);
     CHECK(gopt.struct_size == sizeof gopt);
@@ -377,6 +378,52 @@ int main(int argc, char** argv) {
     int32_t tok = info.bos_id >= 0 ? info.bos_id : 0;
     CHECK_OK(ember_session_decode(session, tok, NULL));
     CHECK(ember_session_position(session) == pos + 1);
+  }
+
+  /* ---- a host thread pool shared by two sessions: the logits of a session
+   * with a pool of its own, step for step ---- */
+  {
+    ember_threadpool* pool = NULL;
+    ember_session* a = NULL;
+    ember_session* b = NULL;
+    ember_session* own = NULL;
+    const size_t bytes = (size_t)info.vocab_size * sizeof(float);
+    float* la = (float*)malloc(bytes);
+    float* lb = (float*)malloc(bytes);
+    float* lo = (float*)malloc(bytes);
+    ember_session_options shared = sopt;
+    ember_session_options separate = sopt;
+    CHECK_STATUS(ember_threadpool_create(0, &pool), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(pool == NULL);
+    CHECK_OK(ember_threadpool_create(2, &pool));
+    shared.thread_pool = pool;
+    separate.n_threads = 2;
+    CHECK_OK(ember_session_create(model, &shared, &a));
+    CHECK_OK(ember_session_create(model, &shared, &b));
+    CHECK_OK(ember_session_create(model, &separate, &own));
+    if (a && b && own && la && lb && lo) {
+      int32_t tok = prompt[n_prompt - 1];
+      CHECK_OK(ember_session_prefill(a, prompt, n_prompt, la));
+      CHECK_OK(ember_session_prefill(b, prompt, n_prompt, lb));
+      CHECK_OK(ember_session_prefill(own, prompt, n_prompt, lo));
+      CHECK(memcmp(la, lo, bytes) == 0 && memcmp(lb, lo, bytes) == 0);
+      for (int step = 0; step < 4; ++step) {
+        CHECK_OK(ember_session_decode(a, tok, la));
+        CHECK_OK(ember_session_decode(b, tok, lb));
+        CHECK_OK(ember_session_decode(own, tok, lo));
+        CHECK(memcmp(la, lo, bytes) == 0 && memcmp(lb, lo, bytes) == 0);
+        tok = (tok * 7 + 3) % info.vocab_size;
+      }
+    }
+    /* the intended order: sessions first, then the pool */
+    ember_session_free(a);
+    ember_session_free(b);
+    ember_session_free(own);
+    ember_threadpool_free(pool);
+    ember_threadpool_free(NULL);
+    free(la);
+    free(lb);
+    free(lo);
   }
 
 done:
