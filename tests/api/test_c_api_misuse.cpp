@@ -145,7 +145,8 @@ TEST_CASE("a successful call clears the last error a failed one left") {
   ember_memory_plan plan;
   ember_generate_stats stats;
   int32_t tok = 0;
-  float logits_dummy = 0;
+  // The sampler reads vocab_size logits.
+  std::vector<float> logits_dummy(static_cast<size_t>(f.info.vocab_size), 0.0f);
   // Each pair: a call that fails, then one that succeeds; afterwards the last
   // error must be "" (not the earlier failure's message).
   const auto fail_then = [&](const char* what, const std::function<ember_status()>& bad,
@@ -187,7 +188,7 @@ TEST_CASE("a successful call clears the last error a failed one left") {
   fail_then("sampler_create", [&] { return ember_sampler_create(nullptr, nullptr, &sampler); },
             [&] { return ember_sampler_create(f.model, nullptr, &sampler); });
   fail_then("sampler_sample", [&] { return ember_sampler_sample(sampler, nullptr, nullptr, 0, &tok); },
-            [&] { return ember_sampler_sample(sampler, &logits_dummy, nullptr, 0, &tok); });
+            [&] { return ember_sampler_sample(sampler, logits_dummy.data(), nullptr, 0, &tok); });
   ember_sampler_free(sampler);
   ember_session_free(s);
   ember_session* s2 = nullptr;
