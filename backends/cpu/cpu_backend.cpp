@@ -23,22 +23,22 @@ struct ScratchSizes {
 };
 
 // Quantized activations only for graphs with quantized weights; one
-// conversion row per thread only for BF16 weights (thread 0's row always:
-// context shifting uses it).
+// conversion row per thread only for weights with no direct kernel (BF16,
+// the K-quants, ...; thread 0's row always: context shifting uses it).
 ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   ScratchSizes s{};
   int64_t max_cols = 0, max_qcols = 0;
-  bool bf16 = false;
+  bool fallback = false;
   for (const auto& w : graph.weights) {
     max_cols = std::max(max_cols, w.cols);
     if (w.dtype == DType::Q8_0 || w.dtype == DType::Q4_0) max_qcols = std::max(max_qcols, w.cols);
-    bf16 |= w.dtype == DType::BF16;
+    fallback |= w.dtype != DType::F32 && w.dtype != DType::F16 && w.dtype != DType::Q8_0 && w.dtype != DType::Q4_0;
   }
   const int32_t heads = static_cast<int32_t>((graph.hparams.n_heads + n_threads - 1) / n_threads);
   s.half = graph.hparams.head_dim() / 2;
   s.attention = round64(cpu_attention_scratch_floats(graph.hparams, graph.context, heads));
   s.row = round64(max_cols);
-  s.rows = bf16 ? n_threads : 1;
+  s.rows = fallback ? n_threads : 1;
   s.act_q = max_qcols ? round64((static_cast<int64_t>(graph.max_batch) * max_qcols + 3) / 4) : 0;
   s.act_blocks = max_qcols ? round64(static_cast<int64_t>(graph.max_batch) * (max_qcols / 32)) : 0;
   s.total = 2 * round64(s.half * graph.max_batch) + round64(s.half) + n_threads * s.attention + s.rows * s.row +
@@ -173,7 +173,7 @@ void CpuBackend::run_matmuls(const Op* ops, int count, int32_t n) {
         break;
       case DType::F32: j.ffn = n == 1 ? k_->f32_gemv : k_->f32_gemm; break;
       case DType::F16: j.ffn = n == 1 ? k_->f16_gemv : k_->f16_gemm; break;
-      case DType::BF16: break;
+      default: break;  // no direct kernel: the dequantize fallback below
     }
     quantized |= j.qfn != nullptr;
   }
@@ -204,7 +204,8 @@ void CpuBackend::run_matmuls(const Op* ops, int count, int32_t n) {
       } else if (j.ffn) {
         j.ffn(j.w->data, cols, r0, r1, in, n, j.out, rows);
       } else {
-        // BF16 (no kernels of its own): one row at a time through f32.
+        // No kernel of its own (BF16, K-quants, ...): one row at a time
+        // through f32.
         float* row = scratch_.row + thread * round64(max_cols_);
         uint64_t row_bytes = 0;
         dtype_bytes(j.w->dtype, static_cast<uint64_t>(cols), &row_bytes);
