@@ -5,7 +5,9 @@
 #   A. GGUFs that ember writes itself (`ember synth --dtype T --gguf`: ember's
 #      reference quantizer and block packing), and
 #   B. GGUFs that llama.cpp's llama-quantize makes from an f32 synthetic
-#      model (the presets users download), when llama-quantize is built.
+#      model (the presets users download), when llama-quantize is built;
+#   C. blocks made by gguf-py's own quantizers (q4_1, q5_0, q5_1), written
+#      into a GGUF of the same shape.
 # Each GGUF is converted (`ember convert`: bytes copied), every tensor
 # dequantized by ember (`ember info --dump-tensors`) and by gguf-py, and the
 # two compared: bit-exact, or within f32 rounding (|diff| <= 1e-6 x the
@@ -16,7 +18,8 @@
 # Environment: EMBER (default build/ember), LLAMA_CPP (default ../peer/llama.cpp
 # beside the checkout's parent), GGUF_PY (default $LLAMA_CPP/gguf-py),
 # LLAMA_QUANTIZE (default $LLAMA_CPP/build/bin/llama-quantize), PYTHON (a
-# python3 with numpy), SHAPE (default 110m: widths 768/2048, whole 256-blocks).
+# python3 with numpy), SHAPE (default 110m: widths 768/2048, whole 256-blocks),
+# PARTS (default ABC). Takes ~15 minutes on 2 cores.
 # Exit status 0 when every compared tensor agrees.
 set -euo pipefail
 
@@ -26,6 +29,7 @@ LLAMA_CPP=${LLAMA_CPP:-$(cd "$ROOT/.." && pwd)/peer/llama.cpp}
 GGUF_PY=${GGUF_PY:-$LLAMA_CPP/gguf-py}
 LLAMA_QUANTIZE=${LLAMA_QUANTIZE:-$LLAMA_CPP/build/bin/llama-quantize}
 SHAPE=${SHAPE:-110m}
+PARTS=${PARTS:-ABC}  # which of the parts above to run
 WORK=${1:-$(mktemp -d /tmp/check-quant-types.XXXXXX)}
 mkdir -p "$WORK"
 
@@ -88,6 +92,7 @@ check() {
   rm -rf "$dump" "$ember"
 }
 
+if [[ $PARTS == *A* ]]; then
 echo "A. GGUFs written by ember (ember synth --shape $SHAPE --dtype T --gguf), decoded by gguf-py"
 for t in q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs; do
   g=$WORK/ember-$t.gguf
@@ -95,7 +100,9 @@ for t in q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs; do
   check "ember-$t" "$g"
   rm -f "$g"
 done
+fi
 
+if [[ $PARTS == *B* ]]; then
 echo "B. GGUFs quantized by llama.cpp (llama-quantize), decoded by ember and by gguf-py"
 if [[ -x "$LLAMA_QUANTIZE" ]]; then
   src=$WORK/src-f32.gguf
@@ -114,6 +121,55 @@ if [[ -x "$LLAMA_QUANTIZE" ]]; then
   rm -f "$src"
 else
   echo "  skipped: $LLAMA_QUANTIZE is not built"
+fi
+fi
+
+if [[ $PARTS == *C* ]]; then
+echo "C. Blocks quantized by gguf-py (its ports of llama.cpp's reference quantizers: q4_1 q5_0 q5_1)"
+# The same synthetic f32 weights (same seed); each matrix of ember's GGUF of
+# that type is overwritten in place with gguf-py's quantization (the sizes
+# are the same), then converted and compared as above. Also prints the
+# relative rms error of both quantizers against the f32 weights.
+REQUANT=$WORK/requant.py
+cat > "$REQUANT" <<'PY'
+import sys
+import numpy as np
+import gguf
+from gguf.quants import quantize, dequantize
+
+src = {t.name: t for t in gguf.GGUFReader(sys.argv[1]).tensors}
+dst = gguf.GGUFReader(sys.argv[2], "r+")
+label = sys.argv[3]
+err = {"ember": [0.0, 0.0], "gguf-py": [0.0, 0.0]}
+changed = total = 0
+for t in dst.tensors:
+    qt = gguf.GGMLQuantizationType(t.tensor_type)
+    if qt == gguf.GGMLQuantizationType.F32:
+        continue
+    x = np.asarray(src[t.name].data, dtype=np.float32).reshape(t.data.shape[0], -1)
+    ours = np.asarray(dequantize(np.array(t.data), qt), dtype=np.float64).reshape(x.shape)
+    q = quantize(x, qt)
+    theirs = np.asarray(dequantize(q, qt), dtype=np.float64).reshape(x.shape)
+    changed += int(np.count_nonzero(np.array(t.data).reshape(-1) != q.reshape(-1)))
+    total += q.size
+    t.data[...] = q.reshape(t.data.shape)
+    ref = float(np.sum(x.astype(np.float64) ** 2))
+    err["ember"][0] += float(np.sum((ours - x) ** 2)); err["ember"][1] += ref
+    err["gguf-py"][0] += float(np.sum((theirs - x) ** 2)); err["gguf-py"][1] += ref
+print(f"  {label}: {changed} of {total} block bytes differ from ember's quantization")
+for k, (e, r) in err.items():
+    print(f"  {label}: relative rms error of {k}'s quantizer: {np.sqrt(e / r):.4f}")
+PY
+src=$WORK/src-f32.gguf
+"$EMBER" synth --shape "$SHAPE" --vocab builtin --dtype f32 --gguf -o "$src" > /dev/null 2>&1
+for t in q4_1 q5_0 q5_1; do
+  g=$WORK/ggufpy-$t.gguf
+  "$EMBER" synth --shape "$SHAPE" --vocab builtin --dtype "$t" --gguf -o "$g" > /dev/null 2>&1
+  if ! PYTHONPATH=$GGUF_PY "$PYTHON" "$REQUANT" "$src" "$g" "ggufpy-$t"; then status=1; fi
+  check "ggufpy-$t" "$g"
+  rm -f "$g"
+done
+rm -f "$src"
 fi
 
 if [[ $status -eq 0 ]]; then echo "check_quant_types: OK"; else echo "check_quant_types: MISMATCH"; fi
