@@ -94,7 +94,8 @@ Result<WeightLayout> weight_layout(const WeightRef& w) {
       return l;
     }
   }
-  return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: weight '%s' has dtype %s", w.name, dtype_name(w.dtype));
+  return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: weight '%s' has type %s, which the Vulkan backend does not run",
+                       w.name, dtype_name(w.dtype));
 }
 
 Result<uint32_t> kv_row_words(KvType t, uint32_t kv_dim) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/dtype_codecs.h"
+
 namespace ember {
 
 const char* dtype_name(DType t) {
@@ -13,6 +15,16 @@ const char* dtype_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::Q8_0: return "q8_0";
     case DType::Q4_0: return "q4_0";
+    case DType::Q4_1: return "q4_1";
+    case DType::Q5_0: return "q5_0";
+    case DType::Q5_1: return "q5_1";
+    case DType::Q2_K: return "q2_k";
+    case DType::Q3_K: return "q3_k";
+    case DType::Q4_K: return "q4_k";
+    case DType::Q5_K: return "q5_k";
+    case DType::Q6_K: return "q6_k";
+    case DType::IQ4_NL: return "iq4_nl";
+    case DType::IQ4_XS: return "iq4_xs";
   }
   return "unknown";
 }
@@ -29,9 +41,22 @@ bool dtype_from_name(const char* name, DType* out) {
 
 bool dtype_is_valid(uint8_t raw) { return raw < kDTypeCount; }
 
-bool dtype_is_quantized(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+bool dtype_is_quantized(DType t) { return t != DType::F32 && t != DType::F16 && t != DType::BF16; }
 
-int dtype_block_elements(DType t) { return dtype_is_quantized(t) ? kQuantBlock : 1; }
+int dtype_block_elements(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return 1;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_XS: return kSuperBlock;
+    default: return kQuantBlock;
+  }
+}
 
 int dtype_block_bytes(DType t) {
   switch (t) {
@@ -40,6 +65,16 @@ int dtype_block_bytes(DType t) {
     case DType::BF16: return 2;
     case DType::Q8_0: return sizeof(BlockQ8_0);
     case DType::Q4_0: return sizeof(BlockQ4_0);
+    case DType::Q4_1: return sizeof(BlockQ4_1);
+    case DType::Q5_0: return sizeof(BlockQ5_0);
+    case DType::Q5_1: return sizeof(BlockQ5_1);
+    case DType::Q2_K: return sizeof(BlockQ2_K);
+    case DType::Q3_K: return sizeof(BlockQ3_K);
+    case DType::Q4_K: return sizeof(BlockQ4_K);
+    case DType::Q5_K: return sizeof(BlockQ5_K);
+    case DType::Q6_K: return sizeof(BlockQ6_K);
+    case DType::IQ4_NL: return sizeof(BlockIQ4_NL);
+    case DType::IQ4_XS: return sizeof(BlockIQ4_XS);
   }
   return 0;
 }
@@ -153,6 +188,16 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case DType::Q4_1: return dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, n / kQuantBlock);
+    case DType::Q5_0: return dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, n / kQuantBlock);
+    case DType::Q5_1: return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n / kQuantBlock);
+    case DType::Q2_K: return dequantize_q2_k(static_cast<const BlockQ2_K*>(src), dst, n / kSuperBlock);
+    case DType::Q3_K: return dequantize_q3_k(static_cast<const BlockQ3_K*>(src), dst, n / kSuperBlock);
+    case DType::Q4_K: return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, n / kSuperBlock);
+    case DType::Q5_K: return dequantize_q5_k(static_cast<const BlockQ5_K*>(src), dst, n / kSuperBlock);
+    case DType::Q6_K: return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n / kSuperBlock);
+    case DType::IQ4_NL: return dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n / kQuantBlock);
+    case DType::IQ4_XS: return dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n / kSuperBlock);
   }
 }
 
@@ -215,6 +260,16 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
       }
       return;
     }
+    case DType::Q4_1: return quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), n / kQuantBlock);
+    case DType::Q5_0: return quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n / kQuantBlock);
+    case DType::Q5_1: return quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), n / kQuantBlock);
+    case DType::Q2_K: return quantize_q2_k(src, static_cast<BlockQ2_K*>(dst), n / kSuperBlock);
+    case DType::Q3_K: return quantize_q3_k(src, static_cast<BlockQ3_K*>(dst), n / kSuperBlock);
+    case DType::Q4_K: return quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), n / kSuperBlock);
+    case DType::Q5_K: return quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), n / kSuperBlock);
+    case DType::Q6_K: return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n / kSuperBlock);
+    case DType::IQ4_NL: return quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n / kQuantBlock);
+    case DType::IQ4_XS: return quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n / kSuperBlock);
   }
 }
 

@@ -154,9 +154,10 @@ Status check_tensors(std::vector<TensorView>& tensors, uint64_t data_size) {
       elements *= dim;
     }
     const int64_t inner = t.shape[t.n_dims - 1];
-    if (dtype_is_quantized(t.dtype) && inner % kQuantBlock != 0) {
-      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %s rows need a multiple of 32 elements, got %lld",
-                           name, dtype_name(t.dtype), static_cast<long long>(inner));
+    const int block = dtype_block_elements(t.dtype);
+    if (inner % block != 0) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %s rows need a multiple of %d elements, got %lld",
+                           name, dtype_name(t.dtype), block, static_cast<long long>(inner));
     }
     if (t.layout != Layout::RowMajor &&
         (t.n_dims != 2 || !layout_fits(t.layout, t.dtype, t.shape[0], t.shape[1]))) {

@@ -450,7 +450,19 @@ TEST_CASE("tensor table entries are EMBER_ERR_BAD_TENSOR naming the tensor") {
   // quantized rows must be whole blocks
   EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = static_cast<uint8_t>(DType::Q8_0); }), EMBER_ERR_BAD_TENSOR,
                "multiple of 32");
-  EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = 5; }), EMBER_ERR_BAD_TENSOR, "dtype = 5");
+  EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = static_cast<uint8_t>(DType::Q5_0); }), EMBER_ERR_BAD_TENSOR,
+               "q5_0 rows need a multiple of 32");
+  // K-quants and IQ4_XS: rows of whole 256-element super-blocks, bytes from dtype_bytes
+  EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = static_cast<uint8_t>(DType::Q4_K); }), EMBER_ERR_BAD_TENSOR,
+               "q4_k rows need a multiple of 256");
+  EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = static_cast<uint8_t>(DType::IQ4_XS); }), EMBER_ERR_BAD_TENSOR,
+               "iq4_xs rows need a multiple of 256");
+  EXPECT_FAILS(with([](M& m) {
+                 m.tensors[2].dtype = static_cast<uint8_t>(DType::Q6_K);
+                 m.tensors[2].shape = {1, 256};
+               }),
+               EMBER_ERR_BAD_TENSOR, "size = 256 bytes but q6_k x 256 elements need 210");
+  EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = 15; }), EMBER_ERR_BAD_TENSOR, "dtype = 15");
   EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = 255; }), EMBER_ERR_BAD_TENSOR, "dtype = 255");
   EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 2; }), EMBER_ERR_BAD_TENSOR, "layout = 2");
   EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 255; }), EMBER_ERR_BAD_TENSOR, "layout = 255");

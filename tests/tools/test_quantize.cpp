@@ -140,9 +140,9 @@ TEST_CASE("quantize: the CLI re-types an .ember file and names what it kept") {
   CHECK(f.value()->provenance().quantization.find("q8_0") == 0);
 
   // Errors name the flag and the value, on one line starting with the status.
-  r = test::run_cli("quantize " + in + " -o " + out + " --dtype q3_k 2>&1");
+  r = test::run_cli("quantize " + in + " -o " + out + " --dtype iq2_xxs 2>&1");
   CHECK(r.rc != 0);
-  CHECK(r.out.rfind("EMBER_ERR_INVALID_ARGUMENT: --dtype 'q3_k'", 0) == 0);
+  CHECK(r.out.rfind("EMBER_ERR_INVALID_ARGUMENT: --dtype 'iq2_xxs'", 0) == 0);
 }
 
 }  // TEST_SUITE

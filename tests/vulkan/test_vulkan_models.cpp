@@ -262,6 +262,28 @@ TEST_CASE("vulkan: q8_0 kv cache agrees with the CPU's q8_0 kv cache, stories260
   }
 }
 
+TEST_CASE("vulkan: weight types without shaders (q4_k, q5_0, ...) are refused at prepare, naming weight and type") {
+  const SynthShape shape{"w256", 256, 512, 1, 4, 2, 0, 64};
+  for (DType t : {DType::Q4_K, DType::Q5_0, DType::IQ4_XS}) {
+    CAPTURE(std::string(dtype_name(t)));
+    auto vk = ember::test::open_vulkan();
+    if (!vk) return;
+    auto m = make_synthetic(shape, t, 7, "");
+    REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+    const std::string path = ember::test::temp_dir("vulkan-types") + "/w256-" + dtype_name(t) + ".ember";
+    REQUIRE(write_model(m.value()->spec, path).is_ok());
+    auto model = open_model(path);
+    auto g = build_llama_graph(model->file().contents(), 64, 16, KvType::F32, KvType::F32);
+    REQUIRE(g.is_ok());
+    Runner r;
+    const Status st = r.init(g.value(), std::move(vk));
+    CHECK(st.code() == EMBER_ERR_UNSUPPORTED);
+    const std::string want = std::string("has type ") + dtype_name(t) + ", which the Vulkan backend does not run";
+    CHECK_MESSAGE(st.message().find(want) != std::string::npos, st.message());
+    CHECK(st.message().find(".weight'") != std::string::npos);
+  }
+}
+
 }  // TEST_SUITE
 
 #endif

@@ -201,35 +201,22 @@ Status read_value(Reader& r, uint32_t raw_type, std::string_view key, GgufValue*
 Status tensor_size(GgufTensorInfo* info) {
   const int nl = static_cast<int>(info->name.size());
   const char* nm = info->name.data();
-  uint64_t elem_bytes = 0;   // for plain types
-  uint64_t block_bytes = 0;  // for 32-element block types
-  switch (info->type) {
-    case static_cast<uint32_t>(GgmlType::F32): elem_bytes = 4; break;
-    case static_cast<uint32_t>(GgmlType::F16):
-    case static_cast<uint32_t>(GgmlType::BF16): elem_bytes = 2; break;
-    case static_cast<uint32_t>(GgmlType::Q4_0): block_bytes = 18; break;
-    case static_cast<uint32_t>(GgmlType::Q8_0): block_bytes = 34; break;
-    default:
-      info->size_known = false;
-      info->size = 0;
-      return Status::ok();
+  DType t;
+  if (!ggml_type_to_dtype(info->type, &t)) {
+    info->size_known = false;
+    info->size = 0;
+    return Status::ok();
+  }
+  const uint64_t block = static_cast<uint64_t>(dtype_block_elements(t));
+  if (info->dims[0] % block != 0) {
+    return Status::error(EMBER_ERR_BAD_TENSOR,
+                         "gguf: tensor '%.*s' of type %s has ne[0]=%" PRIu64
+                         ", not a multiple of the %" PRIu64 "-element block",
+                         nl, nm, ggml_type_name(info->type), info->dims[0], block);
   }
   uint64_t bytes = 0;
-  if (elem_bytes != 0) {
-    if (__builtin_mul_overflow(info->n_elements, elem_bytes, &bytes)) {
-      return Status::error(EMBER_ERR_BAD_TENSOR, "gguf: tensor '%.*s' byte size overflows", nl,
-                           nm);
-    }
-  } else {
-    if (info->dims[0] % 32 != 0) {
-      return Status::error(EMBER_ERR_BAD_TENSOR,
-                           "gguf: tensor '%.*s' of type %s has ne[0]=%" PRIu64
-                           ", not a multiple of the 32-element block",
-                           nl, nm, ggml_type_name(info->type), info->dims[0]);
-    }
-    // n_elements / 32 blocks, each at most 34 bytes: cannot overflow since
-    // n_elements <= INT64_MAX.
-    bytes = info->n_elements / 32 * block_bytes;
+  if (!dtype_bytes(t, info->n_elements, &bytes)) {
+    return Status::error(EMBER_ERR_BAD_TENSOR, "gguf: tensor '%.*s' byte size overflows", nl, nm);
   }
   info->size_known = true;
   info->size = bytes;
@@ -371,14 +358,43 @@ const char* gguf_type_name(GgufType type) {
 }
 
 const char* ggml_type_name(uint32_t type) {
-  switch (type) {
-    case static_cast<uint32_t>(GgmlType::F32): return "F32";
-    case static_cast<uint32_t>(GgmlType::F16): return "F16";
-    case static_cast<uint32_t>(GgmlType::Q4_0): return "Q4_0";
-    case static_cast<uint32_t>(GgmlType::Q8_0): return "Q8_0";
-    case static_cast<uint32_t>(GgmlType::BF16): return "BF16";
-    default: return nullptr;
+  // ggml.h's ids; the gaps are types ggml removed.
+  static const char* const kNames[] = {
+      "f32",     "f16",    "q4_0",   "q4_1",  "q4_2",    "q4_3",    "q5_0",   "q5_1",  "q8_0",
+      "q8_1",    "q2_k",   "q3_k",   "q4_k",  "q5_k",    "q6_k",    "q8_k",   "iq2_xxs", "iq2_xs",
+      "iq3_xxs", "iq1_s",  "iq4_nl", "iq3_s", "iq2_s",   "iq4_xs",  "i8",     "i16",   "i32",
+      "i64",     "f64",    "iq1_m",  "bf16",  "q4_0_4_4", "q4_0_4_8", "q4_0_8_8", "tq1_0", "tq2_0",
+      "iq4_nl_4_4", "iq4_nl_4_8", "iq4_nl_8_8", "mxfp4", "nvfp4", "q1_0", "q2_0",
+  };
+  return type < sizeof(kNames) / sizeof(kNames[0]) ? kNames[type] : nullptr;
+}
+
+namespace {
+constexpr struct { GgmlType ggml; DType ember; } kStoredTypes[] = {
+    {GgmlType::F32, DType::F32},     {GgmlType::F16, DType::F16},       {GgmlType::BF16, DType::BF16},
+    {GgmlType::Q8_0, DType::Q8_0},   {GgmlType::Q4_0, DType::Q4_0},     {GgmlType::Q4_1, DType::Q4_1},
+    {GgmlType::Q5_0, DType::Q5_0},   {GgmlType::Q5_1, DType::Q5_1},     {GgmlType::Q2_K, DType::Q2_K},
+    {GgmlType::Q3_K, DType::Q3_K},   {GgmlType::Q4_K, DType::Q4_K},     {GgmlType::Q5_K, DType::Q5_K},
+    {GgmlType::Q6_K, DType::Q6_K},   {GgmlType::IQ4_NL, DType::IQ4_NL}, {GgmlType::IQ4_XS, DType::IQ4_XS},
+};
+static_assert(sizeof(kStoredTypes) / sizeof(kStoredTypes[0]) == kDTypeCount, "every ember type has a ggml id");
+}  // namespace
+
+bool ggml_type_to_dtype(uint32_t type, DType* out) {
+  for (const auto& m : kStoredTypes) {
+    if (static_cast<uint32_t>(m.ggml) == type) {
+      *out = m.ember;
+      return true;
+    }
   }
+  return false;
+}
+
+uint32_t ggml_type_of(DType t) {
+  for (const auto& m : kStoredTypes) {
+    if (m.ember == t) return static_cast<uint32_t>(m.ggml);
+  }
+  return 0;
 }
 
 Result<GgufFile> GgufFile::parse(const uint8_t* data, size_t size) {

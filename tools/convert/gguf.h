@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/status.h"
 
 namespace ember {
@@ -28,12 +29,24 @@ enum class GgufType : uint32_t {
 // "u32", "string", ...; "unknown" for values outside the enum.
 const char* gguf_type_name(GgufType type);
 
-// The ggml tensor types whose byte size this reader knows. Other ids are
-// kept as parsed (GgufTensorInfo::type) with size_known == false.
-enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, BF16 = 30 };
+// Some ggml tensor type ids (ggml.h's numbering). The reader knows the byte
+// size of every type ember stores (ggml_type_to_dtype); other ids are kept
+// as parsed (GgufTensorInfo::type) with size_known == false.
+enum class GgmlType : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10, Q3_K = 11,
+  Q4_K = 12, Q5_K = 13, Q6_K = 14, IQ4_NL = 20, IQ4_XS = 23, BF16 = 30,
+};
 
-// "F32", "Q4_0", ...; nullptr for a type id this reader does not know.
+// ggml's lowercase name of a type id ("f32", "q4_k", "iq2_xxs", ... as
+// llama.cpp prints them), for every id ggml has named; nullptr for an id it
+// never had.
 const char* ggml_type_name(uint32_t type);
+
+// The ember type whose blocks are ggml type `type`'s, bit for bit; false for
+// a type ember does not store.
+bool ggml_type_to_dtype(uint32_t type, DType* out);
+// The inverse: the ggml type id of an ember type.
+uint32_t ggml_type_of(DType t);
 
 // One metadata value, viewed in place in the file.
 struct GgufValue {

@@ -1,6 +1,6 @@
 // GGUF (llama architecture) to ember: hyper-parameters from llama.* keys, the
-// vocabulary from tokenizer.ggml.*, tensors byte for byte (GGUF's Q8_0/Q4_0
-// blocks are ember's). GGUF dims are innermost first; ember shapes are
+// vocabulary from tokenizer.ggml.*, tensors byte for byte (GGUF's blocks are
+// ember's for every type ember stores; core/dtype.h). GGUF dims are innermost first; ember shapes are
 // outermost first, so the dims are reversed and the bytes kept.
 #include <cstring>
 
@@ -13,16 +13,15 @@ namespace ember {
 namespace {
 
 Result<DType> dtype_from_ggml(const GgufTensorInfo& t) {
-  switch (t.type) {
-    case 0: return DType::F32;
-    case 1: return DType::F16;
-    case 2: return DType::Q4_0;
-    case 8: return DType::Q8_0;
-    case 30: return DType::BF16;
-  }
+  DType d;
+  if (ggml_type_to_dtype(t.type, &d)) return d;
   const char* name = ggml_type_name(t.type);
-  return Status::error(EMBER_ERR_UNSUPPORTED, "tensor '%.*s' has ggml type %u (%s), which ember does not store",
-                       static_cast<int>(t.name.size()), t.name.data(), t.type, name ? name : "unknown");
+  if (name) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "tensor '%.*s' has type %s, which ember does not run",
+                         static_cast<int>(t.name.size()), t.name.data(), name);
+  }
+  return Status::error(EMBER_ERR_UNSUPPORTED, "tensor '%.*s' has ggml type %u, which ember does not run",
+                       static_cast<int>(t.name.size()), t.name.data(), t.type);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <unistd.h>
 
+#include "tools/convert/gguf.h"
+
 namespace ember {
 namespace {
 
@@ -64,25 +66,25 @@ class Out {
   }
 };
 
-uint32_t ggml_type(DType t) {
-  switch (t) {
-    case DType::F32: return 0;
-    case DType::F16: return 1;
-    case DType::Q4_0: return 2;
-    case DType::Q8_0: return 8;
-    case DType::BF16: return 30;
-  }
-  return 0;
-}
-
-// llama.cpp's llama_ftype for a file whose matrices are mostly `t`.
+// llama.cpp's llama_ftype for a file whose matrices are mostly `t` (the
+// K-quant mixtures' medium preset where llama.cpp has several).
 uint32_t llama_file_type(DType t) {
   switch (t) {
-    case DType::F32: return 0;   // ALL_F32
-    case DType::F16: return 1;   // MOSTLY_F16
-    case DType::Q4_0: return 2;  // MOSTLY_Q4_0
-    case DType::Q8_0: return 7;  // MOSTLY_Q8_0
-    case DType::BF16: return 32; // MOSTLY_BF16
+    case DType::F32: return 0;     // ALL_F32
+    case DType::F16: return 1;     // MOSTLY_F16
+    case DType::Q4_0: return 2;    // MOSTLY_Q4_0
+    case DType::Q4_1: return 3;    // MOSTLY_Q4_1
+    case DType::Q8_0: return 7;    // MOSTLY_Q8_0
+    case DType::Q5_0: return 8;    // MOSTLY_Q5_0
+    case DType::Q5_1: return 9;    // MOSTLY_Q5_1
+    case DType::Q2_K: return 10;   // MOSTLY_Q2_K
+    case DType::Q3_K: return 12;   // MOSTLY_Q3_K_M
+    case DType::Q4_K: return 15;   // MOSTLY_Q4_K_M
+    case DType::Q5_K: return 17;   // MOSTLY_Q5_K_M
+    case DType::Q6_K: return 18;   // MOSTLY_Q6_K
+    case DType::IQ4_NL: return 25; // MOSTLY_IQ4_NL
+    case DType::IQ4_XS: return 30; // MOSTLY_IQ4_XS
+    case DType::BF16: return 32;   // MOSTLY_BF16
   }
   return 0;
 }
@@ -161,7 +163,7 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
     head.str(t.name);
     head.u32(static_cast<uint32_t>(t.shape.size()));
     for (size_t d = t.shape.size(); d-- > 0;) head.u64(static_cast<uint64_t>(t.shape[d]));  // innermost first
-    head.u32(ggml_type(t.dtype));
+    head.u32(ggml_type_of(t.dtype));
     head.u64(offsets[i]);
   }
   head.bytes.resize(align_up(head.bytes.size(), kGgufAlignment), 0);

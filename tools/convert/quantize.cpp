@@ -7,7 +7,8 @@ namespace ember {
 Result<DType> parse_target_dtype(const std::string& name) {
   DType t;
   if (!dtype_from_name(name.c_str(), &t)) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "--dtype '%s' is not a type (f32, f16, bf16, q8_0, q4_0)",
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "--dtype '%s' is not a type (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 "
+                         "q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs)",
                          name.c_str());
   }
   return t;
@@ -68,14 +69,14 @@ Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report
     if (t.shape.size() == 1) {
       want = DType::F32;  // norms: tiny, read as f32 by every kernel
       r.norms++;
-    } else if (dtype_is_quantized(target) && cols % kQuantBlock != 0) {
+    } else if (cols % dtype_block_elements(target) != 0) {
       // The block cannot straddle rows: keep the source type when it is a
       // float type, else (a quantized source, which cannot have such rows)
       // f32.
       want = dtype_is_quantized(t.dtype) ? DType::F32 : t.dtype;
       char why[96];
       std::snprintf(why, sizeof why, "rows of %lld elements are not a multiple of %d", static_cast<long long>(cols),
-                    kQuantBlock);
+                    dtype_block_elements(target));
       r.kept.push_back({t.name, want, why});
     }
     if (want == t.dtype) {

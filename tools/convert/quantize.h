@@ -1,7 +1,8 @@
 // Re-typing a model's weights: `ember quantize` and `ember convert --dtype`.
 // Matrices become the target type; norms (1-D tensors) stay f32; a matrix
-// whose rows are not a whole number of 32-element blocks cannot be stored
-// as Q8_0/Q4_0 and keeps its own (wider) float type, which is reported.
+// whose rows are not a whole number of the target's blocks (32 elements, 256
+// for the K-quants and IQ4_XS) keeps its own (wider) float type, which is
+// reported. The per-tensor presets of issue 12 (q4_k_m, ...) come later.
 #pragma once
 
 #include <memory>

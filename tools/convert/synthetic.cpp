@@ -95,9 +95,10 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   hp.max_seq_len = shape.context;
   hp.tied_embeddings = false;
   spec.vocab = std::move(vocab);
-  if (dtype_is_quantized(dtype) && (hp.dim % kQuantBlock || hp.hidden_dim % kQuantBlock)) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "shape '%s': dim %u / hidden %u are not multiples of 32 for %s",
-                         shape.name.c_str(), hp.dim, hp.hidden_dim, dtype_name(dtype));
+  const uint32_t block = static_cast<uint32_t>(dtype_block_elements(dtype));
+  if (hp.dim % block || hp.hidden_dim % block) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "shape '%s': dim %u / hidden %u are not multiples of %u for %s",
+                         shape.name.c_str(), hp.dim, hp.hidden_dim, block, dtype_name(dtype));
   }
 
   Rng rng(seed);

@@ -14,7 +14,9 @@ int cmd_convert(int argc, char** argv) {
   if (args.has("--help") || args.has("-h")) {
     std::puts("usage: ember convert IN -o OUT.ember [--tokenizer tokenizer.bin] [--dtype q8_0|q4_0|f16|bf16|f32]\n"
               "                     [--layout rows16|row-major]\n"
-              "  IN is a GGUF v2/v3 file (llama architecture) or a llama2.c checkpoint;\n"
+              "  IN is a GGUF v2/v3 file (llama architecture) or a llama2.c checkpoint; GGUF weights of types\n"
+              "  f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs are copied bit\n"
+              "  for bit (any other type is refused, naming the tensor and the type);\n"
               "  a llama2.c checkpoint needs its tokenizer.bin via --tokenizer.\n"
               "  --dtype re-types the weights as `ember quantize` does (default: keep the source's types).\n");
     std::fputs(kLayoutHelp, stdout);

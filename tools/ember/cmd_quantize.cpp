@@ -1,6 +1,7 @@
 // `ember quantize IN.ember -o OUT.ember --dtype q8_0|q4_0|f16|bf16|f32`:
 // re-types the weights of an .ember model (norms stay f32; matrices whose
-// rows are not a multiple of 32 keep their float type, said on stderr).
+// rows are not whole blocks of the target keep their float type, said on
+// stderr). Any stored type is a target (reference quantizer, core/dtype.h).
 #include <chrono>
 #include <cstdio>
 
@@ -14,8 +15,9 @@ int cmd_quantize(int argc, char** argv) {
   Args args(argc, argv, {"-o", "--dtype", "--layout"});
   if (args.has("--help") || args.has("-h")) {
     std::puts("usage: ember quantize IN.ember -o OUT.ember --dtype q8_0|q4_0|f16|bf16|f32 [--layout rows16|row-major]\n"
-              "  matrices become DTYPE; norms stay f32; a matrix whose rows are not a multiple of 32\n"
-              "  elements keeps its float type for q8_0/q4_0 (each such tensor is named on stderr).\n"
+              "  matrices become DTYPE (also q4_1 q5_0 q5_1 iq4_nl, and q2_k q3_k q4_k q5_k q6_k iq4_xs);\n"
+              "  norms stay f32; a matrix whose rows are not whole blocks of DTYPE (32 elements, 256 for\n"
+              "  the k-quants and iq4_xs) keeps its float type (each such tensor is named on stderr).\n"
               "  The recipe is recorded in the file's provenance (ember info shows it).");
     std::fputs(kLayoutHelp, stdout);
     return 0;

@@ -1,4 +1,4 @@
-// `ember synth --shape tiny|110m|0.5b|1.1b --dtype f32|f16|q8_0|q4_0 -o FILE
+// `ember synth --shape tiny|110m|0.5b|1.1b --dtype TYPE -o FILE
 // [--gguf] [--seed N] [--vocab FILE|builtin]`: a model of a named shape with
 // deterministic pseudo-random weights (the same seed, the same bytes), as
 // .ember or as a GGUF llama.cpp loads, for benchmarks side by side.
@@ -37,14 +37,15 @@ std::string find_llama2_vocab() {
 }
 
 const char* kSynthHelp =
-    "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype f32|f16|bf16|q8_0|q4_0] [--gguf]\n"
+    "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype TYPE] [--gguf]\n"
     "                   [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
     "  deterministic pseudo-random weights of a named shape (norms f32), for tests and benchmarks:\n"
     "    tiny  dim 64,   hidden 192,  2 layers,  4 heads,  2 kv-heads\n"
     "    110m  dim 768,  hidden 2048, 12 layers, 12 heads, 12 kv-heads, vocabulary 32000\n"
     "    0.5b  dim 896,  hidden 4864, 24 layers, 14 heads, 2 kv-heads,  vocabulary 32000\n"
     "    1.1b  dim 2048, hidden 5632, 22 layers, 32 heads, 4 kv-heads,  vocabulary 32000\n"
-    "  --dtype T   weight type (default f32)\n"
+    "  --dtype T   weight type (default f32): f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl, and for\n"
+    "              shapes whose widths are multiples of 256 (110m, 1.1b) q2_k q3_k q4_k q5_k q6_k iq4_xs\n"
     "  --gguf      write GGUF v3 (llama architecture) that llama.cpp loads, instead of .ember\n"
     "  --seed N    weight seed (default 42): the same seed gives the same bytes\n"
     "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
@@ -75,7 +76,7 @@ int cmd_synth(int argc, char** argv) {
   DType dtype = DType::F32;
   const std::string dtype_arg = args.get("--dtype", "f32");
   if (!dtype_from_name(dtype_arg.c_str(), &dtype)) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "--dtype '" + dtype_arg + "' is not a type (f32, f16, bf16, q8_0, q4_0)");
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--dtype '" + dtype_arg + "' is not a type (see ember synth --help)");
   }
   auto layout = parse_layout(args.get("--layout", "rows16"));
   if (!layout.is_ok()) return report(layout.status().code(), layout.status().message());

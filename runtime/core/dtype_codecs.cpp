@@ -1,0 +1,510 @@
+// Block codecs for Q4_1, Q5_0, Q5_1, the K-quants and IQ4_NL/IQ4_XS. The
+// dequantizers follow the layouts documented in dtype.h (GGUF's, bit for
+// bit). The quantizers are references: simple, unhurried searches for each
+// (sub-)block's scale, then integer scales for the super-block, then every
+// element rounded against the scales as stored (f16 and all).
+#include "core/dtype_codecs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace ember {
+
+const int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+namespace {
+
+int clampi(long v, int lo, int hi) { return static_cast<int>(std::min<long>(hi, std::max<long>(lo, v))); }
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+// Nibble j of a 32-element block: the low nibbles hold elements 0..15, the
+// high nibbles 16..31.
+int nibble(const uint8_t* q, int j) { return j < 16 ? q[j] & 0x0f : q[j - 16] >> 4; }
+
+void pack_nibbles(const int* v, uint8_t* q) {
+  for (int j = 0; j < 16; ++j) q[j] = static_cast<uint8_t>(v[j] | (v[j + 16] << 4));
+}
+
+// Scale and min of sub-block s (0..7) of a Q4_K/Q5_K block.
+void k4_scale_min(const uint8_t* sc, int s, int* scale, int* min) {
+  if (s < 4) {
+    *scale = sc[s] & 63;
+    *min = sc[s + 4] & 63;
+  } else {
+    *scale = (sc[s + 4] & 0x0f) | ((sc[s - 4] >> 6) << 4);
+    *min = (sc[s + 4] >> 4) | ((sc[s] >> 6) << 4);
+  }
+}
+
+void k4_pack_scales(const int* scale, const int* min, uint8_t* sc) {
+  for (int s = 0; s < 4; ++s) {
+    sc[s] = static_cast<uint8_t>(scale[s] | ((scale[s + 4] >> 4) << 6));
+    sc[s + 4] = static_cast<uint8_t>(min[s] | ((min[s + 4] >> 4) << 6));
+    sc[s + 8] = static_cast<uint8_t>((scale[s + 4] & 0x0f) | ((min[s + 4] & 0x0f) << 4));
+  }
+}
+
+// The 6-bit scale of Q3_K sub-block s (0..15), as stored (0..63).
+int q3_scale(const uint8_t* sc, int s) {
+  const int lo = (sc[s % 8] >> (4 * (s / 8))) & 0x0f;
+  const int hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+  return lo | (hi << 4);
+}
+
+// Element of largest magnitude, with its sign; 0 for an all-zero block.
+float signed_max(const float* x, int n) {
+  float amax = 0, m = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      m = x[i];
+    }
+  }
+  return m;
+}
+
+// The scale s minimizing sum (x - s q)^2 with q = round(x / s) clamped to
+// qmin..qmax: candidates map the largest element onto qmin or qmax (and
+// +-1 around them, in tenths); for each, the least-squares s of its q.
+float fit_symmetric(const float* x, int n, int qmin, int qmax) {
+  const float xm = signed_max(x, n);
+  if (xm == 0) return 0;
+  float best_s = 0, best = -1;
+  for (int target : {qmin, qmax}) {
+    for (int k = -10; k <= 10; k += 2) {
+      const float iscale = (target + 0.1f * k) / xm;
+      double sxq = 0, sqq = 0;
+      for (int i = 0; i < n; ++i) {
+        const int q = clampi(std::lround(x[i] * iscale), qmin, qmax);
+        sxq += static_cast<double>(x[i]) * q;
+        sqq += static_cast<double>(q) * q;
+      }
+      if (sqq > 0 && sxq * sxq / sqq > best) {
+        best = sxq * sxq / sqq;
+        best_s = static_cast<float>(sxq / sqq);
+      }
+    }
+  }
+  return best_s;
+}
+
+// x ~ scale * q - min with q in 0..qmax, scale >= 0 and min >= 0 (what the
+// K-quants store). Candidates spread [min(x, 0), max(x)] over qmax +- 1
+// levels; for each, (scale, min) by least squares on its q, min kept >= 0.
+void fit_affine(const float* x, int n, int qmax, float* scale, float* min) {
+  float lo = 0, hi = x[0];
+  for (int i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  *scale = 0;
+  *min = -lo;
+  if (hi <= lo) return;
+  double best_err = INFINITY;
+  for (int k = -10; k <= 10; k += 2) {
+    const float iscale = (qmax + 0.1f * k) / (hi - lo);
+    double sx = 0, sq = 0, sxq = 0, sqq = 0;
+    int q[256];
+    for (int i = 0; i < n; ++i) {
+      q[i] = clampi(std::lround((x[i] - lo) * iscale), 0, qmax);
+      sx += x[i];
+      sq += q[i];
+      sxq += static_cast<double>(x[i]) * q[i];
+      sqq += static_cast<double>(q[i]) * q[i];
+    }
+    const double den = n * sqq - sq * sq;
+    double a = den > 0 ? (n * sxq - sx * sq) / den : 0;
+    double b = den > 0 ? (sx - a * sq) / n : 1;
+    if (b > 0) {  // the offset must be <= 0 (and all q equal: scale alone)
+      b = 0;
+      a = sqq > 0 ? sxq / sqq : 0;
+    }
+    if (a < 0) continue;
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      const double e = x[i] - a * q[i] - b;
+      err += e * e;
+    }
+    if (err < best_err) {
+      best_err = err;
+      *scale = static_cast<float>(a);
+      *min = static_cast<float>(-b);
+    }
+  }
+}
+
+int nearest_level(float v) {
+  int best = 0;
+  float bd = std::fabs(v - kIq4Levels[0]);
+  for (int i = 1; i < 16; ++i) {
+    const float d = std::fabs(v - kIq4Levels[i]);
+    if (d < bd) {
+      bd = d;
+      best = i;
+    }
+  }
+  return best;
+}
+
+// The scale s minimizing sum (x - s L[q])^2 over the IQ4 levels L, q the
+// nearest level to x / s: candidates map the largest element onto -127 or
+// 113 (+-10 around them); for each, the least-squares s of its levels.
+float fit_levels(const float* x, int n) {
+  const float xm = signed_max(x, n);
+  if (xm == 0) return 0;
+  float best_s = 0, best = -1;
+  for (int target : {-127, 113}) {
+    for (int k = -10; k <= 10; ++k) {
+      const float iscale = (target + k) / xm;
+      double sxl = 0, sll = 0;
+      for (int i = 0; i < n; ++i) {
+        const int l = kIq4Levels[nearest_level(x[i] * iscale)];
+        sxl += static_cast<double>(x[i]) * l;
+        sll += static_cast<double>(l) * l;
+      }
+      if (sll > 0 && sxl * sxl / sll > best) {
+        best = sxl * sxl / sll;
+        best_s = static_cast<float>(sxl / sll);
+      }
+    }
+  }
+  return best_s;
+}
+
+// Largest of n scales, and the f16 super-block scale d = max / top (as
+// stored, back in f32).
+float super_scale(const float* s, int n, float top, uint16_t* d16) {
+  float m = 0;
+  for (int i = 0; i < n; ++i) m = std::max(m, s[i]);
+  *d16 = f32_to_f16(m / top);
+  return f16_to_f32(*d16);
+}
+
+// For symmetric sub-block scales: d maps the scale of largest magnitude onto
+// `bottom` (negative), so its sign is used and the range is fully spent.
+float signed_super_scale(const float* s, int n, float bottom, uint16_t* d16) {
+  *d16 = f32_to_f16(signed_max(s, n) / bottom);
+  return f16_to_f32(*d16);
+}
+
+int round_scale(float s, float d, int lo, int hi) { return d != 0 ? clampi(std::lround(s / d), lo, hi) : 0; }
+
+// Elements of an affine (sub-)block against the stored scale and min.
+void round_affine(const float* x, int n, float dl, float ml, int qmax, int* q) {
+  for (int i = 0; i < n; ++i) q[i] = dl != 0 ? clampi(std::lround((x[i] + ml) / dl), 0, qmax) : 0;
+}
+
+void round_symmetric(const float* x, int n, float dl, int qmin, int qmax, int* q) {
+  for (int i = 0; i < n; ++i) q[i] = dl != 0 ? clampi(std::lround(x[i] / dl), qmin, qmax) : 0;
+}
+
+// The five-bit blocks share their placement: 4 low bits as nibbles, bit 4
+// of element j at bit j of qh.
+void pack5(const int* q, uint8_t* qs, uint8_t* qh) {
+  int low[32];
+  uint32_t h = 0;
+  for (int j = 0; j < 32; ++j) {
+    low[j] = q[j] & 0x0f;
+    h |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
+  }
+  pack_nibbles(low, qs);
+  store_u32(qh, h);
+}
+
+int unpack5(const uint8_t* qs, uint32_t qh, int j) { return nibble(qs, j) | static_cast<int>(((qh >> j) & 1) << 4); }
+
+}  // namespace
+
+// ---- dequantization -------------------------------------------------------
+
+void dequantize_q4_1(const BlockQ4_1* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 32) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    for (int j = 0; j < 32; ++j) y[j] = nibble(b[i].q, j) * d + m;
+  }
+}
+
+void dequantize_q5_0(const BlockQ5_0* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 32) {
+    const float d = f16_to_f32(b[i].d);
+    const uint32_t qh = load_u32(b[i].qh);
+    for (int j = 0; j < 32; ++j) y[j] = (unpack5(b[i].q, qh, j) - 16) * d;
+  }
+}
+
+void dequantize_q5_1(const BlockQ5_1* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 32) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    const uint32_t qh = load_u32(b[i].qh);
+    for (int j = 0; j < 32; ++j) y[j] = unpack5(b[i].q, qh, j) * d + m;
+  }
+}
+
+void dequantize_q2_k(const BlockQ2_K* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 256) {
+    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    for (int e = 0; e < 256; ++e) {
+      const int sc = b[i].scales[e / 16];
+      const int q = (b[i].q[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+      const float dl = d * (sc & 0x0f), ml = dmin * (sc >> 4);
+      y[e] = dl * q - ml;
+    }
+  }
+}
+
+void dequantize_q3_k(const BlockQ3_K* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 256) {
+    const float d = f16_to_f32(b[i].d);
+    for (int e = 0; e < 256; ++e) {
+      const int low = (b[i].q[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+      const int high = (b[i].hmask[e % 32] >> (e / 32)) & 1;
+      const float dl = d * (q3_scale(b[i].scales, e / 16) - 32);
+      y[e] = dl * ((low | (high << 2)) - 4);
+    }
+  }
+}
+
+void dequantize_q4_k(const BlockQ4_K* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 256) {
+    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    for (int s = 0; s < 8; ++s) {
+      int sc, mn;
+      k4_scale_min(b[i].scales, s, &sc, &mn);
+      const float dl = d * sc, ml = dmin * mn;
+      const uint8_t* q = b[i].q + 32 * (s / 2);
+      const int shift = 4 * (s % 2);
+      for (int l = 0; l < 32; ++l) y[32 * s + l] = dl * ((q[l] >> shift) & 0x0f) - ml;
+    }
+  }
+}
+
+void dequantize_q5_k(const BlockQ5_K* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 256) {
+    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    for (int s = 0; s < 8; ++s) {
+      int sc, mn;
+      k4_scale_min(b[i].scales, s, &sc, &mn);
+      const float dl = d * sc, ml = dmin * mn;
+      const uint8_t* q = b[i].q + 32 * (s / 2);
+      const int shift = 4 * (s % 2);
+      for (int l = 0; l < 32; ++l) {
+        const int v = ((q[l] >> shift) & 0x0f) | (((b[i].qh[l] >> s) & 1) << 4);
+        y[32 * s + l] = dl * v - ml;
+      }
+    }
+  }
+}
+
+void dequantize_q6_k(const BlockQ6_K* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 256) {
+    const float d = f16_to_f32(b[i].d);
+    for (int e = 0; e < 256; ++e) {
+      const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+      const int low = (b[i].ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0f;
+      const int high = (b[i].qh[32 * h + l] >> (2 * k)) & 3;
+      y[e] = d * b[i].scales[e / 16] * ((low | (high << 4)) - 32);
+    }
+  }
+}
+
+void dequantize_iq4_nl(const BlockIQ4_NL* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += 32) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < 32; ++j) y[j] = d * kIq4Levels[nibble(b[i].q, j)];
+  }
+}
+
+void dequantize_iq4_xs(const BlockIQ4_XS* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    for (int s = 0; s < 8; ++s, y += 32) {
+      const int ls = ((b[i].scales_l[s / 2] >> (4 * (s % 2))) & 0x0f) | (((b[i].scales_h >> (2 * s)) & 3) << 4);
+      const float dl = d * (ls - 32);
+      for (int j = 0; j < 32; ++j) y[j] = dl * kIq4Levels[nibble(b[i].q + 16 * s, j)];
+    }
+  }
+}
+
+// ---- quantization ---------------------------------------------------------
+
+// Q4_1 / Q5_1: the block's range [min, max] in 2^bits - 1 steps.
+template <typename Block, int kMax>
+void quantize_minmax(const float* x, Block* b, int64_t nb, void (*pack)(const int*, Block*)) {
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    float lo = x[0], hi = x[0];
+    for (int j = 1; j < 32; ++j) {
+      lo = std::min(lo, x[j]);
+      hi = std::max(hi, x[j]);
+    }
+    b[i].d = f32_to_f16((hi - lo) / kMax);
+    b[i].m = f32_to_f16(lo);
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    int q[32];
+    round_affine(x, 32, d, -m, kMax, q);
+    pack(q, &b[i]);
+  }
+}
+
+void quantize_q4_1(const float* x, BlockQ4_1* b, int64_t nb) {
+  quantize_minmax<BlockQ4_1, 15>(x, b, nb, [](const int* q, BlockQ4_1* blk) { pack_nibbles(q, blk->q); });
+}
+
+void quantize_q5_1(const float* x, BlockQ5_1* b, int64_t nb) {
+  quantize_minmax<BlockQ5_1, 31>(x, b, nb, [](const int* q, BlockQ5_1* blk) { pack5(q, blk->q, blk->qh); });
+}
+
+// Q5_0 as Q4_0: the element of largest magnitude maps onto -16.
+void quantize_q5_0(const float* x, BlockQ5_0* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    b[i].d = f32_to_f16(signed_max(x, 32) / -16.0f);
+    const float d = f16_to_f32(b[i].d);
+    int q[32];
+    round_symmetric(x, 32, d, -16, 15, q);
+    for (int& v : q) v += 16;
+    pack5(q, b[i].q, b[i].qh);
+  }
+}
+
+void quantize_q2_k(const float* x, BlockQ2_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    float scale[16], min[16];
+    for (int s = 0; s < 16; ++s) fit_affine(x + 16 * s, 16, 3, &scale[s], &min[s]);
+    const float d = super_scale(scale, 16, 15, &b[i].d);
+    const float dmin = super_scale(min, 16, 15, &b[i].dmin);
+    std::memset(b[i].q, 0, sizeof b[i].q);
+    for (int s = 0; s < 16; ++s) {
+      const int sc = round_scale(scale[s], d, 0, 15), mn = round_scale(min[s], dmin, 0, 15);
+      b[i].scales[s] = static_cast<uint8_t>(sc | (mn << 4));
+      int q[16];
+      round_affine(x + 16 * s, 16, d * sc, dmin * mn, 3, q);
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * s + l;
+        b[i].q[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[l] << (2 * ((e % 128) / 32)));
+      }
+    }
+  }
+}
+
+void quantize_q3_k(const float* x, BlockQ3_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    float scale[16];
+    for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(x + 16 * s, 16, -4, 3);
+    const float d = signed_super_scale(scale, 16, -32, &b[i].d);
+    std::memset(b[i].q, 0, sizeof b[i].q);
+    std::memset(b[i].hmask, 0, sizeof b[i].hmask);
+    std::memset(b[i].scales, 0, sizeof b[i].scales);
+    for (int s = 0; s < 16; ++s) {
+      const int sc = round_scale(scale[s], d, -32, 31) + 32;
+      b[i].scales[s % 8] |= static_cast<uint8_t>((sc & 0x0f) << (4 * (s / 8)));
+      b[i].scales[8 + s % 4] |= static_cast<uint8_t>((sc >> 4) << (2 * (s / 4)));
+      int q[16];
+      round_symmetric(x + 16 * s, 16, d * (sc - 32), -4, 3, q);
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * s + l, u = q[l] + 4;
+        b[i].q[32 * (e / 128) + e % 32] |= static_cast<uint8_t>((u & 3) << (2 * ((e % 128) / 32)));
+        b[i].hmask[e % 32] |= static_cast<uint8_t>((u >> 2) << (e / 32));
+      }
+    }
+  }
+}
+
+// Q4_K and Q5_K: 8 affine sub-blocks of 32 with 6-bit scales and mins.
+template <int kMax>
+void quantize_k4(const float* x, uint16_t* d16, uint16_t* dmin16, uint8_t* scales, int* q) {
+  float scale[8], min[8];
+  for (int s = 0; s < 8; ++s) fit_affine(x + 32 * s, 32, kMax, &scale[s], &min[s]);
+  const float d = super_scale(scale, 8, 63, d16);
+  const float dmin = super_scale(min, 8, 63, dmin16);
+  int sc[8], mn[8];
+  for (int s = 0; s < 8; ++s) {
+    sc[s] = round_scale(scale[s], d, 0, 63);
+    mn[s] = round_scale(min[s], dmin, 0, 63);
+    round_affine(x + 32 * s, 32, d * sc[s], dmin * mn[s], kMax, q + 32 * s);
+  }
+  k4_pack_scales(sc, mn, scales);
+}
+
+void quantize_q4_k(const float* x, BlockQ4_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    int q[256];
+    quantize_k4<15>(x, &b[i].d, &b[i].dmin, b[i].scales, q);
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) b[i].q[32 * c + l] = static_cast<uint8_t>(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+    }
+  }
+}
+
+void quantize_q5_k(const float* x, BlockQ5_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    int q[256];
+    quantize_k4<31>(x, &b[i].d, &b[i].dmin, b[i].scales, q);
+    std::memset(b[i].qh, 0, sizeof b[i].qh);
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        b[i].q[32 * c + l] = static_cast<uint8_t>((q[64 * c + l] & 0x0f) | ((q[64 * c + 32 + l] & 0x0f) << 4));
+      }
+    }
+    for (int e = 0; e < 256; ++e) b[i].qh[e % 32] |= static_cast<uint8_t>((q[e] >> 4) << (e / 32));
+  }
+}
+
+void quantize_q6_k(const float* x, BlockQ6_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    float scale[16];
+    for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(x + 16 * s, 16, -32, 31);
+    const float d = signed_super_scale(scale, 16, -128, &b[i].d);
+    std::memset(b[i].ql, 0, sizeof b[i].ql);
+    std::memset(b[i].qh, 0, sizeof b[i].qh);
+    for (int s = 0; s < 16; ++s) {
+      const int sc = round_scale(scale[s], d, -128, 127);
+      b[i].scales[s] = static_cast<int8_t>(sc);
+      int q[16];
+      round_symmetric(x + 16 * s, 16, d * sc, -32, 31, q);
+      for (int l16 = 0; l16 < 16; ++l16) {
+        const int e = 16 * s + l16, u = q[l16] + 32;
+        const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+        b[i].ql[64 * h + 32 * (k % 2) + l] |= static_cast<uint8_t>((u & 0x0f) << (4 * (k / 2)));
+        b[i].qh[32 * h + l] |= static_cast<uint8_t>((u >> 4) << (2 * k));
+      }
+    }
+  }
+}
+
+void quantize_iq4_nl(const float* x, BlockIQ4_NL* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    b[i].d = f32_to_f16(fit_levels(x, 32));
+    const float d = f16_to_f32(b[i].d);
+    int q[32];
+    for (int j = 0; j < 32; ++j) q[j] = d != 0 ? nearest_level(x[j] / d) : 8;
+    pack_nibbles(q, b[i].q);
+  }
+}
+
+void quantize_iq4_xs(const float* x, BlockIQ4_XS* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    float scale[8];
+    for (int s = 0; s < 8; ++s) scale[s] = fit_levels(x + 32 * s, 32);
+    const float d = signed_super_scale(scale, 8, -32, &b[i].d);
+    b[i].scales_h = 0;
+    std::memset(b[i].scales_l, 0, sizeof b[i].scales_l);
+    for (int s = 0; s < 8; ++s) {
+      const int ls = round_scale(scale[s], d, -32, 31) + 32;
+      b[i].scales_l[s / 2] |= static_cast<uint8_t>((ls & 0x0f) << (4 * (s % 2)));
+      b[i].scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * s));
+      const float dl = d * (ls - 32);
+      int q[32];
+      for (int j = 0; j < 32; ++j) q[j] = dl != 0 ? nearest_level(x[32 * s + j] / dl) : 8;
+      pack_nibbles(q, b[i].q + 16 * s);
+    }
+  }
+}
+
+}  // namespace ember
