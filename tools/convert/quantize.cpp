@@ -1,6 +1,8 @@
 #include "tools/convert/quantize.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace ember {
 
@@ -129,6 +131,175 @@ std::string describe_quantize_report(const QuantizeReport& r) {
                 "quantize: %d matrices -> %s, %d already %s, %zu kept wider, %d norms f32; %.2f MB -> %.2f MB\n",
                 r.converted, dtype_name(r.target), r.unchanged, dtype_name(r.target), r.kept.size(), r.norms,
                 r.bytes_before / 1e6, r.bytes_after / 1e6);
+  return s + line;
+}
+
+namespace {
+
+using D = DType;
+// name, base, bumped, all_layers, output, token_embd
+constexpr QuantPreset kPresets[] = {
+    {"q2_k", D::Q2_K, D::Q3_K, false, D::Q6_K, D::Q4_K},
+    {"q3_k_s", D::Q3_K, D::Q3_K, false, D::Q6_K, D::Q4_K},
+    {"q3_k_m", D::Q3_K, D::Q4_K, false, D::Q6_K, D::Q4_K},
+    {"q3_k_l", D::Q3_K, D::Q5_K, true, D::Q6_K, D::Q4_K},
+    {"q4_k_s", D::Q4_K, D::Q4_K, false, D::Q6_K, D::Q4_K},
+    {"q4_k_m", D::Q4_K, D::Q6_K, false, D::Q6_K, D::Q4_K},
+    {"q5_k_s", D::Q5_K, D::Q5_K, false, D::Q6_K, D::Q5_K},
+    {"q5_k_m", D::Q5_K, D::Q6_K, false, D::Q6_K, D::Q5_K},
+    {"q6_k", D::Q6_K, D::Q6_K, false, D::Q6_K, D::Q6_K},
+    {"q8_0", D::Q8_0, D::Q8_0, false, D::Q8_0, D::Q8_0},
+    {"q4_0", D::Q4_0, D::Q4_0, false, D::Q6_K, D::Q4_0},
+    {"q4_1", D::Q4_1, D::Q4_1, false, D::Q6_K, D::Q4_1},
+    {"q5_0", D::Q5_0, D::Q5_0, false, D::Q6_K, D::Q5_0},
+    {"q5_1", D::Q5_1, D::Q5_1, false, D::Q6_K, D::Q5_1},
+    {"iq4_nl", D::IQ4_NL, D::IQ4_NL, false, D::Q6_K, D::IQ4_NL},
+    {"iq4_xs", D::IQ4_XS, D::IQ4_XS, false, D::Q6_K, D::IQ4_XS},
+};
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// "blk.N.<role>.weight" -> N, else -1.
+int layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  char* end = nullptr;
+  const long v = std::strtol(name.c_str() + 4, &end, 10);
+  return end && *end == '.' ? static_cast<int>(v) : -1;
+}
+
+bool is_super_block(DType t) {
+  return t == D::Q2_K || t == D::Q3_K || t == D::Q4_K || t == D::Q5_K || t == D::Q6_K || t == D::IQ4_XS;
+}
+
+}  // namespace
+
+const char* quant_preset_names() {
+  return "q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl iq4_xs";
+}
+
+Result<QuantPreset> parse_quant_preset(const std::string& name) {
+  for (const QuantPreset& p : kPresets) {
+    if (name == p.name) return p;
+  }
+  return Status::error(EMBER_ERR_INVALID_ARGUMENT, "--type '%s' is not a preset (%s)", name.c_str(),
+                       quant_preset_names());
+}
+
+bool preset_bumped_layer(int layer, int n_layers) {
+  if (n_layers <= 0 || layer < 0) return false;
+  const int eighth = n_layers >= 8 ? n_layers / 8 : 1;
+  return layer < eighth || layer >= n_layers - eighth || layer % 3 == 2;
+}
+
+DType preset_type(const QuantPreset& p, const std::string& name, int n_layers) {
+  if (name == "output.weight") return p.output;
+  if (name == "token_embd.weight") return p.embd;
+  if (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) {
+    const int layer = layer_of(name);
+    if (p.all_layers || preset_bumped_layer(layer, n_layers)) return p.bumped;
+  }
+  return p.base;
+}
+
+DType preset_fallback(DType want, int64_t cols) {
+  if (is_super_block(want) && cols % kSuperBlock != 0) {
+    switch (want) {
+      case D::Q2_K: case D::Q3_K: case D::IQ4_XS: want = D::IQ4_NL; break;
+      case D::Q4_K: want = D::Q5_0; break;
+      case D::Q5_K: want = D::Q5_1; break;
+      default: want = D::Q8_0; break;  // Q6_K
+    }
+  }
+  if (dtype_is_quantized(want) && cols % kQuantBlock != 0) want = D::F16;
+  return want;
+}
+
+Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, PresetReport* report,
+                             void (*progress)(int, int, const PresetChoice&)) {
+  PresetReport r;
+  ModelSpec& spec = model->spec;
+  const int n_layers = static_cast<int>(spec.hparams.n_layers);
+  std::vector<float> row;
+  const int n = static_cast<int>(spec.tensors.size());
+  for (int ti = 0; ti < n; ++ti) {
+    TensorSource& t = spec.tensors[ti];
+    r.bytes_before += t.size;
+    const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < t.shape.size(); ++d) rows *= t.shape[d];
+    uint64_t src_row_bytes = 0;
+    if (cols <= 0 || !dtype_bytes(t.dtype, static_cast<uint64_t>(cols), &src_row_bytes) ||
+        src_row_bytes * static_cast<uint64_t>(rows) != t.size) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %llu bytes do not hold its shape as %s",
+                           t.name.c_str(), static_cast<unsigned long long>(t.size), dtype_name(t.dtype));
+    }
+    PresetChoice c;
+    c.tensor = t.name;
+    c.shape = t.shape;
+    c.from = t.dtype;
+    c.want = t.shape.size() == 1 ? D::F32 : preset_type(preset, t.name, n_layers);
+    c.chosen = t.shape.size() == 1 ? D::F32 : preset_fallback(c.want, cols);
+    if (dtype_is_quantized(t.dtype) && c.chosen != t.dtype) r.dequantized++;
+    if (progress) progress(ti, n, c);
+    r.elements += static_cast<uint64_t>(rows * cols);
+    if (c.chosen != t.dtype) {
+      uint64_t dst_row_bytes = 0;
+      dtype_bytes(c.chosen, static_cast<uint64_t>(cols), &dst_row_bytes);
+      std::vector<uint8_t> out(dst_row_bytes * static_cast<uint64_t>(rows));
+      row.resize(static_cast<size_t>(cols));
+      const uint8_t* src = static_cast<const uint8_t*>(t.data);
+      for (int64_t i = 0; i < rows; ++i) {
+        dequantize_row(t.dtype, src + i * src_row_bytes, row.data(), cols);
+        quantize_row(c.chosen, row.data(), out.data() + i * dst_row_bytes, cols);
+      }
+      t.dtype = c.chosen;
+      t.data = out.data();
+      t.size = out.size();
+      model->owned.push_back(std::move(out));
+    }
+    r.bytes_after += t.size;
+    r.choices.push_back(std::move(c));
+  }
+  int fallbacks = 0;
+  for (const auto& c : r.choices) fallbacks += c.want != c.chosen;
+  std::string recipe = std::string(preset.name) + " preset (norms f32";
+  if (fallbacks) recipe += "; " + std::to_string(fallbacks) + " matrices fell back, rows not whole blocks";
+  recipe += ") by ember quantize " EMBER_VERSION_STRING;
+  if (!spec.provenance.quantization.empty()) recipe += ", from " + spec.provenance.quantization;
+  spec.provenance.quantization = recipe;
+  if (report) *report = std::move(r);
+  return Status::ok();
+}
+
+std::string describe_preset_report(const QuantPreset& preset, const PresetReport& r) {
+  std::string s;
+  char line[256];
+  uint64_t elems[kDTypeCount] = {}, bytes[kDTypeCount] = {};
+  int count[kDTypeCount] = {};
+  for (const auto& c : r.choices) {
+    uint64_t e = 1;
+    for (int64_t d : c.shape) e *= static_cast<uint64_t>(d);
+    uint64_t b = 0;
+    dtype_bytes(c.chosen, e, &b);  // whole rows; the sum over rows is the same
+    const int i = static_cast<int>(c.chosen);
+    elems[i] += e;
+    bytes[i] += b;
+    count[i]++;
+  }
+  std::snprintf(line, sizeof line, "quantize: %s mixture:\n", preset.name);
+  s += line;
+  for (int i = 0; i < kDTypeCount; ++i) {
+    if (!count[i]) continue;
+    std::snprintf(line, sizeof line, "  %-7s %4d tensors %12llu weights (%5.1f%%) %6.3f bits/weight\n",
+                  dtype_name(static_cast<DType>(i)), count[i], static_cast<unsigned long long>(elems[i]),
+                  r.elements ? 100.0 * elems[i] / r.elements : 0.0, elems[i] ? 8.0 * bytes[i] / elems[i] : 0.0);
+    s += line;
+  }
+  std::snprintf(line, sizeof line, "quantize: %.3f bits per weight overall; %.2f MB -> %.2f MB\n",
+                r.elements ? 8.0 * r.bytes_after / r.elements : 0.0, r.bytes_before / 1e6, r.bytes_after / 1e6);
   return s + line;
 }
 

@@ -56,4 +56,45 @@ Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report
 // One line per kept tensor plus a summary, for stderr.
 std::string describe_quantize_report(const QuantizeReport& report);
 
+// Presets (`ember quantize --type q4_k_m`): a base type plus rules by tensor
+// role and layer (docs/decisions.md "Quantization presets").
+struct QuantPreset {
+  const char* name;
+  DType base;
+  DType bumped;   // attn_v / ffn_down of the bumped layers (== base: none)
+  bool all_layers;  // bumped applies to every layer (the _l presets)
+  DType output;   // output.weight
+  DType embd;     // token_embd.weight
+};
+// The valid names, space-separated (for errors and --help).
+const char* quant_preset_names();
+// Errors: EMBER_ERR_INVALID_ARGUMENT naming the value and listing the presets.
+Result<QuantPreset> parse_quant_preset(const std::string& name);
+// Whether layer `layer` of `n_layers` gets the bumped type in an _m preset:
+// the first and last eighth (at least one layer each) and every third layer.
+bool preset_bumped_layer(int layer, int n_layers);
+// The type a preset wants for a matrix, before the fallback.
+DType preset_type(const QuantPreset& p, const std::string& tensor, int n_layers);
+// The fallback for rows of `cols` elements: K-quants / iq4_xs need 256,
+// the rest 32; what cannot be whole blocks becomes f16.
+DType preset_fallback(DType want, int64_t cols);
+
+struct PresetChoice {
+  std::string tensor;
+  std::vector<int64_t> shape;
+  DType from = DType::F32, want = DType::F32, chosen = DType::F32;
+};
+struct PresetReport {
+  std::vector<PresetChoice> choices;  // every tensor, in file order
+  uint64_t bytes_before = 0, bytes_after = 0;
+  uint64_t elements = 0;
+  int dequantized = 0;  // tensors whose source was quantized
+};
+// progress(i, n, choice) is called before each tensor is converted (may be
+// empty). Norms (1-D) stay f32.
+Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, PresetReport* report,
+                             void (*progress)(int i, int n, const PresetChoice& c) = nullptr);
+// The mixture: per type, tensors, elements and share; the bits per weight.
+std::string describe_preset_report(const QuantPreset& preset, const PresetReport& report);
+
 }  // namespace ember
