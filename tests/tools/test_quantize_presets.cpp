@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -229,6 +230,32 @@ TEST_CASE("quantize presets: a quantized source is dequantized first and unknown
   r = test::run_cli("quantize " + in + " -o " + out + " 2>&1");
   CHECK(r.rc != 0);
   CHECK(r.out.find("--type") != std::string::npos);
+}
+
+TEST_CASE("quantize presets: --gguf writes the same weight bytes as the .ember output") {
+  const std::string dir = test::temp_dir("quantize-presets-gguf");
+  const std::string in = test::synth_ember(dir, wide_shape(), DType::F32, 13, "w.ember");
+  const std::string ember = dir + "/w-q3_k_m.ember", gguf = dir + "/w-q3_k_m.gguf";
+  REQUIRE(test::run_cli("quantize " + in + " -o " + ember + " --type q3_k_m --layout row-major 2>/dev/null").rc == 0);
+  auto r = test::run_cli("quantize " + in + " -o " + gguf + " --type q3_k_m --gguf 2>&1");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  auto e = ModelFile::open(ember, ModelFile::Options{true});
+  REQUIRE(e.is_ok());
+  auto g = import_gguf(gguf);
+  REQUIRE_MESSAGE(g.is_ok(), g.status().message());
+  std::map<std::string, const TensorSource*> by_name;
+  for (const auto& t : g.value()->spec.tensors) by_name[t.name] = &t;
+  int q4k = 0;
+  for (const auto& t : e.value()->tensors()) {
+    CAPTURE(t.name);
+    REQUIRE(by_name.count(t.name) == 1);
+    const TensorSource& gt = *by_name[t.name];
+    CHECK(gt.dtype == t.dtype);
+    REQUIRE(gt.size == t.size);
+    CHECK(std::memcmp(gt.data, t.data, t.size) == 0);
+    q4k += t.dtype == DType::Q4_K;
+  }
+  CHECK(q4k == 9);  // token_embd + attn_v and ffn_down of layers 0, 2, 5, 7
 }
 
 }  // TEST_SUITE

@@ -2,7 +2,7 @@
 // Matrices become the target type; norms (1-D tensors) stay f32; a matrix
 // whose rows are not a whole number of the target's blocks (32 elements, 256
 // for the K-quants and IQ4_XS) keeps its own (wider) float type, which is
-// reported. The per-tensor presets of issue 12 (q4_k_m, ...) come later.
+// reported. The per-tensor presets of issue 12 (q4_k_m, ...) are below.
 #pragma once
 
 #include <memory>

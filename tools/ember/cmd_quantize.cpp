@@ -3,10 +3,12 @@
 // re-types the weights of an .ember model (norms stay f32; matrices whose
 // rows are not whole blocks of the target keep their float type, said on
 // stderr). Any stored type is a target (reference quantizer, core/dtype.h).
+// --gguf writes GGUF v3 with the same weight bytes instead of .ember.
 #include <chrono>
 #include <cstdio>
 #include <string>
 
+#include "tools/convert/gguf_writer.h"
 #include "tools/convert/quantize.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
@@ -46,9 +48,10 @@ int cmd_quantize(int argc, char** argv) {
               "  the k-quants and iq4_xs) keeps its float type (each such tensor is named on stderr).\n"
               "  The recipe is recorded in the file's provenance (ember info shows it).");
     std::fputs(kLayoutHelp, stdout);
+    std::puts("  --gguf       write GGUF v3 (the same weight bytes) instead of .ember, for other runtimes");
     return 0;
   }
-  args.check_known({"-o", "--dtype", "--type", "--layout"});
+  args.check_known({"-o", "--dtype", "--type", "--layout", "--gguf"});
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember quantize --help)");
   if (args.positionals().size() != 1) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "expected one input .ember file (see ember quantize --help)");
@@ -87,7 +90,11 @@ int cmd_quantize(int argc, char** argv) {
   }
   if (!s.is_ok()) return report(s.code(), s.message());
   model.value()->spec.quant_layout = layout.value();
-  s = write_model(model.value()->spec, out);
+  if (args.has("--gguf")) {
+    s = write_gguf(model.value()->spec, out);
+  } else {
+    s = write_model(model.value()->spec, out);
+  }
   if (!s.is_ok()) return report(s.code(), s.message());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::fputs(use_preset ? describe_preset_report(preset.value(), prep).c_str() : describe_quantize_report(rep).c_str(),
