@@ -23,7 +23,7 @@ int64_t round64(int64_t floats) { return (floats * 4 + 63) / 64 * 16; }
 // Everything the backend takes from the scratch region, in floats (64-byte
 // aligned pieces), for a graph and a thread count.
 struct ScratchSizes {
-  int64_t half, attention, row, rows, act_q, act_blocks, total;
+  int64_t half, attention, row, rows, act_q, act_blocks, act_sum16, total;
 };
 
 // Quantized activations only for graphs with weights of the int8 family;
@@ -33,11 +33,12 @@ struct ScratchSizes {
 ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   ScratchSizes s{};
   int64_t max_cols = 0, max_qcols = 0;
-  bool fallback = false;
+  bool fallback = false, sum16 = false;
   for (const auto& w : graph.weights) {
     max_cols = std::max(max_cols, w.cols);
     const CpuMatmulFamily f = cpu_matmul_family(w.dtype, w.layout);
     if (f == CpuMatmulFamily::Int8) max_qcols = std::max(max_qcols, w.cols);
+    sum16 |= f == CpuMatmulFamily::Int8 && cpu_dtype_needs_sum16(w.dtype);
     fallback |= f == CpuMatmulFamily::None;
   }
   const int32_t heads = static_cast<int32_t>((graph.hparams.n_heads + n_threads - 1) / n_threads);
@@ -47,8 +48,10 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   s.rows = fallback ? n_threads : 1;
   s.act_q = max_qcols ? round64((static_cast<int64_t>(graph.max_batch) * max_qcols + 3) / 4) : 0;
   s.act_blocks = max_qcols ? round64(static_cast<int64_t>(graph.max_batch) * (max_qcols / 32)) : 0;
+  // int16 per 16 activations: two per float.
+  s.act_sum16 = sum16 ? round64((static_cast<int64_t>(graph.max_batch) * (max_qcols / 16) + 1) / 2) : 0;
   s.total = 2 * round64(s.half * graph.max_batch) + round64(s.half) + n_threads * s.attention + s.rows * s.row +
-            s.act_q + 2 * s.act_blocks;
+            s.act_q + 2 * s.act_blocks + s.act_sum16;
   return s;
 }
 
@@ -60,6 +63,16 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
     case DType::Q8_0:
     case DType::Q4_0: return layout == Layout::RowMajor || layout == Layout::Rows16 ? CpuMatmulFamily::Int8
                                                                                        : CpuMatmulFamily::None;
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: return layout == Layout::RowMajor ? CpuMatmulFamily::Int8 : CpuMatmulFamily::None;
     case DType::F32:
     case DType::F16: return layout == Layout::RowMajor ? CpuMatmulFamily::Float : CpuMatmulFamily::None;
     default: return CpuMatmulFamily::None;
@@ -182,6 +195,7 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
   scratch_.act_q = reinterpret_cast<int8_t*>(take(s.act_q));
   scratch_.act_d = take(s.act_blocks);
   scratch_.act_bias = reinterpret_cast<int32_t*>(take(s.act_blocks));
+  scratch_.act_sum16 = s.act_sum16 ? reinterpret_cast<int16_t*>(take(s.act_sum16)) : nullptr;
   if (reinterpret_cast<uint8_t*>(p) > arena + plan.scratch_offset + plan.scratch_bytes ||
       (plan.scratch_offset % 64) != 0) {
     return Status::error(EMBER_ERR_INTERNAL, "cpu scratch layout exceeds the plan");
@@ -257,14 +271,13 @@ Status CpuBackend::lower(const Graph& g) {
           mm.out = act(mo.out);
           switch (cpu_matmul_family(w.dtype, w.layout)) {
             case CpuMatmulFamily::Int8: {
-              const bool rows16 = w.layout == Layout::Rows16;
-              if (w.dtype == DType::Q8_0) {
-                mm.q_gemv = rows16 ? k_.q8_0_rows16_gemv : k_.q8_0_gemv;
-                mm.q_gemm = rows16 ? k_.q8_0_rows16_gemm : k_.q8_0_gemm;
-              } else {
-                mm.q_gemv = rows16 ? k_.q4_0_rows16_gemv : k_.q4_0_gemv;
-                mm.q_gemm = rows16 ? k_.q4_0_rows16_gemm : k_.q4_0_gemm;
+              const QMatmulPair fns = cpu_quant_matmuls(k_, w.dtype, w.layout);
+              if (fns.gemv == nullptr || fns.gemm == nullptr) {
+                return Status::error(EMBER_ERR_INTERNAL, "cpu backend: weight '%s' (%s, %s) has no int8 kernel",
+                                     w.name, dtype_name(w.dtype), layout_name(w.layout));
               }
+              mm.q_gemv = fns.gemv;
+              mm.q_gemm = fns.gemm;
               st.uses_q8 = true;
               break;
             }
@@ -336,6 +349,15 @@ void CpuBackend::quantize_input(const float* in, int64_t cols, int32_t n) {
     for (int64_t t = t0; t < t1; ++t) {
       k_.quantize_q8(in + t * cols, cols, scratch_.act_q + t * cols, scratch_.act_d + t * nb,
                      scratch_.act_bias + t * nb);
+      if (scratch_.act_sum16 != nullptr) {
+        const int8_t* q = scratch_.act_q + t * cols;
+        int16_t* s16 = scratch_.act_sum16 + t * (cols / 16);
+        for (int64_t g = 0; g < cols / 16; ++g) {
+          int32_t sum = 0;
+          for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
+          s16[g] = static_cast<int16_t>(sum);
+        }
+      }
     }
   };
   pool_->run(std::min<int>(n, pool_->size()), body);
@@ -354,6 +376,7 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
     qa.q = scratch_.act_q;
     qa.d = scratch_.act_d;
     qa.bias = scratch_.act_bias;
+    qa.sum16 = scratch_.act_sum16;
     qa.cols = cols;
   }
   const CpuMatmul* jobs = matmuls_.data() + s.first;

@@ -105,6 +105,7 @@ class CpuBackend final : public Backend {
     int8_t* act_q = nullptr;     // [max_batch, max cols]: quantized activations
     float* act_d = nullptr;      // [max_batch, max cols / 32]
     int32_t* act_bias = nullptr; // [max_batch, max cols / 32]
+    int16_t* act_sum16 = nullptr; // [max_batch, max cols / 16], when a weight type needs it
   };
 
   float* act(int32_t id) const { return acts_[id]; }

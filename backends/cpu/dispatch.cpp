@@ -1,5 +1,6 @@
 #include "backends/cpu/dispatch.h"
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -19,21 +20,114 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
   f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
       f32_axpy_rows__##isa, f32_softmax__##isa
 
+// The GGUF block types' kernels of each path, one line per type in
+// EMBER_GGUF_QUANT_TYPES order: the path whose kernel the table takes (a
+// path without its own kernel for a type takes generic's). The *_PATHS
+// arrays say the same in words, for describe() and tests.
+#define EMBER_GGUF_PAIR(t, isa) t##_gemv__##isa, t##_gemm__##isa
+#define EMBER_GGUF_GENERIC_(t) EMBER_GGUF_PAIR(t, generic),
+#define EMBER_GGUF_GENERIC_NAME_(t) "generic",
+constexpr const char* kGenericGgufPaths[] = {EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_NAME_)};
+#if defined(__x86_64__)
+#define EMBER_GGUF_AVX2                    \
+  EMBER_GGUF_PAIR(q4_1, generic),          \
+      EMBER_GGUF_PAIR(q5_0, generic),      \
+      EMBER_GGUF_PAIR(q5_1, generic),      \
+      EMBER_GGUF_PAIR(q2_k, generic),      \
+      EMBER_GGUF_PAIR(q3_k, generic),      \
+      EMBER_GGUF_PAIR(q4_k, generic),      \
+      EMBER_GGUF_PAIR(q5_k, generic),      \
+      EMBER_GGUF_PAIR(q6_k, generic),      \
+      EMBER_GGUF_PAIR(iq4_nl, generic),    \
+      EMBER_GGUF_PAIR(iq4_xs, generic)
+constexpr const char* kAvx2GgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
+                                          "generic", "generic", "generic", "generic", "generic"};
+#define EMBER_GGUF_AVX512                  \
+  EMBER_GGUF_PAIR(q4_1, generic),          \
+      EMBER_GGUF_PAIR(q5_0, generic),      \
+      EMBER_GGUF_PAIR(q5_1, generic),      \
+      EMBER_GGUF_PAIR(q2_k, generic),      \
+      EMBER_GGUF_PAIR(q3_k, generic),      \
+      EMBER_GGUF_PAIR(q4_k, generic),      \
+      EMBER_GGUF_PAIR(q5_k, generic),      \
+      EMBER_GGUF_PAIR(q6_k, generic),      \
+      EMBER_GGUF_PAIR(iq4_nl, generic),    \
+      EMBER_GGUF_PAIR(iq4_xs, generic)
+constexpr const char* kAvx512GgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
+                                            "generic", "generic", "generic", "generic", "generic"};
+#endif
+#if defined(__aarch64__)
+#define EMBER_GGUF_NEON                    \
+  EMBER_GGUF_PAIR(q4_1, generic),          \
+      EMBER_GGUF_PAIR(q5_0, generic),      \
+      EMBER_GGUF_PAIR(q5_1, generic),      \
+      EMBER_GGUF_PAIR(q2_k, generic),      \
+      EMBER_GGUF_PAIR(q3_k, generic),      \
+      EMBER_GGUF_PAIR(q4_k, generic),      \
+      EMBER_GGUF_PAIR(q5_k, generic),      \
+      EMBER_GGUF_PAIR(q6_k, generic),      \
+      EMBER_GGUF_PAIR(iq4_nl, generic),    \
+      EMBER_GGUF_PAIR(iq4_xs, generic)
+constexpr const char* kNeonGgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
+                                          "generic", "generic", "generic", "generic", "generic"};
+#define EMBER_GGUF_NEONDOT                 \
+  EMBER_GGUF_PAIR(q4_1, generic),          \
+      EMBER_GGUF_PAIR(q5_0, generic),      \
+      EMBER_GGUF_PAIR(q5_1, generic),      \
+      EMBER_GGUF_PAIR(q2_k, generic),      \
+      EMBER_GGUF_PAIR(q3_k, generic),      \
+      EMBER_GGUF_PAIR(q4_k, generic),      \
+      EMBER_GGUF_PAIR(q5_k, generic),      \
+      EMBER_GGUF_PAIR(q6_k, generic),      \
+      EMBER_GGUF_PAIR(iq4_nl, generic),    \
+      EMBER_GGUF_PAIR(iq4_xs, generic)
+constexpr const char* kNeonDotGgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
+                                             "generic", "generic", "generic", "generic", "generic"};
+#endif
+
 // Constant-initialized tables, one per path built into this binary.
 constexpr CpuKernels kGeneric = {CpuIsa::Generic, "generic", q8_quantize__generic, EMBER_QUANT_ENTRIES(generic), EMBER_ROWS16_ENTRIES(generic),
-                                 EMBER_FLOAT_MATMUL_ENTRIES(generic), EMBER_VECTOR_ENTRIES(generic)};
+                                 EMBER_FLOAT_MATMUL_ENTRIES(generic), EMBER_VECTOR_ENTRIES(generic),
+                                 EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_) kGenericGgufPaths};
 #if defined(__x86_64__)
 constexpr CpuKernels kAvx2 = {CpuIsa::Avx2, "avx2", q8_quantize__avx2, EMBER_QUANT_ENTRIES(avx2), EMBER_ROWS16_ENTRIES(avx2),
-                              EMBER_FLOAT_MATMUL_ENTRIES(avx2), EMBER_VECTOR_ENTRIES(avx2)};
+                              EMBER_FLOAT_MATMUL_ENTRIES(avx2), EMBER_VECTOR_ENTRIES(avx2), EMBER_GGUF_AVX2,
+                              kAvx2GgufPaths};
 constexpr CpuKernels kAvx512 = {CpuIsa::Avx512, "avx512vnni", q8_quantize__avx512, EMBER_QUANT_ENTRIES(avx512vnni), EMBER_ROWS16_ENTRIES(avx512vnni),
-                                EMBER_FLOAT_MATMUL_ENTRIES(avx512), EMBER_VECTOR_ENTRIES(avx512)};
+                                EMBER_FLOAT_MATMUL_ENTRIES(avx512), EMBER_VECTOR_ENTRIES(avx512), EMBER_GGUF_AVX512,
+                                kAvx512GgufPaths};
 #endif
 #if defined(__aarch64__)
 constexpr CpuKernels kNeon = {CpuIsa::Neon, "neon", q8_quantize__neon, EMBER_QUANT_ENTRIES(neon), EMBER_ROWS16_ENTRIES(neon),
-                              EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon)};
+                              EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_NEON,
+                              kNeonGgufPaths};
 constexpr CpuKernels kNeonDot = {CpuIsa::NeonDot, "neondot", q8_quantize__neon, EMBER_QUANT_ENTRIES(neondot), EMBER_ROWS16_ENTRIES(neondot),
-                                 EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon)};
+                                 EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_NEONDOT,
+                                 kNeonDotGgufPaths};
 #endif
+
+// The kernels' block mirrors are core/dtype.h's structs, field by field.
+#define EMBER_SAME_BLOCK(T)                                            \
+  static_assert(sizeof(KBlock##T) == sizeof(Block##T), #T " size");   \
+  static_assert(alignof(KBlock##T) == alignof(Block##T), #T " align");
+EMBER_SAME_BLOCK(Q4_1)
+EMBER_SAME_BLOCK(Q5_0)
+EMBER_SAME_BLOCK(Q5_1)
+EMBER_SAME_BLOCK(Q2_K)
+EMBER_SAME_BLOCK(Q3_K)
+EMBER_SAME_BLOCK(Q4_K)
+EMBER_SAME_BLOCK(Q5_K)
+EMBER_SAME_BLOCK(Q6_K)
+EMBER_SAME_BLOCK(IQ4_NL)
+EMBER_SAME_BLOCK(IQ4_XS)
+static_assert(offsetof(KBlockQ5_1, qh) == offsetof(BlockQ5_1, qh) && offsetof(KBlockQ5_0, q) == offsetof(BlockQ5_0, q) &&
+              offsetof(KBlockQ2_K, d) == offsetof(BlockQ2_K, d) && offsetof(KBlockQ3_K, scales) == offsetof(BlockQ3_K, scales) &&
+              offsetof(KBlockQ3_K, d) == offsetof(BlockQ3_K, d) && offsetof(KBlockQ4_K, q) == offsetof(BlockQ4_K, q) &&
+              offsetof(KBlockQ5_K, qh) == offsetof(BlockQ5_K, qh) && offsetof(KBlockQ5_K, q) == offsetof(BlockQ5_K, q) &&
+              offsetof(KBlockQ6_K, qh) == offsetof(BlockQ6_K, qh) && offsetof(KBlockQ6_K, scales) == offsetof(BlockQ6_K, scales) &&
+              offsetof(KBlockQ6_K, d) == offsetof(BlockQ6_K, d) && offsetof(KBlockIQ4_XS, scales_h) == offsetof(BlockIQ4_XS, scales_h) &&
+              offsetof(KBlockIQ4_XS, scales_l) == offsetof(BlockIQ4_XS, scales_l) && offsetof(KBlockIQ4_XS, q) == offsetof(BlockIQ4_XS, q),
+              "kernel block mirrors differ from core/dtype.h");
 
 const CpuKernels* table(CpuIsa isa) {
   switch (isa) {
@@ -164,7 +258,50 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
   k.q8_0_rows16_gemm = i.q8_0_rows16_gemm;
   k.q4_0_rows16_gemv = i.q4_0_rows16_gemv;
   k.q4_0_rows16_gemm = i.q4_0_rows16_gemm;
+#define EMBER_COPY_GGUF_(t) \
+  k.t##_gemv = i.t##_gemv;  \
+  k.t##_gemm = i.t##_gemm;
+  EMBER_GGUF_QUANT_TYPES(EMBER_COPY_GGUF_)
+#undef EMBER_COPY_GGUF_
+  k.gguf_paths = i.gguf_paths;
   return k;
+}
+
+QMatmulPair cpu_quant_matmuls(const CpuKernels& k, DType dtype, Layout layout) {
+  if (layout == Layout::Rows16) {
+    switch (dtype) {
+      case DType::Q8_0: return {k.q8_0_rows16_gemv, k.q8_0_rows16_gemm};
+      case DType::Q4_0: return {k.q4_0_rows16_gemv, k.q4_0_rows16_gemm};
+      default: return {};
+    }
+  }
+  if (layout != Layout::RowMajor) return {};
+  switch (dtype) {
+    case DType::Q8_0: return {k.q8_0_gemv, k.q8_0_gemm};
+    case DType::Q4_0: return {k.q4_0_gemv, k.q4_0_gemm};
+    case DType::Q4_1: return {k.q4_1_gemv, k.q4_1_gemm};
+    case DType::Q5_0: return {k.q5_0_gemv, k.q5_0_gemm};
+    case DType::Q5_1: return {k.q5_1_gemv, k.q5_1_gemm};
+    case DType::Q2_K: return {k.q2_k_gemv, k.q2_k_gemm};
+    case DType::Q3_K: return {k.q3_k_gemv, k.q3_k_gemm};
+    case DType::Q4_K: return {k.q4_k_gemv, k.q4_k_gemm};
+    case DType::Q5_K: return {k.q5_k_gemv, k.q5_k_gemm};
+    case DType::Q6_K: return {k.q6_k_gemv, k.q6_k_gemm};
+    case DType::IQ4_NL: return {k.iq4_nl_gemv, k.iq4_nl_gemm};
+    case DType::IQ4_XS: return {k.iq4_xs_gemv, k.iq4_xs_gemm};
+    default: return {};
+  }
+}
+
+bool cpu_dtype_needs_sum16(DType dtype) {
+  switch (dtype) {
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return false;
+    default: return dtype_is_quantized(dtype);
+  }
 }
 
 }  // namespace ember

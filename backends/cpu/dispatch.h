@@ -12,6 +12,8 @@
 #include <cstdint>
 
 #include "backends/cpu/kernels/kernels.h"
+#include "core/dtype.h"
+#include "core/layout.h"
 #include "core/status.h"
 
 namespace ember {
@@ -50,7 +52,27 @@ struct CpuKernels {
   DotRowsFn dot_rows = nullptr;
   AxpyRowsFn axpy_rows = nullptr;
   SoftmaxFn softmax = nullptr;
+  // The GGUF block types' row-major matmuls (EMBER_GGUF_QUANT_TYPES:
+  // q4_1_gemv, q4_1_gemm, ... iq4_xs_gemm), int8 family.
+#define EMBER_GGUF_KERNEL_MEMBERS_(t) \
+  QMatmulFn t##_gemv = nullptr;       \
+  QMatmulFn t##_gemm = nullptr;
+  EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_KERNEL_MEMBERS_)
+#undef EMBER_GGUF_KERNEL_MEMBERS_
+  // Which path each GGUF type's kernels come from on this table, in
+  // EMBER_GGUF_QUANT_TYPES order ("generic" where a path has none of its own).
+  const char* const* gguf_paths = nullptr;
 };
+
+// A weight's int8-family matmuls on table k (decode, prefill), or nulls when
+// (dtype, layout) has none: cpu_matmul_family(dtype, layout) != Int8.
+struct QMatmulPair {
+  QMatmulFn gemv = nullptr;
+  QMatmulFn gemm = nullptr;
+};
+QMatmulPair cpu_quant_matmuls(const CpuKernels& k, DType dtype, Layout layout);
+// Whether a weight type's kernels use QuantActs::sum16.
+bool cpu_dtype_needs_sum16(DType dtype);
 
 // "generic", "avx2", "avx512", "neon", "neondot" (the EMBER_ISA spellings).
 const char* cpu_isa_name(CpuIsa isa);

@@ -66,14 +66,21 @@ struct AlignedActs {
   std::vector<int8_t> storage;
   std::vector<float> d;
   std::vector<int32_t> bias;
+  std::vector<int16_t> sum16;
   QuantActs view;
   AlignedActs(const QuantBuffers& b, int64_t cols) : storage(b.q.size() + 64), d(b.d), bias(b.bias) {
+    for (size_t g = 0; g < b.q.size() / 16; ++g) {
+      int32_t s = 0;
+      for (int j = 0; j < 16; ++j) s += b.q[g * 16 + j];
+      sum16.push_back(static_cast<int16_t>(s));
+    }
     int8_t* p = storage.data();
     p += (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
     std::copy(b.q.begin(), b.q.end(), p);
     view.q = p;
     view.d = d.data();
     view.bias = bias.data();
+    view.sum16 = sum16.data();
     view.cols = cols;
   }
 };
@@ -203,6 +210,75 @@ TEST_CASE("quantized matmuls (q8_0, q4_0; gemv and gemm) match the scalar refere
       }
     }
   }
+}
+
+// The GGUF block types' kernels (q4_1 .. iq4_xs) of table k.
+std::vector<QMatmulFn> gguf_kernels(const CpuKernels& k, DType t) {
+  const QMatmulPair p = cpu_quant_matmuls(k, t, Layout::RowMajor);
+  return {p.gemv, p.gemm};
+}
+
+TEST_CASE("GGUF block types (q4_1 .. iq4_xs; gemv and gemm) match the scalar reference on every path") {
+  const DType types[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                         DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
+  int checked = 0;
+  for (DType t : types) {
+    CAPTURE(dtype_name(t));
+    const int64_t block = dtype_block_elements(t);
+    std::mt19937 rng(23 + static_cast<int>(t));
+    std::vector<Shape> cases;
+    const int64_t rows[] = {1, 3, 4, 5, 7, 9, 16, 17, 33};
+    for (int64_t r : rows) {
+      for (int32_t n = 1; n <= 17; n += (n < 5 ? 1 : 6)) {
+        cases.push_back({r, block * (1 + static_cast<int64_t>(rng() % (block == 32 ? 9 : 3))), n});
+      }
+    }
+    cases.push_back({40, block == 32 ? 32 * 28 : 256 * 4, 3});
+    for (const Shape& s : cases) {
+      CAPTURE(s.rows);
+      CAPTURE(s.cols);
+      CAPTURE(s.n);
+      std::vector<float> wv;
+      const std::vector<uint8_t> w = make_weights(t, rng, s.rows, s.cols, &wv);
+      const std::vector<float> x = random_floats(rng, s.n * s.cols);
+      QuantBuffers qb;
+      for (int32_t i = 0; i < s.n; ++i) ref_quantize(x.data() + i * s.cols, s.cols, &qb.q, &qb.d, &qb.bias);
+      AlignedActs acts(qb, s.cols);
+      std::vector<double> ref(s.n * s.rows), mag(s.n * s.rows);
+      for (int32_t i = 0; i < s.n; ++i) {
+        for (int64_t r = 0; r < s.rows; ++r) {
+          double acc = 0, m = 0;
+          for (int64_t c = 0; c < s.cols; ++c) {
+            const double xv = static_cast<double>(qb.q[i * s.cols + c]) * qb.d[i * (s.cols / 32) + c / 32];
+            acc += wv[r * s.cols + c] * xv;
+            m += std::fabs(wv[r * s.cols + c] * xv);
+          }
+          ref[i * s.rows + r] = acc;
+          mag[i * s.rows + r] = m;
+        }
+      }
+      for (CpuIsa isa : supported_isas()) {
+        CAPTURE(cpu_isa_name(isa));
+        const CpuKernels& k = cpu_kernels_for(isa);
+        for (QMatmulFn fn : gguf_kernels(k, t)) {
+          REQUIRE((fn != nullptr));
+          std::vector<float> out(s.n * s.rows, NAN);
+          const int64_t mid = s.rows / 3;
+          fn(w.data(), s.cols, 0, mid, acts.view, s.n, out.data(), s.rows);
+          fn(w.data(), s.cols, mid, s.rows, acts.view, s.n, out.data(), s.rows);
+          for (size_t i = 0; i < out.size(); ++i) {
+            REQUIRE(std::fabs(out[i] - ref[i]) <= 2e-6 * mag[i] + 1e-6);
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked >= 10 * 2 * 2);
+}
+
+TEST_CASE("kernel block mirrors: the IQ4 levels equal core's") {
+  for (int i = 0; i < 16; ++i) CHECK(kKIq4Levels[i] == kIq4Levels[i]);
 }
 
 TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls match the reference on every path") {

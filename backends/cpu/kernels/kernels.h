@@ -33,6 +33,11 @@ struct QuantActs {
   const int8_t* q = nullptr;      // [n][cols], 32-byte aligned rows
   const float* d = nullptr;       // [n][cols / 32]
   const int32_t* bias = nullptr;  // [n][cols / 32]
+  // [n][cols / 16]: sum of q over each 16 elements, for weight types whose
+  // sub-blocks of 16 carry a min or an offset (Q2_K's mins; any type may use
+  // it). Set by the backend whenever a graph has a GGUF block type
+  // (EMBER_GGUF_QUANT_TYPES); null otherwise.
+  const int16_t* sum16 = nullptr;
   int64_t cols = 0;
 };
 
@@ -74,6 +79,87 @@ struct KBlockQ4_0 {
   uint8_t q[16];  // element j in the low nibble of q[j], j + 16 in the high
 };
 static_assert(sizeof(KBlockQ8_0) == 34 && sizeof(KBlockQ4_0) == 18);
+
+// The other GGUF block types, mirrors of core/dtype.h's structs (the meaning
+// of every field and the placement of every element are documented there;
+// dispatch.cpp asserts the two agree field by field). Quantized activations
+// stay in 32-element blocks: a kernel for a 256-element super-block type
+// meets 8 activation blocks per super-block.
+struct KBlockQ4_1 {
+  uint16_t d, m;
+  uint8_t q[16];
+};
+struct KBlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t q[16];
+};
+struct KBlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t q[16];
+};
+struct KBlockQ2_K {
+  uint8_t scales[16];
+  uint8_t q[64];
+  uint16_t d, dmin;
+};
+struct KBlockQ3_K {
+  uint8_t hmask[32];
+  uint8_t q[64];
+  uint8_t scales[12];
+  uint16_t d;
+};
+struct KBlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t q[128];
+};
+struct KBlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];
+  uint8_t q[128];
+};
+struct KBlockQ6_K {
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;
+};
+struct KBlockIQ4_NL {
+  uint16_t d;
+  uint8_t q[16];
+};
+struct KBlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[4];
+  uint8_t q[128];
+};
+static_assert(sizeof(KBlockQ4_1) == 20 && sizeof(KBlockQ5_0) == 22 && sizeof(KBlockQ5_1) == 24 &&
+              sizeof(KBlockQ2_K) == 84 && sizeof(KBlockQ3_K) == 110 && sizeof(KBlockQ4_K) == 144 &&
+              sizeof(KBlockQ5_K) == 176 && sizeof(KBlockQ6_K) == 210 && sizeof(KBlockIQ4_NL) == 18 &&
+              sizeof(KBlockIQ4_XS) == 136);
+// IQ4_NL / IQ4_XS levels (core/dtype.h's kIq4Levels; a test checks they are
+// equal). constexpr: internal linkage, each ISA file has its own copy.
+constexpr int8_t kKIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// The GGUF block types with int8-activation matmuls (row-major), in the
+// order of CpuKernels' members. Every path has every one: a path without its
+// own kernel for a type takes generic's (dispatch.cpp says which).
+#define EMBER_GGUF_QUANT_TYPES(X) X(q4_1) X(q5_0) X(q5_1) X(q2_k) X(q3_k) X(q4_k) X(q5_k) X(q6_k) X(iq4_nl) X(iq4_xs)
+
+#define EMBER_DECLARE_GGUF_KERNEL_PAIR_(t, isa)                                                             \
+  void t##_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x,        \
+                       int32_t n, float* out, int64_t out_stride);                                       \
+  void t##_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x,        \
+                       int32_t n, float* out, int64_t out_stride);
+#define EMBER_DECLARE_GGUF_KERNEL_GENERIC_(t) EMBER_DECLARE_GGUF_KERNEL_PAIR_(t, generic)
+#define EMBER_DECLARE_GGUF_KERNEL_AVX2_(t) EMBER_DECLARE_GGUF_KERNEL_PAIR_(t, avx2)
+#define EMBER_DECLARE_GGUF_KERNEL_AVX512VNNI_(t) EMBER_DECLARE_GGUF_KERNEL_PAIR_(t, avx512vnni)
+#define EMBER_DECLARE_GGUF_KERNEL_NEON_(t) EMBER_DECLARE_GGUF_KERNEL_PAIR_(t, neon)
+#define EMBER_DECLARE_GGUF_KERNEL_NEONDOT_(t) EMBER_DECLARE_GGUF_KERNEL_PAIR_(t, neondot)
 
 #define EMBER_DECLARE_QUANT_KERNELS(isa)                                                                    \
   void q8_0_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x,        \
@@ -131,7 +217,12 @@ static_assert(sizeof(KBlockQ8_0) == 34 && sizeof(KBlockQ4_0) == 18);
 EMBER_DECLARE_QUANT_KERNELS(generic)
 EMBER_DECLARE_ROWS16_KERNELS(generic)
 EMBER_DECLARE_FLOAT_KERNELS(generic)
+EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_GENERIC_)
 #if defined(__x86_64__)
+// Declared for every type; defined for the types a path has its own kernel
+// for (dispatch.cpp's tables name only those).
+EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_AVX2_)
+EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_AVX512VNNI_)
 // avx2: AVX2 + FMA + F16C (int8 products with vpmaddubsw).
 EMBER_DECLARE_QUANT_KERNELS(avx2)
 EMBER_DECLARE_ROWS16_KERNELS(avx2)
@@ -148,6 +239,8 @@ EMBER_DECLARE_ROWS16_KERNELS(neon)
 EMBER_DECLARE_FLOAT_KERNELS(neon)
 EMBER_DECLARE_QUANT_KERNELS(neondot)
 EMBER_DECLARE_ROWS16_KERNELS(neondot)
+EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_NEON_)
+EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_NEONDOT_)
 #endif
 
 }  // namespace ember
