@@ -323,7 +323,7 @@ TEST_CASE("weight types: hand-built blocks dequantize by the documented formulas
   }
 }
 
-TEST_CASE("weight types: GGUF round trip through ember convert, then a session on the CPU fallback") {
+TEST_CASE("weight types: GGUF round trip through ember convert, then a session on the CPU's int8 kernels") {
   const std::string dir = test::temp_dir("weight-types");
   // Widths that are whole 256-element super-blocks.
   const SynthShape shape{"w256", 256, 512, 1, 4, 2, 0, 64};
@@ -370,8 +370,10 @@ TEST_CASE("weight types: GGUF round trip through ember convert, then a session o
     }
     const std::string f32_path = dir + "/" + name + "-f32.ember";
     REQUIRE(write_model(f32, f32_path).is_ok());
-    // Logits of a prefill and a decode step: the fallback dequantizes each
-    // row and runs the f32 kernel, so they match the f32 model's.
+    // Logits of a prefill and a decode step: the int8 kernels quantize the
+    // activations to 8 bits per 32-block, which puts them about 1-2% rel-L2
+    // from the f32 run of the same weights (llama.cpp's own are 2-3% away);
+    // a wrong scale or nibble gives tens of percent.
     std::vector<std::vector<float>> logits[2];
     const std::string paths[2] = {converted, f32_path};
     for (int k = 0; k < 2; ++k) {
@@ -400,7 +402,7 @@ TEST_CASE("weight types: GGUF round trip through ember convert, then a session o
         den += logits[1][step][i] * static_cast<double>(logits[1][step][i]);
       }
       CHECK(den > 0);
-      CHECK(std::sqrt(num / den) < 1e-5);
+      CHECK(std::sqrt(num / den) < 0.03);
     }
   }
 }
