@@ -208,8 +208,7 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
   const int64_t head_dim = rope ? rope->params.rope.head_dim : 0;
   rope_half_ = std::min<int64_t>(head_dim / 2, s.half);
   for (int64_t j = 0; j < rope_half_; ++j) {
-    scratch_.rope_freq[j] =
-        1.0f / std::pow(rope->params.rope.theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+    scratch_.rope_freq[j] = rope_inv_freq(rope->params.rope, j);
   }
   return lower(graph);
 }

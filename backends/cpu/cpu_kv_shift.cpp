@@ -16,7 +16,7 @@ void rotate_row(const RopeParams& rope, float* row, int32_t delta) {
   const int64_t head_dim = rope.head_dim, half = head_dim / 2;
   const bool adjacent = rope.style == RopeStyle::Adjacent;
   for (int64_t j = 0; j < half; ++j) {
-    const float freq = 1.0f / std::pow(rope.theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+    const float freq = rope_inv_freq(rope, j);
     const float angle = static_cast<float>(delta) * freq;
     const float c = std::cos(angle), s = std::sin(angle);
     for (uint32_t h = 0; h < rope.n_heads; ++h) {

@@ -113,7 +113,7 @@ Status KvShift::run(int32_t start, int32_t end, int32_t n_pos) {
   const int32_t delta = -(end - start);
   float* table = static_cast<float*>(table_.mapped);
   for (int64_t j = 0; j < half; ++j) {
-    const float freq = 1.0f / std::pow(rope.theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+    const float freq = rope_inv_freq(rope, j);
     const float angle = static_cast<float>(delta) * freq;
     table[j] = std::cos(angle);
     table[half + j] = std::sin(angle);

@@ -238,7 +238,7 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
     std::vector<float> table(static_cast<size_t>(std::max<int64_t>(2 * half * graph.context, 1)));
     for (int32_t p = 0; p < graph.context; ++p) {
       for (int64_t j = 0; j < half; ++j) {
-        const float freq = 1.0f / std::pow(rp.theta, static_cast<float>(2 * j) / static_cast<float>(rp.head_dim));
+        const float freq = rope_inv_freq(rp, j);
         const float angle = static_cast<float>(p) * freq;
         table[p * half + j] = std::cos(angle);
         table[(graph.context + p) * half + j] = std::sin(angle);

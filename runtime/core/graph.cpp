@@ -1,5 +1,7 @@
 #include "core/graph.h"
 
+#include <cmath>
+
 namespace ember {
 
 const char* op_name(OpKind kind) {
@@ -57,11 +59,17 @@ bool rope_ops_share_table(const Graph& graph) {
   const Op* first = rope_table_op(graph);
   for (const Op& op : graph.ops) {
     if (op.kind == OpKind::Rope &&
-        (op.params.rope.head_dim != first->params.rope.head_dim || op.params.rope.theta != first->params.rope.theta)) {
+        (op.params.rope.head_dim != first->params.rope.head_dim || op.params.rope.theta != first->params.rope.theta ||
+         op.params.rope.freq_factors != first->params.rope.freq_factors)) {
       return false;
     }
   }
   return true;
+}
+
+float rope_inv_freq(const RopeParams& rope, int64_t j) {
+  const float f = 1.0f / std::pow(rope.theta, static_cast<float>(2 * j) / static_cast<float>(rope.head_dim));
+  return rope.freq_factors != nullptr ? f / rope.freq_factors[j] : f;
 }
 
 RopeParams key_rope(const Graph& graph, int32_t layer) {

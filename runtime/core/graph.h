@@ -54,6 +54,10 @@ struct RopeParams {
   uint32_t n_heads = 0;   // heads in the rotated row: n_heads for q, n_kv_heads for k
   float theta = 0.0f;
   RopeStyle style = RopeStyle::Adjacent;
+  // Llama 3.x frequency factors (the file's rope_freqs tensor, head_dim / 2
+  // floats in the mapped file), or null: pair j's angle is divided by
+  // freq_factors[j].
+  const float* freq_factors = nullptr;
 };
 struct AttentionParams {
   uint32_t n_heads = 0;     // query heads
@@ -110,9 +114,14 @@ Status check_op_params(const Graph& graph);
 // The first Rope op, or null: backends build one angle table for every Rope
 // op from its head_dim and theta.
 const Op* rope_table_op(const Graph& graph);
-// Whether every Rope op has the first one's head_dim and theta (what one
-// shared angle table needs).
+// Whether every Rope op has the first one's head_dim, theta and frequency
+// factors (what one shared angle table needs).
 bool rope_ops_share_table(const Graph& graph);
+// The angle per position of pair j (0 <= j < head_dim / 2) of a rope:
+// theta^(-2j / head_dim) (float powf, as the reference computes it), divided
+// by freq_factors[j] when the rope has them. Every backend's table and
+// context shift use this one function.
+float rope_inv_freq(const RopeParams& rope, int64_t j);
 // The RoPE applied to the keys layer `layer`'s Attention op stores (the Rope
 // op on its `b`): context shifting re-rotates those keys. head_dim 0 when
 // the keys are not rotated (nothing to re-rotate).

@@ -61,8 +61,46 @@ std::string llama_tensor_name(const char* base, int layer) {
   return buf;
 }
 
+const char* const kRopeFreqs = "rope_freqs.weight";
+
+bool is_llama_tensor(const HParams& hp, const std::string& name) {
+  if (name == kRopeFreqs) return true;
+  for (const Expect& e : expected_tensors(hp)) {
+    if (e.name == name) return true;
+  }
+  return false;
+}
+
 Status check_llama_tensors(const ModelContents& contents) {
-  for (const Expect& e : expected_tensors(contents.hparams)) {
+  const std::vector<Expect> expected = expected_tensors(contents.hparams);
+  // Every tensor of the file is used: one the graph does not know would
+  // change the arithmetic of the model it came from, so it is refused, never
+  // dropped.
+  for (const TensorView& t : contents.tensors) {
+    bool known = t.name == kRopeFreqs;
+    for (size_t i = 0; i < expected.size() && !known; ++i) known = expected[i].name == t.name;
+    if (!known) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "tensor '%s' is not part of the llama graph ember runs (refused rather than ignored)",
+                           t.name.c_str());
+    }
+  }
+  if (const TensorView* f = find(contents, kRopeFreqs)) {
+    const int64_t half = contents.hparams.head_dim() / 2;
+    if (f->n_dims != 1 || f->shape[0] != half || f->dtype != DType::F32) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': expected f32 [%lld] (head_dim / 2), got %s with %d dims [%lld]",
+                           kRopeFreqs, static_cast<long long>(half), dtype_name(f->dtype), f->n_dims,
+                           static_cast<long long>(f->shape[0]));
+    }
+    const float* v = reinterpret_cast<const float*>(f->data);
+    for (int64_t j = 0; j < half; ++j) {
+      if (!(v[j] > 0.0f && v[j] < 1e30f)) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s'[%lld] = %g: frequency factors must be finite and > 0",
+                             kRopeFreqs, static_cast<long long>(j), v[j]);
+      }
+    }
+  }
+  for (const Expect& e : expected) {
     const TensorView* t = find(contents, e.name);
     if (!t) return Status::error(EMBER_ERR_MISSING_TENSOR, "tensor '%s' is required but missing", e.name.c_str());
     const bool vector_ok = e.rows == 0 && t->n_dims == 1 && t->shape[0] == e.cols;
@@ -91,8 +129,9 @@ RmsNormParams llama_rmsnorm_params(const HParams& hp) {
   return p;
 }
 
-RopeParams llama_rope_params(const HParams& hp, uint32_t rope_heads) {
+RopeParams llama_rope_params(const HParams& hp, uint32_t rope_heads, const float* freq_factors) {
   RopeParams p;
+  p.freq_factors = freq_factors;
   p.head_dim = hp.head_dim();
   p.n_heads = rope_heads;
   p.theta = hp.rope_theta;
@@ -125,6 +164,9 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     return static_cast<int32_t>(g.weights.size() - 1);
   };
   int32_t k_act = -1;  // the keys' activation (set below, before any op)
+  // Llama 3.x: per-pair frequency factors (check_llama_tensors checked them).
+  const TensorView* freqs = find(contents, kRopeFreqs);
+  const float* freq_factors = freqs ? reinterpret_cast<const float*>(freqs->data) : nullptr;
   auto activation = [&](const char* name, int64_t cols, int32_t rows) {
     g.activations.push_back({name, cols, rows});
     return static_cast<int32_t>(g.activations.size() - 1);
@@ -136,7 +178,7 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     // n_kv_heads (k) heads.
     switch (kind) {
       case OpKind::RmsNorm: o.params.rmsnorm = llama_rmsnorm_params(hp); break;
-      case OpKind::Rope: o.params.rope = llama_rope_params(hp, a == k_act ? hp.n_kv_heads : hp.n_heads); break;
+      case OpKind::Rope: o.params.rope = llama_rope_params(hp, a == k_act ? hp.n_kv_heads : hp.n_heads, freq_factors); break;
       case OpKind::Attention: o.params.attention = llama_attention_params(hp); break;
       default: break;
     }

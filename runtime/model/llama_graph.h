@@ -12,8 +12,16 @@ namespace ember {
 std::string llama_tensor_name(const char* base, int layer);
 
 // Checks that every tensor the architecture needs is present with the shape
-// the hyper-parameters imply (EMBER_ERR_MISSING_TENSOR, EMBER_ERR_BAD_TENSOR).
+// the hyper-parameters imply (EMBER_ERR_MISSING_TENSOR, EMBER_ERR_BAD_TENSOR),
+// that the optional rope_freqs.weight (Llama 3.x frequency factors: f32
+// [head_dim / 2], finite, > 0) is well formed, and that the file holds no
+// other tensor (EMBER_ERR_UNSUPPORTED naming it: never ignored).
 Status check_llama_tensors(const ModelContents& contents);
+
+// Whether `name` is a tensor the llama graph of `hp` reads (its matrices and
+// norms, output.weight unless tied, rope_freqs.weight). Importers refuse the
+// others by name.
+bool is_llama_tensor(const HParams& hp, const std::string& name);
 
 // Emits the forward pass for a session shape. The model must have passed
 // check_llama_tensors.
@@ -24,7 +32,8 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
 // build_llama_graph puts on each op; tests building graphs by hand use them
 // too). rope_heads: heads in the rotated row (n_heads for q, n_kv_heads for k).
 RmsNormParams llama_rmsnorm_params(const HParams& hp);
-RopeParams llama_rope_params(const HParams& hp, uint32_t rope_heads);
+// freq_factors: the rope_freqs tensor's data, or null.
+RopeParams llama_rope_params(const HParams& hp, uint32_t rope_heads, const float* freq_factors = nullptr);
 AttentionParams llama_attention_params(const HParams& hp);
 
 }  // namespace ember

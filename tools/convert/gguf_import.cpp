@@ -24,6 +24,98 @@ Result<DType> dtype_from_ggml(const GgufTensorInfo& t) {
                        static_cast<int>(t.name.size()), t.name.data(), t.type);
 }
 
+// A scalar key's value as a double (integers, bools and floats), for the
+// neutral-value checks; false for strings and arrays.
+bool numeric(const GgufValue& v, double* out) {
+  switch (v.type) {
+    case GgufType::F32:
+    case GgufType::F64: *out = v.f; return true;
+    case GgufType::I8:
+    case GgufType::I16:
+    case GgufType::I32:
+    case GgufType::I64: *out = static_cast<double>(v.i); return true;
+    case GgufType::U8:
+    case GgufType::U16:
+    case GgufType::U32:
+    case GgufType::U64:
+    case GgufType::Bool: *out = static_cast<double>(v.u); return true;
+    default: return false;
+  }
+}
+
+// Every llama.* key is either read above, checked here against the value
+// that leaves the arithmetic as ember runs it, or refused by name: a key
+// that changes the model's arithmetic is never dropped (a Llama 3.1 file
+// converted with its scaling ignored would run with wrong logits).
+Status check_llama_keys(const GgufFile& gguf, const HParams& hp, const std::string& path) {
+  static constexpr const char* kRead[] = {
+      "llama.context_length",          "llama.embedding_length",
+      "llama.block_count",             "llama.feed_forward_length",
+      "llama.attention.head_count",    "llama.attention.head_count_kv",
+      "llama.attention.layer_norm_rms_epsilon", "llama.rope.freq_base"};
+  struct Neutral {
+    const char* key;
+    double value;
+    const char* meaning;
+  };
+  const Neutral neutral[] = {
+      {"llama.rope.dimension_count", static_cast<double>(hp.head_dim()), "RoPE on part of each head"},
+      {"llama.attention.key_length", static_cast<double>(hp.head_dim()), "a key width other than dim / heads"},
+      {"llama.attention.value_length", static_cast<double>(hp.head_dim()), "a value width other than dim / heads"},
+      {"llama.vocab_size", static_cast<double>(hp.vocab_size), "a vocabulary size other than the token list's"},
+      {"llama.expert_count", 0.0, "mixture-of-experts layers"},
+      {"llama.expert_used_count", 0.0, "mixture-of-experts layers"},
+      {"llama.rope.scaling.factor", 1.0, "RoPE frequency scaling"},
+      {"llama.rope.scale_linear", 1.0, "linear RoPE scaling"},
+      {"llama.rope.scaling.attn_factor", 1.0, "YaRN attention scaling"},
+  };
+  // Only meaningful with a scaling type, which is checked below.
+  static constexpr const char* kScalingOnly[] = {"llama.rope.scaling.original_context_length",
+                                                 "llama.rope.scaling.finetuned"};
+  for (const GgufKv& kv : gguf.kvs()) {
+    const std::string key(kv.key);
+    if (key == "split.count") {
+      double n = 0;
+      if (numeric(kv.value, &n) && n > 1) {
+        return Status::error(EMBER_ERR_UNSUPPORTED,
+                             "'%s' is one part of a GGUF split into %.0f files (split.count); merge them first "
+                             "(llama-gguf-split --merge)",
+                             path.c_str(), n);
+      }
+      continue;
+    }
+    if (key.rfind("llama.", 0) != 0) continue;  // general.*, tokenizer.*, quantize.*: no arithmetic
+    bool ok = false;
+    for (const char* k : kRead) ok |= key == k;
+    for (const char* k : kScalingOnly) ok |= key == k;
+    if (key == "llama.rope.scaling.type") {
+      if (kv.value.type != GgufType::String || kv.value.str != "none") {
+        return Status::error(EMBER_ERR_UNSUPPORTED,
+                             "'%s': llama.rope.scaling.type = '%.*s': ember runs RoPE without scaling (and Llama "
+                             "3.x's rope_freqs factors); this scaling is not implemented",
+                             path.c_str(), static_cast<int>(kv.value.str.size()), kv.value.str.data());
+      }
+      ok = true;
+    }
+    for (const Neutral& n : neutral) {
+      if (key != n.key) continue;
+      double v = 0;
+      if (!numeric(kv.value, &v) || v != n.value) {
+        return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': %s = %g (ember runs %g): %s is not implemented",
+                             path.c_str(), n.key, v, n.value, n.meaning);
+      }
+      ok = true;
+    }
+    if (!ok) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "'%s': key '%s' may change the model's arithmetic and ember does not implement it "
+                           "(refused rather than ignored)",
+                           path.c_str(), key.c_str());
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_gguf_file(const std::string& path) {
@@ -63,8 +155,15 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
   EMBER_ASSIGN_OR_RETURN(model->spec.vocab, vocab_from_gguf(gguf));
   hp.vocab_size = static_cast<uint32_t>(model->spec.vocab.pieces.size());
   hp.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
+  EMBER_TRY(check_llama_keys(gguf, hp, path));
 
   for (const GgufTensorInfo& t : gguf.tensors()) {
+    if (!is_llama_tensor(hp, std::string(t.name))) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "'%s': tensor '%.*s' is not part of the llama graph ember runs (refused rather than "
+                           "ignored: it would change the model's arithmetic)",
+                           path.c_str(), static_cast<int>(t.name.size()), t.name.data());
+    }
     EMBER_ASSIGN_OR_RETURN(DType dtype, dtype_from_ggml(t));
     TensorSource s;
     s.name.assign(t.name.data(), t.name.size());

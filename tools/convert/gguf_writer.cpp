@@ -147,6 +147,9 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   kv.kv_bool("tokenizer.ggml.add_bos_token", v.add_bos);
   kv.kv_bool("tokenizer.ggml.add_eos_token", v.add_eos);
   kv.kv_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+  for (const auto& [k, x] : options.extra_u32) kv.kv_u32(k.c_str(), x);
+  for (const auto& [k, x] : options.extra_f32) kv.kv_f32(k.c_str(), x);
+  for (const auto& [k, x] : options.extra_str) kv.kv_str(k.c_str(), x.c_str());
 
   Out head;
   head.raw("GGUF", 4);

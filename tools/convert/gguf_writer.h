@@ -6,6 +6,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "tools/convert/model_writer.h"
@@ -15,6 +17,12 @@ namespace ember {
 // general.name for the file; "" leaves the key out.
 struct GgufWriteOptions {
   std::string name;
+  // Extra metadata written after ember's own keys (for tests of importers:
+  // keys that must be refused or checked). A key ember writes itself may
+  // not be repeated (GGUF forbids duplicates).
+  std::vector<std::pair<std::string, uint32_t>> extra_u32;
+  std::vector<std::pair<std::string, float>> extra_f32;
+  std::vector<std::pair<std::string, std::string>> extra_str;
 };
 
 // Errors: EMBER_ERR_UNSUPPORTED (a byte-level BPE vocabulary without

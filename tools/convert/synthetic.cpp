@@ -1,6 +1,7 @@
 #include "tools/convert/synthetic.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 
 #include "model/llama_graph.h"
@@ -65,8 +66,37 @@ Vocab builtin_vocab() {
   return v;
 }
 
+bool synth_arch_known(const std::string& arch) { return arch == "llama" || arch == "llama3"; }
+
+std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float factor, float low_freq_factor,
+                                       float high_freq_factor, float original_context) {
+  // Pairs whose wavelength is short against the original context keep their
+  // frequency; long ones are slowed by `factor`; in between, a smooth blend.
+  const double kPi = 3.14159265358979323846;
+  const double low_wavelen = original_context / low_freq_factor, high_wavelen = original_context / high_freq_factor;
+  std::vector<float> f(head_dim / 2);
+  for (uint32_t j = 0; j < head_dim / 2; ++j) {
+    const double freq = std::pow(static_cast<double>(theta), -2.0 * j / head_dim);
+    const double wavelen = 2 * kPi / freq;
+    if (wavelen < high_wavelen) {
+      f[j] = 1.0f;
+    } else if (wavelen > low_wavelen) {
+      f[j] = factor;
+    } else {
+      const double smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      f[j] = static_cast<float>(1.0 / ((1 - smooth) / factor + smooth));
+    }
+  }
+  return f;
+}
+
 Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
                                                       const std::string& vocab_path) {
+  if (!synth_arch_known(shape.arch)) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "synthetic arch '%s' is not one of llama, llama3",
+                         shape.arch.c_str());
+  }
+  const bool llama3 = shape.arch == "llama3";
   auto model = std::make_unique<ImportedModel>();
   ModelSpec& spec = model->spec;
   Vocab vocab;
@@ -93,7 +123,8 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   hp.n_kv_heads = shape.n_kv_heads;
   hp.vocab_size = static_cast<uint32_t>(vocab.pieces.size());
   hp.max_seq_len = shape.context;
-  hp.tied_embeddings = false;
+  hp.tied_embeddings = llama3;
+  if (llama3) hp.rope_theta = 500000.0f;
   spec.vocab = std::move(vocab);
   const uint32_t block = static_cast<uint32_t>(dtype_block_elements(dtype));
   if (hp.dim % block || hp.hidden_dim % block) {
@@ -138,7 +169,14 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
     matrix(llama_tensor_name("ffn_down", li), dim, hidden);
   }
   norm("output_norm.weight", dim);
-  matrix("output.weight", hp.vocab_size, dim);
+  if (!hp.tied_embeddings) matrix("output.weight", hp.vocab_size, dim);
+  if (llama3) {
+    const std::vector<float> f = llama3_rope_factors(hp.head_dim(), hp.rope_theta, 8.0f, 1.0f, 4.0f, 8192.0f);
+    std::vector<uint8_t> bytes(f.size() * sizeof(float));
+    std::memcpy(bytes.data(), f.data(), bytes.size());
+    spec.tensors.push_back({"rope_freqs.weight", DType::F32, {static_cast<int64_t>(f.size())}, bytes.data(), bytes.size()});
+    model->owned.push_back(std::move(bytes));
+  }
 
   Provenance& p = spec.provenance;
   p.source_file = "synthetic:" + shape.name + ":seed=" + std::to_string(seed);

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tools/convert/importers.h"
 
@@ -16,7 +17,20 @@ struct SynthShape {
   uint32_t vocab_size = 0;  // 0: the vocabulary's own size; more than the built-in
                             // vocabulary holds: padded with unused pieces
   uint32_t context = 0;
+  // The family: "llama" (llama2-style: theta 10000, an output matrix) or
+  // "llama3" (theta 500000, tied embeddings, a rope_freqs tensor of Llama
+  // 3.1-style frequency factors: scale 8, low/high frequency factors 1 and
+  // 4, original context 8192).
+  std::string arch = "llama";
 };
+
+// The synthetic families ("llama", "llama3"); false for another name.
+bool synth_arch_known(const std::string& arch);
+
+// Llama 3.1-style RoPE frequency factors for head_dim / 2 pairs (what
+// llama.cpp's converter stores as rope_freqs.weight for rope_type llama3).
+std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float factor, float low_freq_factor,
+                                       float high_freq_factor, float original_context);
 
 // tiny, 110m, 0.5b, 1.1b; false for an unknown name.
 bool synth_shape(const std::string& name, SynthShape* out);

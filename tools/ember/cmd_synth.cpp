@@ -38,7 +38,7 @@ std::string find_llama2_vocab() {
 
 const char* kSynthHelp =
     "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype TYPE] [--gguf]\n"
-    "                   [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
+    "                   [--arch llama|llama3] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
     "  deterministic pseudo-random weights of a named shape (norms f32), for tests and benchmarks:\n"
     "    tiny  dim 64,   hidden 192,  2 layers,  4 heads,  2 kv-heads\n"
     "    110m  dim 768,  hidden 2048, 12 layers, 12 heads, 12 kv-heads, vocabulary 32000\n"
@@ -47,6 +47,8 @@ const char* kSynthHelp =
     "  --dtype T   weight type (default f32): f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl, and for\n"
     "              shapes whose widths are multiples of 256 (110m, 1.1b) q2_k q3_k q4_k q5_k q6_k iq4_xs\n"
     "  --gguf      write GGUF v3 (llama architecture) that llama.cpp loads, instead of .ember\n"
+    "  --arch A    llama (default: llama2-style) or llama3 (theta 500000, tied embeddings, Llama\n"
+    "              3.1-style rope_freqs frequency factors)\n"
     "  --seed N    weight seed (default 42): the same seed gives the same bytes\n"
     "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
     "              the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
@@ -56,12 +58,12 @@ const char* kSynthHelp =
 }  // namespace
 
 int cmd_synth(int argc, char** argv) {
-  Args args(argc, argv, {"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout"});
+  Args args(argc, argv, {"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--arch"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kSynthHelp, stdout);
     return 0;
   }
-  args.check_known({"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--gguf"});
+  args.check_known({"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--gguf", "--arch"});
   const int64_t seed = args.get_int("--seed", 42, 0, INT64_MAX);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember synth --help)");
   if (!args.positionals().empty()) {
@@ -72,6 +74,10 @@ int cmd_synth(int argc, char** argv) {
   const std::string shape_name = args.get("--shape");
   if (!synth_shape(shape_name, &shape)) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--shape '" + shape_name + "' is not a shape (tiny, 110m, 0.5b, 1.1b)");
+  }
+  shape.arch = args.get("--arch", "llama");
+  if (!synth_arch_known(shape.arch)) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--arch '" + shape.arch + "' is not a family (llama, llama3)");
   }
   DType dtype = DType::F32;
   const std::string dtype_arg = args.get("--dtype", "f32");
@@ -99,7 +105,7 @@ int cmd_synth(int argc, char** argv) {
   Status s;
   if (gguf) {
     GgufWriteOptions go;
-    go.name = "ember-synthetic-" + shape.name;
+    go.name = "ember-synthetic-" + shape.arch + "-" + shape.name;
     s = write_gguf(spec, out, go);
   } else {
     s = write_model(spec, out);
