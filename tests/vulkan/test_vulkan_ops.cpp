@@ -83,7 +83,9 @@ void matmul_case(DType t) {
   Builder b(64, 4, 2, 40, 64, 16);
   const int32_t x = b.embed(DType::F32, cols);
   const int32_t y = b.act(37, 16);
-  const int32_t wi = b.weight(t, 37, cols, cols > 96 ? 0.5f : 1.0f);
+  // 512-column rows get smaller weights, so |y| (and the CPU's 8-bit
+  // activation error below) stays that of the 96-column ones.
+  const int32_t wi = b.weight(t, 37, cols, cols > 96 ? 0.35f : 1.0f);
   b.op(OpKind::MatMul, y, x, -1, -1, wi);
   b.tail(y);
   // Against the CPU backend: its quantized kernels quantize the
@@ -121,7 +123,7 @@ void matmul_case(DType t) {
         worst = std::max(worst, std::fabs(want - got[i * 37 + r]));
       }
     }
-    // f32 sums of 512 products of size ~0.5 in another order: ~1e-5. A
+    // f32 sums of up to 512 products in another order: ~1e-6. A
     // wrong nibble, bit or scale moves some output by at least a quant step
     // times an input (~1e-2).
     CAPTURE(n);
