@@ -93,6 +93,38 @@ Result<WeightLayout> weight_layout(const WeightRef& w) {
       l.bytes = (blocks * qwords + blocks) * 4;
       return l;
     }
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: {
+      // GGUF's blocks as stored; the shaders address them by byte.
+      uint64_t bytes = 0;
+      if (w.cols <= 0 || w.cols % dtype_block_elements(w.dtype) || !dtype_bytes(w.dtype, elements, &bytes) ||
+          bytes != w.size) {
+        return Status::error(EMBER_ERR_BAD_TENSOR,
+                             "vulkan: weight '%s' (%s, %lld columns, %llu bytes) is not whole %d-element blocks",
+                             w.name, dtype_name(w.dtype), static_cast<long long>(w.cols),
+                             static_cast<unsigned long long>(w.size), dtype_block_elements(w.dtype));
+      }
+      if (w.layout != Layout::RowMajor) {
+        return Status::error(EMBER_ERR_UNSUPPORTED,
+                             "vulkan: weight '%s' (%s) has layout %s; the Vulkan backend reads %s row-major only",
+                             w.name, dtype_name(w.dtype), layout_name(w.layout), dtype_name(w.dtype));
+      }
+      if (bytes > UINT32_MAX - 3) {
+        return Status::error(EMBER_ERR_UNSUPPORTED,
+                             "vulkan: weight '%s' (%llu bytes) is too large for 32-bit byte addressing", w.name,
+                             static_cast<unsigned long long>(bytes));
+      }
+      l.bytes = (bytes + 3) / 4 * 4;
+      return l;
+    }
   }
   return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: weight '%s' has type %s, which the Vulkan backend does not run",
                        w.name, dtype_name(w.dtype));
@@ -210,6 +242,7 @@ Status Uploader::upload(const void* src, uint64_t bytes, const Buffer& dst, uint
 }
 
 Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
+  // Float types and the raw block types: the bytes as they are.
   if (w.dtype != DType::Q8_0 && w.dtype != DType::Q4_0) return upload(w.data, w.size, dst, 0);
   EMBER_ASSIGN_OR_RETURN(WeightLayout layout, weight_layout(w));
   const bool q8 = w.dtype == DType::Q8_0;

@@ -30,7 +30,10 @@ void destroy_buffer(const Device& dev, Buffer* b);
 // file (rounded up to whole 32-bit words). Q8_0 and Q4_0 are repacked into
 // 32-bit words so that shaders need no 8/16-bit storage: first every
 // block's quants (Q8_0: 8 words, Q4_0: 4 words, same byte order as GGUF),
-// then every block's scale as an f32 word at scale_word_offset.
+// then every block's scale as an f32 word at scale_word_offset. The other
+// block types (Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K, IQ4_NL, IQ4_XS; row-major
+// only) are GGUF's blocks as in the file, byte for byte, rounded up to a
+// whole word: the shaders read them by byte offset (shaders/weights.glsl).
 struct WeightLayout {
   uint64_t bytes = 0;
   uint32_t scale_word_offset = 0;

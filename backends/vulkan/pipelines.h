@@ -61,8 +61,9 @@ class Pipelines {
   std::vector<std::pair<std::string, VkPipeline>> pipelines_;
 };
 
-// "f32", "f16", "bf16", "q8_0", "q4_0": the suffix of the weight-reading
-// shaders for a dtype.
+// "f32", "f16", ..., "q4_k", "iq4_xs" (dtype_name): the suffix of the
+// weight-reading shaders for a dtype; every DType has its embed_ and matmul_
+// shaders (one source each, built per type: shaders/weights.glsl).
 const char* shader_suffix(DType t);
 
 }  // namespace ember::vk

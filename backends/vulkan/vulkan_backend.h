@@ -3,11 +3,12 @@
 // and submitted once; only the logits come back to the host.
 //
 // Memory: weights are uploaded once at prepare (through a staging buffer,
-// several per submit; Q8_0/Q4_0 repacked into 32-bit words, memory.h); the
-// KV cache (f32, f16 or q8_0, rounded as the CPU rounds: shaders/kv.glsl),
-// the activations, a RoPE table and the context shift's scratch
-// (kv_shift.h) live in device memory (vulkan_device_bytes). The session's host
-// arena is not used by this backend (its entry's scratch_bytes is 0).
+// several per submit; Q8_0/Q4_0 repacked into 32-bit words, the other GGUF
+// block types as stored, memory.h); the KV cache (f32, f16 or q8_0, rounded
+// as the CPU rounds: shaders/kv.glsl), the activations, a RoPE table and the
+// context shift's scratch (kv_shift.h) live in device memory
+// (vulkan_device_bytes). The session's host arena is not used by this
+// backend (its entry's scratch_bytes is 0).
 //
 // Recording: descriptor sets and pipelines are made at prepare. A step's
 // position and token ids are written to a host-visible step buffer the

@@ -62,6 +62,24 @@ void main() {
     }
 #endif
   }
+#elif WTYPE >= 5
+  // GGUF blocks as stored (weights.glsl): each invocation takes 8 columns
+  // at a time, so neighbouring invocations read neighbouring quant bytes
+  // and the 8 share one decoded scale.
+  const uint UPB = BLK_ELEMS / 8u;  // 8-column units per block
+  uint rb = r * (COLS / BLK_ELEMS) * BLK_BYTES;
+  for (uint u = tid; u < (COLS >> 3); u += 64u) {
+    vec4 lo, hi;
+    w_unit8(rb + (u / UPB) * BLK_BYTES, (u % UPB) * 8u, lo, hi);
+    uint c = u * 8u;
+    for (uint t = 0; t < TILE; ++t) {
+      if (t < nt) {
+        uint base = (t0 + t) * COLS + c;
+        acc[t] += dot(lo, vec4(a[base], a[base + 1u], a[base + 2u], a[base + 3u])) +
+                  dot(hi, vec4(a[base + 4u], a[base + 5u], a[base + 6u], a[base + 7u]));
+      }
+    }
+  }
 #else
   uint rc = r * COLS;
   for (uint c = tid; c < COLS; c += 64u) {
