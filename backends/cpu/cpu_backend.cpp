@@ -331,6 +331,12 @@ Status CpuBackend::lower(const Graph& g) {
         st.binary = k_.swiglu;
         st.split = kElementwiseSplit;
         break;
+      case OpKind::BiasAdd:
+        st.kind = CpuStepKind::BiasAdd;
+        st.binary = k_.add;
+        st.weight = &g.weights[op.weight];
+        st.split = 1;
+        break;
     }
     steps_.push_back(st);
     // Any op writing the quantized activation makes its copy stale.
@@ -500,6 +506,12 @@ Status CpuBackend::execute(const StepArgs& step) {
         const float* b = s.b;
         const AddFn fn = s.binary;
         elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { fn(o + i0, a + i0, b + i0, i1 - i0); });
+        break;
+      }
+      case CpuStepKind::BiasAdd: {
+        // A few hundred floats per row: one thread, no dispatch.
+        const float* bias = reinterpret_cast<const float*>(s.weight->data);
+        for (int32_t r = 0; r < n; ++r) s.binary(s.out + r * s.cols, s.a + r * s.cols, bias, s.cols);
         break;
       }
     }

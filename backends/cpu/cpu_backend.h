@@ -34,7 +34,7 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout);
 // One step of the lowered graph (prepare turns graph.ops into a flat list;
 // execute walks it with only n_tokens and pos changing). Everything a step
 // needs is here: arena pointers, kernels, sizes and op parameters.
-enum class CpuStepKind : uint8_t { Embed, RmsNorm, MatMuls, Rope, Attention, Add, SwiGLU };
+enum class CpuStepKind : uint8_t { Embed, RmsNorm, MatMuls, Rope, Attention, Add, SwiGLU, BiasAdd };
 
 // One matmul of a fused group. Exactly one of the kernel pairs is set; none
 // for a weight whose (dtype, layout) has no kernel family: its rows are

@@ -126,6 +126,12 @@ Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Gr
       out->count = 2;
       return Status::ok();
     }
+    case OpKind::BiasAdd:
+      shader = "bias_add";
+      b[1] = act(op.a);
+      b[3] = &bufs.weights[op.weight];
+      b[5] = act(op.out);
+      break;
     case OpKind::Add:
     case OpKind::SwiGLU:
       shader = op.kind == OpKind::Add ? "add" : "swiglu";
@@ -222,6 +228,13 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
     case OpKind::SwiGLU: {
       const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * nu;
       push.p[0] = static_cast<uint32_t>(count);
+      dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
+      break;
+    }
+    case OpKind::BiasAdd: {
+      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * nu;
+      push.p[0] = static_cast<uint32_t>(graph.activations[op.a].cols);
+      push.p[1] = static_cast<uint32_t>(count);
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
       break;
     }

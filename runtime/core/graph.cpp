@@ -13,6 +13,7 @@ const char* op_name(OpKind kind) {
     case OpKind::Attention: return "attention";
     case OpKind::Add: return "add";
     case OpKind::SwiGLU: return "swiglu";
+    case OpKind::BiasAdd: return "bias-add";
   }
   return "unknown";
 }
@@ -29,6 +30,15 @@ Status check_op_params(const Graph& graph) {
         return Status::error(EMBER_ERR_BAD_TENSOR,
                              "op %zu (rope): %u heads of head_dim %u do not fill its row of %lld (head_dim must be even)",
                              i, p.n_heads, p.head_dim, static_cast<long long>(cols(op.a)));
+      }
+    } else if (op.kind == OpKind::BiasAdd) {
+      const bool ok = op.weight >= 0 && op.weight < static_cast<int32_t>(graph.weights.size()) &&
+                      graph.weights[op.weight].dtype == DType::F32 &&
+                      graph.weights[op.weight].rows * graph.weights[op.weight].cols == cols(op.a) &&
+                      cols(op.out) == cols(op.a);
+      if (!ok) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "op %zu (bias-add): the bias is not an f32 vector of its row's %lld",
+                             i, static_cast<long long>(cols(op.a)));
       }
     } else if (op.kind == OpKind::Attention) {
       const AttentionParams& p = op.params.attention;

@@ -37,6 +37,7 @@ enum class OpKind : uint8_t {
               // out[i] = causal grouped-query attention of query a[i]
   Add,        // out[i] = a[i] + b[i] (out may be a)
   SwiGLU,     // out[i] = silu(a[i]) * b[i] (out may be a)
+  BiasAdd,    // out[i] = a[i] + weight (an f32 vector of a's cols; out may be a)
 };
 
 const char* op_name(OpKind kind);

@@ -7,6 +7,15 @@ namespace ember {
 
 enum class RopeStyle : uint8_t { Adjacent = 0, Half = 1 };
 
+// The model family: which variant of the one forward pass (model/llama_graph)
+// the file needs. Stored in files: append, never renumber.
+//   Llama: the llama2/3 graph (Mistral, SmolLM2, TinyLlama are llama too).
+//   Qwen2: llama plus Q/K/V biases (blk.N.attn_{q,k,v}.bias), half-split RoPE.
+enum class ModelArch : uint8_t { Llama = 0, Qwen2 = 1 };
+constexpr int kModelArchCount = 2;
+// GGUF's general.architecture names ("llama", "qwen2").
+inline const char* model_arch_name(ModelArch a) { return a == ModelArch::Qwen2 ? "qwen2" : "llama"; }
+
 struct HParams {
   uint32_t dim = 0;
   uint32_t hidden_dim = 0;
@@ -19,6 +28,7 @@ struct HParams {
   float rope_theta = 10000.0f;
   RopeStyle rope_style = RopeStyle::Adjacent;
   bool tied_embeddings = false;
+  ModelArch arch = ModelArch::Llama;
 
   uint32_t head_dim() const { return n_heads ? dim / n_heads : 0; }
   uint32_t kv_dim() const { return head_dim() * n_kv_heads; }

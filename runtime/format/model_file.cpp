@@ -280,6 +280,11 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   hp.rope_theta = h->rope_theta();
   hp.rope_style = static_cast<RopeStyle>(h->rope_style());
   hp.tied_embeddings = h->tied_embeddings();
+  if (h->arch() >= kModelArchCount) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "hparams.arch = %u is not a model family this ember runs (0 llama, 1 qwen2)",
+                         static_cast<unsigned>(h->arch()));
+  }
+  hp.arch = static_cast<ModelArch>(h->arch());
   EMBER_TRY(check_hparams(hp));
 
   // 5. Tokenizer.

@@ -23,6 +23,11 @@ std::vector<Expect> expected_tensors(const HParams& hp) {
     e.push_back({llama_tensor_name("attn_q", li), q, dim, false});
     e.push_back({llama_tensor_name("attn_k", li), kv, dim, false});
     e.push_back({llama_tensor_name("attn_v", li), kv, dim, false});
+    if (hp.arch == ModelArch::Qwen2) {
+      e.push_back({llama_bias_name("attn_q", li), 0, q, true});
+      e.push_back({llama_bias_name("attn_k", li), 0, kv, true});
+      e.push_back({llama_bias_name("attn_v", li), 0, kv, true});
+    }
     e.push_back({llama_tensor_name("attn_output", li), dim, q, false});
     e.push_back({llama_tensor_name("ffn_norm", li), 0, dim, true});
     e.push_back({llama_tensor_name("ffn_gate", li), hp.hidden_dim, dim, false});
@@ -54,6 +59,12 @@ WeightRef weight_ref(const TensorView& t) {
 }
 
 }  // namespace
+
+std::string llama_bias_name(const char* base, int layer) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "blk.%d.%s.bias", layer, base);
+  return buf;
+}
 
 std::string llama_tensor_name(const char* base, int layer) {
   char buf[96];
@@ -217,6 +228,12 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     op(OpKind::MatMul, q, h, -1, -1, weight(llama_tensor_name("attn_q", li)));
     op(OpKind::MatMul, k, h, -1, -1, weight(llama_tensor_name("attn_k", li)));
     op(OpKind::MatMul, v, h, -1, -1, weight(llama_tensor_name("attn_v", li)));
+    if (hp.arch == ModelArch::Qwen2) {
+      // After the three matmuls, which stay one fused step.
+      op(OpKind::BiasAdd, q, q, -1, -1, weight(llama_bias_name("attn_q", li)));
+      op(OpKind::BiasAdd, k, k, -1, -1, weight(llama_bias_name("attn_k", li)));
+      op(OpKind::BiasAdd, v, v, -1, -1, weight(llama_bias_name("attn_v", li)));
+    }
     op(OpKind::Rope, q, q);
     op(OpKind::Rope, k, k);
     op(OpKind::Attention, att, q, k, v, -1, li);

@@ -8,8 +8,10 @@
 
 namespace ember {
 
-// GGUF-style tensor names (blk.N.attn_q.weight ...), shapes [rows, cols].
+// GGUF-style tensor names (blk.N.attn_q.weight ...), shapes [rows, cols];
+// biases blk.N.attn_q.bias (qwen2).
 std::string llama_tensor_name(const char* base, int layer);
+std::string llama_bias_name(const char* base, int layer);
 
 // Checks that every tensor the architecture needs is present with the shape
 // the hyper-parameters imply (EMBER_ERR_MISSING_TENSOR, EMBER_ERR_BAD_TENSOR),

@@ -1,4 +1,5 @@
-// GGUF (llama architecture) to ember: hyper-parameters from llama.* keys, the
+// GGUF (llama and qwen2 architectures) to ember: hyper-parameters from the
+// ARCH.* keys, the
 // vocabulary from tokenizer.ggml.*, tensors byte for byte (GGUF's blocks are
 // ember's for every type ember stores; core/dtype.h). GGUF dims are innermost first; ember shapes are
 // outermost first, so the dims are reversed and the bytes kept.
@@ -47,31 +48,31 @@ bool numeric(const GgufValue& v, double* out) {
 // that leaves the arithmetic as ember runs it, or refused by name: a key
 // that changes the model's arithmetic is never dropped (a Llama 3.1 file
 // converted with its scaling ignored would run with wrong logits).
-Status check_llama_keys(const GgufFile& gguf, const HParams& hp, const std::string& path) {
+Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::string& arch, const std::string& path) {
   static constexpr const char* kRead[] = {
-      "llama.context_length",          "llama.embedding_length",
-      "llama.block_count",             "llama.feed_forward_length",
-      "llama.attention.head_count",    "llama.attention.head_count_kv",
-      "llama.attention.layer_norm_rms_epsilon", "llama.rope.freq_base"};
+      "context_length",          "embedding_length",
+      "block_count",             "feed_forward_length",
+      "attention.head_count",    "attention.head_count_kv",
+      "attention.layer_norm_rms_epsilon", "rope.freq_base"};
   struct Neutral {
     const char* key;
     double value;
     const char* meaning;
   };
   const Neutral neutral[] = {
-      {"llama.rope.dimension_count", static_cast<double>(hp.head_dim()), "RoPE on part of each head"},
-      {"llama.attention.key_length", static_cast<double>(hp.head_dim()), "a key width other than dim / heads"},
-      {"llama.attention.value_length", static_cast<double>(hp.head_dim()), "a value width other than dim / heads"},
-      {"llama.vocab_size", static_cast<double>(hp.vocab_size), "a vocabulary size other than the token list's"},
-      {"llama.expert_count", 0.0, "mixture-of-experts layers"},
-      {"llama.expert_used_count", 0.0, "mixture-of-experts layers"},
-      {"llama.rope.scaling.factor", 1.0, "RoPE frequency scaling"},
-      {"llama.rope.scale_linear", 1.0, "linear RoPE scaling"},
-      {"llama.rope.scaling.attn_factor", 1.0, "YaRN attention scaling"},
+      {"rope.dimension_count", static_cast<double>(hp.head_dim()), "RoPE on part of each head"},
+      {"attention.key_length", static_cast<double>(hp.head_dim()), "a key width other than dim / heads"},
+      {"attention.value_length", static_cast<double>(hp.head_dim()), "a value width other than dim / heads"},
+      {"vocab_size", static_cast<double>(hp.vocab_size), "a vocabulary size other than the token list's"},
+      {"expert_count", 0.0, "mixture-of-experts layers"},
+      {"expert_used_count", 0.0, "mixture-of-experts layers"},
+      {"rope.scaling.factor", 1.0, "RoPE frequency scaling"},
+      {"rope.scale_linear", 1.0, "linear RoPE scaling"},
+      {"rope.scaling.attn_factor", 1.0, "YaRN attention scaling"},
   };
   // Only meaningful with a scaling type, which is checked below.
-  static constexpr const char* kScalingOnly[] = {"llama.rope.scaling.original_context_length",
-                                                 "llama.rope.scaling.finetuned"};
+  static constexpr const char* kScalingOnly[] = {"rope.scaling.original_context_length", "rope.scaling.finetuned"};
+  const std::string prefix = arch + ".";
   for (const GgufKv& kv : gguf.kvs()) {
     const std::string key(kv.key);
     if (key == "split.count") {
@@ -84,25 +85,26 @@ Status check_llama_keys(const GgufFile& gguf, const HParams& hp, const std::stri
       }
       continue;
     }
-    if (key.rfind("llama.", 0) != 0) continue;  // general.*, tokenizer.*, quantize.*: no arithmetic
+    if (key.rfind(prefix, 0) != 0) continue;  // general.*, tokenizer.*, quantize.*: no arithmetic
+    const std::string name = key.substr(prefix.size());
     bool ok = false;
-    for (const char* k : kRead) ok |= key == k;
-    for (const char* k : kScalingOnly) ok |= key == k;
-    if (key == "llama.rope.scaling.type") {
+    for (const char* k : kRead) ok |= name == k;
+    for (const char* k : kScalingOnly) ok |= name == k;
+    if (name == "rope.scaling.type") {
       if (kv.value.type != GgufType::String || kv.value.str != "none") {
         return Status::error(EMBER_ERR_UNSUPPORTED,
-                             "'%s': llama.rope.scaling.type = '%.*s': ember runs RoPE without scaling (and Llama "
-                             "3.x's rope_freqs factors); this scaling is not implemented",
-                             path.c_str(), static_cast<int>(kv.value.str.size()), kv.value.str.data());
+                             "'%s': %s = '%.*s': ember runs RoPE without scaling (and Llama 3.x's rope_freqs "
+                             "factors); this scaling is not implemented",
+                             path.c_str(), key.c_str(), static_cast<int>(kv.value.str.size()), kv.value.str.data());
       }
       ok = true;
     }
     for (const Neutral& n : neutral) {
-      if (key != n.key) continue;
+      if (name != n.key) continue;
       double v = 0;
       if (!numeric(kv.value, &v) || v != n.value) {
         return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': %s = %g (ember runs %g): %s is not implemented",
-                             path.c_str(), n.key, v, n.value, n.meaning);
+                             path.c_str(), key.c_str(), v, n.value, n.meaning);
       }
       ok = true;
     }
@@ -128,34 +130,42 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
   auto model = std::make_unique<ImportedModel>();
   EMBER_ASSIGN_OR_RETURN(model->source, MappedFile::open(path));
   EMBER_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::parse(model->source.data(), model->source.size()));
-  EMBER_ASSIGN_OR_RETURN(std::string_view arch, gguf.get_string("general.architecture"));
-  if (arch != "llama") {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': general.architecture = '%.*s'; ember converts 'llama'",
-                         path.c_str(), static_cast<int>(arch.size()), arch.data());
-  }
+  EMBER_ASSIGN_OR_RETURN(std::string_view arch_sv, gguf.get_string("general.architecture"));
+  const std::string arch(arch_sv);
   HParams& hp = model->spec.hparams;
-  EMBER_ASSIGN_OR_RETURN(hp.dim, gguf.get_u32("llama.embedding_length"));
-  EMBER_ASSIGN_OR_RETURN(hp.hidden_dim, gguf.get_u32("llama.feed_forward_length"));
-  EMBER_ASSIGN_OR_RETURN(hp.n_layers, gguf.get_u32("llama.block_count"));
-  EMBER_ASSIGN_OR_RETURN(hp.n_heads, gguf.get_u32("llama.attention.head_count"));
+  if (arch == "llama") {
+    hp.arch = ModelArch::Llama;
+    // GGUF "llama" files rotate adjacent pairs (their converter permutes the
+    // Hugging Face Q/K rows to make it so).
+    hp.rope_style = RopeStyle::Adjacent;
+  } else if (arch == "qwen2") {
+    hp.arch = ModelArch::Qwen2;
+    // llama.cpp rotates qwen2's halves (NEOX style), the Hugging Face order.
+    hp.rope_style = RopeStyle::Half;
+  } else {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': general.architecture = '%s'; ember converts 'llama' and 'qwen2'",
+                         path.c_str(), arch.c_str());
+  }
+  const std::string p = arch + ".";
+  EMBER_ASSIGN_OR_RETURN(hp.dim, gguf.get_u32(p + "embedding_length"));
+  EMBER_ASSIGN_OR_RETURN(hp.hidden_dim, gguf.get_u32(p + "feed_forward_length"));
+  EMBER_ASSIGN_OR_RETURN(hp.n_layers, gguf.get_u32(p + "block_count"));
+  EMBER_ASSIGN_OR_RETURN(hp.n_heads, gguf.get_u32(p + "attention.head_count"));
   hp.n_kv_heads = hp.n_heads;
-  if (gguf.find("llama.attention.head_count_kv")) {
-    EMBER_ASSIGN_OR_RETURN(hp.n_kv_heads, gguf.get_u32("llama.attention.head_count_kv"));
+  if (gguf.find(p + "attention.head_count_kv")) {
+    EMBER_ASSIGN_OR_RETURN(hp.n_kv_heads, gguf.get_u32(p + "attention.head_count_kv"));
   }
-  EMBER_ASSIGN_OR_RETURN(hp.max_seq_len, gguf.get_u32("llama.context_length"));
-  if (gguf.find("llama.attention.layer_norm_rms_epsilon")) {
-    EMBER_ASSIGN_OR_RETURN(hp.norm_eps, gguf.get_f32("llama.attention.layer_norm_rms_epsilon"));
+  EMBER_ASSIGN_OR_RETURN(hp.max_seq_len, gguf.get_u32(p + "context_length"));
+  if (gguf.find(p + "attention.layer_norm_rms_epsilon")) {
+    EMBER_ASSIGN_OR_RETURN(hp.norm_eps, gguf.get_f32(p + "attention.layer_norm_rms_epsilon"));
   }
-  if (gguf.find("llama.rope.freq_base")) {
-    EMBER_ASSIGN_OR_RETURN(hp.rope_theta, gguf.get_f32("llama.rope.freq_base"));
+  if (gguf.find(p + "rope.freq_base")) {
+    EMBER_ASSIGN_OR_RETURN(hp.rope_theta, gguf.get_f32(p + "rope.freq_base"));
   }
-  // GGUF "llama" files rotate adjacent pairs (their converter permutes the
-  // Hugging Face Q/K rows to make it so).
-  hp.rope_style = RopeStyle::Adjacent;
   EMBER_ASSIGN_OR_RETURN(model->spec.vocab, vocab_from_gguf(gguf));
   hp.vocab_size = static_cast<uint32_t>(model->spec.vocab.pieces.size());
   hp.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
-  EMBER_TRY(check_llama_keys(gguf, hp, path));
+  EMBER_TRY(check_arch_keys(gguf, hp, arch, path));
 
   for (const GgufTensorInfo& t : gguf.tensors()) {
     if (!is_llama_tensor(hp, std::string(t.name))) {

@@ -96,10 +96,15 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options) {
   const HParams& hp = spec.hparams;
   const Vocab& v = spec.vocab;
-  if (hp.rope_style != RopeStyle::Adjacent) {
+  // llama.cpp's rotation is fixed per architecture: adjacent pairs for
+  // llama, halves (NEOX) for qwen2.
+  const RopeStyle arch_rope = hp.arch == ModelArch::Qwen2 ? RopeStyle::Half : RopeStyle::Adjacent;
+  if (hp.rope_style != arch_rope) {
     return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "'%s': the model rotates half-split RoPE pairs; llama.cpp's llama architecture "
-                         "rotates adjacent pairs (the Q/K rows would need permuting)", path.c_str());
+                         "'%s': the model rotates %s RoPE pairs; llama.cpp's %s architecture rotates %s pairs "
+                         "(the Q/K rows would need permuting)",
+                         path.c_str(), hp.rope_style == RopeStyle::Half ? "half-split" : "adjacent",
+                         model_arch_name(hp.arch), arch_rope == RopeStyle::Half ? "half-split" : "adjacent");
   }
   if (v.kind == TokenizerKind::BytePairBPE && v.merges.empty()) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': a byte-level BPE vocabulary without merges", path.c_str());
@@ -119,19 +124,20 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   }
 
   Out kv;
-  kv.kv_str("general.architecture", "llama");
+  const std::string a = model_arch_name(hp.arch);
+  kv.kv_str("general.architecture", a.c_str());
   if (!options.name.empty()) kv.kv_str("general.name", options.name);
   kv.kv_u32("general.file_type", llama_file_type(static_cast<DType>(main_type)));
-  kv.kv_u32("llama.vocab_size", hp.vocab_size);
-  kv.kv_u32("llama.context_length", hp.max_seq_len);
-  kv.kv_u32("llama.embedding_length", hp.dim);
-  kv.kv_u32("llama.block_count", hp.n_layers);
-  kv.kv_u32("llama.feed_forward_length", hp.hidden_dim);
-  kv.kv_u32("llama.rope.dimension_count", hp.head_dim());
-  kv.kv_u32("llama.attention.head_count", hp.n_heads);
-  kv.kv_u32("llama.attention.head_count_kv", hp.n_kv_heads);
-  kv.kv_f32("llama.attention.layer_norm_rms_epsilon", hp.norm_eps);
-  kv.kv_f32("llama.rope.freq_base", hp.rope_theta);
+  kv.kv_u32((a + ".vocab_size").c_str(), hp.vocab_size);
+  kv.kv_u32((a + ".context_length").c_str(), hp.max_seq_len);
+  kv.kv_u32((a + ".embedding_length").c_str(), hp.dim);
+  kv.kv_u32((a + ".block_count").c_str(), hp.n_layers);
+  kv.kv_u32((a + ".feed_forward_length").c_str(), hp.hidden_dim);
+  kv.kv_u32((a + ".rope.dimension_count").c_str(), hp.head_dim());
+  kv.kv_u32((a + ".attention.head_count").c_str(), hp.n_heads);
+  kv.kv_u32((a + ".attention.head_count_kv").c_str(), hp.n_kv_heads);
+  kv.kv_f32((a + ".attention.layer_norm_rms_epsilon").c_str(), hp.norm_eps);
+  kv.kv_f32((a + ".rope.freq_base").c_str(), hp.rope_theta);
   kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama" : "gpt2");
   kv.kv_strs("tokenizer.ggml.tokens", v.pieces);
   if (!v.scores.empty()) kv.kv_f32s("tokenizer.ggml.scores", v.scores);

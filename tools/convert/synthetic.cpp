@@ -66,7 +66,7 @@ Vocab builtin_vocab() {
   return v;
 }
 
-bool synth_arch_known(const std::string& arch) { return arch == "llama" || arch == "llama3"; }
+bool synth_arch_known(const std::string& arch) { return arch == "llama" || arch == "llama3" || arch == "qwen2"; }
 
 std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float factor, float low_freq_factor,
                                        float high_freq_factor, float original_context) {
@@ -93,10 +93,10 @@ std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float fac
 Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
                                                       const std::string& vocab_path) {
   if (!synth_arch_known(shape.arch)) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "synthetic arch '%s' is not one of llama, llama3",
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "synthetic arch '%s' is not one of llama, llama3, qwen2",
                          shape.arch.c_str());
   }
-  const bool llama3 = shape.arch == "llama3";
+  const bool llama3 = shape.arch == "llama3", qwen2 = shape.arch == "qwen2";
   auto model = std::make_unique<ImportedModel>();
   ModelSpec& spec = model->spec;
   Vocab vocab;
@@ -123,8 +123,13 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   hp.n_kv_heads = shape.n_kv_heads;
   hp.vocab_size = static_cast<uint32_t>(vocab.pieces.size());
   hp.max_seq_len = shape.context;
-  hp.tied_embeddings = llama3;
+  hp.tied_embeddings = llama3 || qwen2;
   if (llama3) hp.rope_theta = 500000.0f;
+  if (qwen2) {
+    hp.arch = ModelArch::Qwen2;
+    hp.rope_theta = 1000000.0f;
+    hp.rope_style = RopeStyle::Half;
+  }
   spec.vocab = std::move(vocab);
   const uint32_t block = static_cast<uint32_t>(dtype_block_elements(dtype));
   if (hp.dim % block || hp.hidden_dim % block) {
@@ -154,6 +159,14 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
     spec.tensors.push_back({name, DType::F32, {n}, bytes.data(), bytes.size()});
     model->owned.push_back(std::move(bytes));
   };
+  // Biases of a size that moves the scores: qwen2's are large on k.
+  auto bias = [&](const std::string& name, int64_t n) {
+    std::vector<uint8_t> bytes(n * sizeof(float));
+    float* f = reinterpret_cast<float*>(bytes.data());
+    for (int64_t i = 0; i < n; ++i) f[i] = 0.5f * rng.uniform();
+    spec.tensors.push_back({name, DType::F32, {n}, bytes.data(), bytes.size()});
+    model->owned.push_back(std::move(bytes));
+  };
   const int64_t dim = hp.dim, kv = hp.kv_dim(), hidden = hp.hidden_dim;
   matrix("token_embd.weight", hp.vocab_size, dim);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
@@ -162,6 +175,11 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
     matrix(llama_tensor_name("attn_q", li), dim, dim);
     matrix(llama_tensor_name("attn_k", li), kv, dim);
     matrix(llama_tensor_name("attn_v", li), kv, dim);
+    if (qwen2) {
+      bias(llama_bias_name("attn_q", li), dim);
+      bias(llama_bias_name("attn_k", li), kv);
+      bias(llama_bias_name("attn_v", li), kv);
+    }
     matrix(llama_tensor_name("attn_output", li), dim, dim);
     norm(llama_tensor_name("ffn_norm", li), dim);
     matrix(llama_tensor_name("ffn_gate", li), hidden, dim);

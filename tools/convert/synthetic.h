@@ -20,11 +20,12 @@ struct SynthShape {
   // The family: "llama" (llama2-style: theta 10000, an output matrix) or
   // "llama3" (theta 500000, tied embeddings, a rope_freqs tensor of Llama
   // 3.1-style frequency factors: scale 8, low/high frequency factors 1 and
-  // 4, original context 8192).
+  // 4, original context 8192) or "qwen2" (theta 1000000, tied embeddings,
+  // half-split RoPE, Q/K/V biases).
   std::string arch = "llama";
 };
 
-// The synthetic families ("llama", "llama3"); false for another name.
+// The synthetic families ("llama", "llama3", "qwen2"); false for another name.
 bool synth_arch_known(const std::string& arch);
 
 // Llama 3.1-style RoPE frequency factors for head_dim / 2 pairs (what

@@ -38,7 +38,7 @@ std::string find_llama2_vocab() {
 
 const char* kSynthHelp =
     "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype TYPE] [--gguf]\n"
-    "                   [--arch llama|llama3] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
+    "                   [--arch llama|llama3|qwen2] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
     "  deterministic pseudo-random weights of a named shape (norms f32), for tests and benchmarks:\n"
     "    tiny  dim 64,   hidden 192,  2 layers,  4 heads,  2 kv-heads\n"
     "    110m  dim 768,  hidden 2048, 12 layers, 12 heads, 12 kv-heads, vocabulary 32000\n"
@@ -48,7 +48,8 @@ const char* kSynthHelp =
     "              shapes whose widths are multiples of 256 (110m, 1.1b) q2_k q3_k q4_k q5_k q6_k iq4_xs\n"
     "  --gguf      write GGUF v3 (llama architecture) that llama.cpp loads, instead of .ember\n"
     "  --arch A    llama (default: llama2-style) or llama3 (theta 500000, tied embeddings, Llama\n"
-    "              3.1-style rope_freqs frequency factors)\n"
+    "              3.1-style rope_freqs frequency factors) or qwen2 (Q/K/V biases, half-split RoPE,\n"
+    "              theta 1000000, tied embeddings)\n"
     "  --seed N    weight seed (default 42): the same seed gives the same bytes\n"
     "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
     "              the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
@@ -77,7 +78,7 @@ int cmd_synth(int argc, char** argv) {
   }
   shape.arch = args.get("--arch", "llama");
   if (!synth_arch_known(shape.arch)) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "--arch '" + shape.arch + "' is not a family (llama, llama3)");
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--arch '" + shape.arch + "' is not a family (llama, llama3, qwen2)");
   }
   DType dtype = DType::F32;
   const std::string dtype_arg = args.get("--dtype", "f32");
