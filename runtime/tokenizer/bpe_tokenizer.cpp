@@ -1,6 +1,6 @@
-// Byte-level BPE encoding (GPT-2): split the text the way GPT-2's regex
-// does, write each word's bytes as bytes_to_unicode characters, then apply
-// merges lowest rank first within the word and look the results up.
+// Byte-level BPE encoding: split the text with the family's pre-tokenizer,
+// write each word's bytes as bytes_to_unicode characters, then apply merges
+// lowest rank first within the word and look the results up.
 #include <array>
 #include <string>
 
@@ -174,7 +174,7 @@ Status Tokenizer::bpe_word(std::string_view mapped, std::vector<MergeSymbol>* sy
 Status Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>* out) const {
   const ByteTables& tables = byte_tables();
   std::vector<std::pair<size_t, size_t>> words;
-  gpt2_pretokenize(text, &words);
+  pre_.split(text, &words);
   std::string mapped;
   std::string scratch;
   std::vector<MergeSymbol> symbols;
@@ -182,6 +182,13 @@ Status Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>* out) c
     mapped.clear();
     for (size_t i = begin; i < end; ++i) {
       utf8_append(tables.to_unicode[static_cast<uint8_t>(text[i])], &mapped);
+    }
+    if (pre_.ignore_merges()) {
+      auto it = text_to_id_.find(std::string_view(mapped));
+      if (it != text_to_id_.end()) {
+        out->push_back(it->second);
+        continue;
+      }
     }
     EMBER_TRY(bpe_word(mapped, &symbols, &scratch, out));
   }

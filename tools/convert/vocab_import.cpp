@@ -1,6 +1,8 @@
 #include "tools/convert/vocab_import.h"
 
 #include <climits>
+
+#include "tokenizer/pretokenizer.h"
 #include <cstring>
 #include <string>
 
@@ -95,6 +97,23 @@ Result<Vocab> vocab_from_gguf(const GgufFile& g) {
     EMBER_ASSIGN_OR_RETURN(v.merges, g.get_string_array("tokenizer.ggml.merges"));
   }
 
+  if (v.kind == TokenizerKind::BytePairBPE) {
+    // The pre-tokenizer decides how words are cut: a name ember does not
+    // implement is refused, never replaced by GPT-2's. A file without the
+    // key (or with an empty one) gets llama.cpp's choice, "default".
+    v.pre = "default";
+    if (g.find("tokenizer.ggml.pre") != nullptr) {
+      EMBER_ASSIGN_OR_RETURN(std::string_view pre, g.get_string("tokenizer.ggml.pre"));
+      if (!pre.empty()) v.pre = std::string(pre);
+    }
+    auto pre = PreTokenizer::create(v.pre);
+    if (!pre.is_ok()) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "gguf: tokenizer.ggml.pre '%.*s' is not a pre-tokenizer ember implements",
+                           static_cast<int>(v.pre.size() < 64 ? v.pre.size() : 64), v.pre.data());
+    }
+    v.add_bos = pre->default_add_bos();
+  }
   if (v.kind == TokenizerKind::SentencePiece) {
     // llama.cpp's defaults for SPM vocabularies without explicit ids.
     const int32_t n = static_cast<int32_t>(v.pieces.size() > INT32_MAX ? INT32_MAX
@@ -107,6 +126,8 @@ Result<Vocab> vocab_from_gguf(const GgufFile& g) {
   EMBER_TRY(read_special(g, "tokenizer.ggml.eos_token_id", &v.eos_id));
   EMBER_TRY(read_special(g, "tokenizer.ggml.unknown_token_id", &v.unk_id));
   EMBER_TRY(read_special(g, "tokenizer.ggml.padding_token_id", &v.pad_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.eot_token_id", &v.eot_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.eom_token_id", &v.eom_id));
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_bos_token", &v.add_bos));
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_eos_token", &v.add_eos));
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_space_prefix", &v.add_space_prefix));
