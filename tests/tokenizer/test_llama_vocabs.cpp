@@ -160,7 +160,7 @@ TEST_CASE("llama.cpp vocabularies: every supported one passes its vectors") {
   MESSAGE(vocabs << " vocabularies, " << total << " vectors pass");
 }
 
-TEST_CASE("llama.cpp vocabularies without vectors load; the set has no unknown member") {
+TEST_CASE("llama.cpp vocabularies without vectors load and the set has no unlisted member") {
   const std::string dir = require_vocab_dir();
   if (dir.empty()) return;
   std::set<std::string> listed;

@@ -82,7 +82,7 @@ TEST_CASE("pre-tokenizer regex: the subset refuses what it does not implement") 
   }
 }
 
-TEST_CASE("pre-tokenizer regex: leftmost-first, greedy, bounded lookahead and $") {
+TEST_CASE("pre-tokenizer regex: leftmost-first, greedy, lookahead and end bounded by the piece") {
   CHECK(match("a|ab", "ab") == 1);                       // first alternative wins
   CHECK(match("ab|a", "ab") == 2);
   CHECK(match(R"(\s+(?!\S))", "   x") == 2);            // gives one space back
@@ -203,6 +203,29 @@ TEST_CASE("special pieces: user-defined always, control with parse_special, long
   eos.add_bos = true;
   REQUIRE(tok2->encode("a", eos, &ids).is_ok());
   CHECK(ids == std::vector<int32_t>{256, 'a', 260});
+}
+
+TEST_CASE("SPM: the dummy prefix follows a special piece; add_space_prefix=false (Gemma) has none") {
+  Vocab v;
+  v.kind = TokenizerKind::SentencePiece;
+  v.pieces = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "\xE2\x96\x81" "a", "<u>"};
+  v.scores = {0, 0, 0, 0, 0, 0, 1, 0};
+  v.types = {2, 3, 3, 1, 1, 1, 1, 4};
+  v.unk_id = 0, v.bos_id = 1, v.eos_id = 2;
+  auto tok = Tokenizer::create(v);
+  REQUIRE(tok.is_ok());
+  std::vector<int32_t> ids;
+  REQUIRE(tok->encode("a<u>a", EncodeOptions{}, &ids).is_ok());
+  CHECK(ids == std::vector<int32_t>{6, 7, 6});
+  v.add_space_prefix = false;
+  auto gemma = Tokenizer::create(v);
+  REQUIRE(gemma.is_ok());
+  ids.clear();
+  REQUIRE(gemma->encode("a<u>a b", EncodeOptions{}, &ids).is_ok());
+  CHECK(ids == std::vector<int32_t>{4, 7, 4, 3, 5});
+  std::string back;
+  REQUIRE(gemma->decode(ids.data(), ids.size(), &back).is_ok());
+  CHECK(back == "a<u>a b");
 }
 
 TEST_CASE("end of generation: eos, eot, eom and the end-of-turn pieces by text") {
