@@ -56,17 +56,19 @@ class Tokenizer {
   // (EMBER_ERR_BAD_TOKENIZER, naming the id and the piece): no pieces; more
   // than INT32_MAX pieces; scores/types neither empty nor one per piece; a
   // type value above 6; an empty piece; a NUL byte inside a piece; a
-  // duplicate piece; eot_id/eom_id out of range; a byte piece (type Byte, or any SPM piece shaped
+  // duplicate piece; a byte piece (type Byte, or any SPM piece shaped
   // "<0x..>" when types are absent) that is not exactly "<0xHH>" with two
-  // hex digits; a bos/eos/unk/pad id that is neither -1 nor in range; a BPE
-  // merge that is not "left right" with both sides non-empty. Merges are not
+  // hex digits; a bos/eos/unk/pad/eot/eom id that is neither -1 nor in
+  // range; a `pre` on a SentencePiece vocabulary; a BPE merge that is not
+  // "left right" with both sides non-empty. Merges are not
   // required to name existing pieces (real vocabularies contain a few that
   // do not; such merges can simply never fire). EMBER_ERR_UNSUPPORTED: a
   // BPE vocabulary whose `pre` names no pre-tokenizer ember implements.
   static Result<Tokenizer> create(Vocab vocab);
 
-  // Appends the ids of `text` to *out (BOS first when add_bos). No EOS is
-  // added; the caller appends vocab().eos_id when it wants one. Any byte
+  // Appends the ids of `text` to *out (BOS first when add_bos), with
+  // user-defined pieces matched in the text and control pieces not (the
+  // overload below says otherwise). No EOS is added. Any byte
   // string is accepted: bytes that are not valid UTF-8 are encoded one by one
   // (SPM byte fallback; BPE is byte-level anyway). Errors:
   // EMBER_ERR_INVALID_ARGUMENT (out is NULL; add_bos with no bos id),
