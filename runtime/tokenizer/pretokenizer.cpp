@@ -382,6 +382,7 @@ struct Family {
   const char* regexes[6];
   bool ignore_merges;
   bool default_add_bos;
+  bool byte_encode = true;  // false: also newline runs taken whole
 };
 
 const Family kFamilies[] = {
@@ -452,6 +453,9 @@ const Family kFamilies[] = {
     // sentence punctuation.
     {{"bloom", "poro-chat", "gpt3-finnish", nullptr}, {EMBER_PORO_RE}, false, false},
     {{"viking", nullptr}, {EMBER_PORO_RE, "\\p{N}"}, false, false},
+    // Gemma 4: SentencePiece-style BPE over raw UTF-8 with spaces as "▁";
+    // only newline runs are cut out.
+    {{"gemma4", "granite-embed-multi-311m", nullptr}, {"[^\n]+|[\n]+"}, false, true, false},
     // llama.cpp's "default" (also what it assumes when a BPE GGUF names no
     // pre-tokenizer).
     {{"default", nullptr},
@@ -483,6 +487,8 @@ Result<PreTokenizer> PreTokenizer::create(std::string_view name) {
   t.name_ = std::string(name);
   t.ignore_merges_ = f->ignore_merges;
   t.default_add_bos_ = f->default_add_bos;
+  t.byte_encode_ = f->byte_encode;
+  t.newline_words_whole_ = !f->byte_encode;
   for (const char* re : f->regexes) {
     if (re == nullptr) break;
     EMBER_ASSIGN_OR_RETURN(PreTokenizerRegex compiled, PreTokenizerRegex::compile(re));

@@ -93,6 +93,13 @@ class PreTokenizer {
   bool ignore_merges() const { return ignore_merges_; }
   // The family's add_bos default when the GGUF has no add_bos_token key.
   bool default_add_bos() const { return default_add_bos_; }
+  // Byte-level (GPT-2 bytes_to_unicode) pieces; false: pieces are raw UTF-8
+  // with "▁" for spaces and <0xHH> byte pieces, merged by rank (Gemma 4).
+  bool byte_encode() const { return byte_encode_; }
+  // Spaces become "▁" before splitting (the families with byte_encode off).
+  bool escape_spaces() const { return !byte_encode_; }
+  // A word made only of newlines that is itself a piece is taken whole.
+  bool newline_words_whole() const { return newline_words_whole_; }
   const std::string& name() const { return name_; }
 
  private:
@@ -100,6 +107,8 @@ class PreTokenizer {
   std::vector<PreTokenizerRegex> regexes_;
   bool ignore_merges_ = false;
   bool default_add_bos_ = false;
+  bool byte_encode_ = true;
+  bool newline_words_whole_ = false;
 };
 
 }  // namespace ember

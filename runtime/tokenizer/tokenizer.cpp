@@ -129,8 +129,9 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
                              "tokenizer: token %d byte piece '%.*s' is not of the form <0xHH>",
                              id, shown(p), p.c_str());
       }
-      // SPM byte fallback; BPE vocabularies use bytes_to_unicode instead.
-      if (spm) t.byte_to_id_[b] = id;
+      // SPM byte fallback (and BPE over raw UTF-8); byte-level BPE
+      // vocabularies use bytes_to_unicode instead.
+      if (spm || !t.pre_.byte_encode()) t.byte_to_id_[b] = id;
     }
     auto [it, inserted] = all.emplace(p, id);
     if (!inserted) {
@@ -173,7 +174,7 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
       // A repeated merge keeps its first (best) rank.
       t.merge_rank_.emplace(m, static_cast<int32_t>(r));
     }
-    for (int b = 0; b < 256; ++b) {
+    for (int b = 0; b < 256 && t.pre_.byte_encode(); ++b) {
       std::string s;
       utf8_append(gpt2_byte_to_unicode(static_cast<uint8_t>(b)), &s);
       auto it = all.find(std::string_view(s));
@@ -282,13 +283,15 @@ Status Tokenizer::encode(std::string_view text, const EncodeOptions& options,
 
 void Tokenizer::decode_piece(int32_t id, std::string* out) const {
   const std::string& p = vocab_.pieces[id];
+  // SentencePiece text: "▁" for spaces, <0xHH> byte pieces.
+  const bool spm_text = vocab_.kind == TokenizerKind::SentencePiece || !pre_.byte_encode();
   if (id == vocab_.bos_id || id == vocab_.eos_id || id == vocab_.pad_id) return;
   switch (type_of(id)) {
     case TokenType::Control:
     case TokenType::Unused:
       return;
     case TokenType::Byte:
-      if (vocab_.kind == TokenizerKind::SentencePiece) {
+      if (spm_text) {
         out->push_back(static_cast<char>(parse_byte_piece(p)));
         return;
       }
@@ -300,7 +303,7 @@ void Tokenizer::decode_piece(int32_t id, std::string* out) const {
     default:
       break;
   }
-  if (vocab_.kind == TokenizerKind::SentencePiece) {
+  if (spm_text) {
     size_t i = 0;
     while (i < p.size()) {
       if (p.compare(i, kSpmSpace.size(), kSpmSpace) == 0) {

@@ -4,6 +4,7 @@
 // set. Synthetic vocabularies: these run without test data.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -205,7 +206,7 @@ TEST_CASE("special pieces: user-defined always, control with parse_special, long
   CHECK(ids == std::vector<int32_t>{256, 'a', 260});
 }
 
-TEST_CASE("SPM: the dummy prefix follows a special piece; add_space_prefix=false (Gemma) has none") {
+TEST_CASE("SPM: the dummy prefix follows a special piece and add_space_prefix=false (Gemma) has none") {
   Vocab v;
   v.kind = TokenizerKind::SentencePiece;
   v.pieces = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "\xE2\x96\x81" "a", "<u>"};
@@ -226,6 +227,34 @@ TEST_CASE("SPM: the dummy prefix follows a special piece; add_space_prefix=false
   std::string back;
   REQUIRE(gemma->decode(ids.data(), ids.size(), &back).is_ok());
   CHECK(back == "a<u>a b");
+}
+
+TEST_CASE("Gemma 4: BPE over raw UTF-8 with spaces as U+2581 and <0xHH> byte pieces") {
+  Vocab v;
+  v.kind = TokenizerKind::BytePairBPE;
+  v.pre = "gemma4";
+  char buf[8];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    v.pieces.push_back(buf);
+    v.types.push_back(static_cast<uint8_t>(TokenType::Byte));
+  }
+  for (const char* p : {"\xE2\x96\x81", "a", "b", "\xE2\x96\x81" "a", "\n\n", "ab"}) {
+    v.pieces.push_back(p);  // ids 256..261
+    v.types.push_back(static_cast<uint8_t>(TokenType::Normal));
+  }
+  v.merges = {"\xE2\x96\x81 a", "a b"};
+  v.add_bos = false;
+  v.add_space_prefix = false;
+  auto tok = Tokenizer::create(v);
+  REQUIRE_MESSAGE(tok.is_ok(), tok.status().message());
+  std::vector<int32_t> ids;
+  REQUIRE(tok->encode("ab a\n\nx", EncodeOptions{}, &ids).is_ok());
+  // "ab" merges; " a" is "▁a"; the newline run is one piece; 'x' is <0x78>.
+  CHECK(ids == std::vector<int32_t>{261, 259, 260, 0x78});
+  std::string back;
+  REQUIRE(tok->decode(ids.data(), ids.size(), &back).is_ok());
+  CHECK(back == "ab a\n\nx");
 }
 
 TEST_CASE("end of generation: eos, eot, eom and the end-of-turn pieces by text") {

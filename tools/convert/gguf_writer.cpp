@@ -132,7 +132,9 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   kv.kv_u32("llama.attention.head_count_kv", hp.n_kv_heads);
   kv.kv_f32("llama.attention.layer_norm_rms_epsilon", hp.norm_eps);
   kv.kv_f32("llama.rope.freq_base", hp.rope_theta);
-  kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama" : "gpt2");
+  kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama"
+                                    : v.pre == "gemma4"                      ? "gemma4"
+                                                                             : "gpt2");
   kv.kv_strs("tokenizer.ggml.tokens", v.pieces);
   if (!v.scores.empty()) kv.kv_f32s("tokenizer.ggml.scores", v.scores);
   if (!v.types.empty()) {
