@@ -5,6 +5,7 @@
 
 #include "ember_generated.h"
 #include "security/signature.h"
+#include "tokenizer/pretokenizer.h"
 
 namespace ember {
 namespace {
@@ -116,6 +117,14 @@ Status check_hparams(const HParams& hp) {
 
 Status check_vocab(const Vocab& v, uint32_t vocab_size) {
   const size_t n = v.pieces.size();
+  if (v.kind == TokenizerKind::SentencePiece && !v.pre.empty()) {
+    return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.pre = '%.*s' on a SentencePiece tokenizer",
+                         static_cast<int>(v.pre.size() < 64 ? v.pre.size() : 64), v.pre.data());
+  }
+  if (v.kind == TokenizerKind::BytePairBPE && !PreTokenizer::known(v.pre)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "tokenizer.pre = '%.*s' is not a pre-tokenizer this build implements",
+                         static_cast<int>(v.pre.size() < 64 ? v.pre.size() : 64), v.pre.data());
+  }
   if (n != vocab_size) {
     return Status::error(EMBER_ERR_BAD_TOKENIZER,
                          "tokenizer.pieces has %zu entries but hparams.vocab_size = %u", n, vocab_size);
@@ -127,7 +136,8 @@ Status check_vocab(const Vocab& v, uint32_t vocab_size) {
     return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.types has %zu entries, expected %zu", v.types.size(), n);
   }
   const struct { const char* name; int32_t id; } specials[] = {
-      {"bos_id", v.bos_id}, {"eos_id", v.eos_id}, {"unk_id", v.unk_id}, {"pad_id", v.pad_id}};
+      {"bos_id", v.bos_id}, {"eos_id", v.eos_id}, {"unk_id", v.unk_id}, {"pad_id", v.pad_id},
+      {"eot_id", v.eot_id}, {"eom_id", v.eom_id}};
   for (const auto& s : specials) {
     if (s.id < -1 || s.id >= static_cast<int64_t>(n)) {
       return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.%s = %d is outside the vocabulary (0..%zu)",
@@ -314,6 +324,9 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   vocab.add_eos = tk->add_eos();
   vocab.add_space_prefix = tk->add_space_prefix();
   vocab.byte_fallback = tk->byte_fallback();
+  if (tk->pre()) vocab.pre.assign(tk->pre()->data(), tk->pre()->size());
+  vocab.eot_id = tk->eot_id();
+  vocab.eom_id = tk->eom_id();
   EMBER_TRY(check_vocab(vocab, hp.vocab_size));
 
   // 6. Tensor table.

@@ -39,8 +39,9 @@ Status generate(Session& session, Sampler& sampler, const int32_t* prompt, size_
   for (int32_t i = 0; i < params.max_new_tokens; ++i) {
     const int32_t next = sampler.sample(session.logits(), session.history(), static_cast<size_t>(session.position()));
     if (i == 0) t_first = now_ms();
-    // End of sequence; llama2.c-style vocabularies also end a story at BOS.
-    if (next == vocab.eos_id || next == vocab.bos_id) {
+    // End of generation (eos, eot, <|im_end|>, ...: Tokenizer::is_eog);
+    // llama2.c-style vocabularies also end a story at BOS.
+    if (tokenizer.is_eog(next) || next == vocab.bos_id) {
       stats->stop = StopReason::End;
       break;
     }

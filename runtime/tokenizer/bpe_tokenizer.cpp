@@ -1,6 +1,6 @@
-// Byte-level BPE encoding (GPT-2): split the text the way GPT-2's regex
-// does, write each word's bytes as bytes_to_unicode characters, then apply
-// merges lowest rank first within the word and look the results up.
+// Byte-level BPE encoding: split the text with the family's pre-tokenizer,
+// write each word's bytes as bytes_to_unicode characters, then apply merges
+// lowest rank first within the word and look the results up.
 #include <array>
 #include <string>
 
@@ -152,6 +152,21 @@ Status Tokenizer::bpe_word(std::string_view mapped, std::vector<MergeSymbol>* sy
     }
     // Not a piece: emit its characters, each one byte's piece.
     const uint8_t* sd = reinterpret_cast<const uint8_t*>(sym.data());
+    if (!pre_.byte_encode()) {  // raw UTF-8: the <0xHH> piece of each byte
+      for (char c : sym) {
+        const int32_t id = byte_to_id_[static_cast<uint8_t>(c)];
+        if (id >= 0) {
+          out->push_back(id);
+        } else if (vocab_.unk_id >= 0) {
+          out->push_back(vocab_.unk_id);
+        } else {
+          return Status::error(EMBER_ERR_BAD_TOKENIZER,
+                               "encode: byte 0x%02x has no <0x..> piece and there is no unk_id",
+                               static_cast<uint8_t>(c));
+        }
+      }
+      continue;
+    }
     for (size_t j = 0; j < sym.size();) {
       const Utf8Step s = utf8_decode(sd + j, sym.size() - j);
       const int b = gpt2_unicode_to_byte(s.codepoint);
@@ -171,17 +186,43 @@ Status Tokenizer::bpe_word(std::string_view mapped, std::vector<MergeSymbol>* sy
   return Status::ok();
 }
 
-Status Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>* out) const {
+Status Tokenizer::encode_bpe(std::string_view raw, std::vector<int32_t>* out) const {
   const ByteTables& tables = byte_tables();
+  std::string escaped;
+  std::string_view text = raw;
+  if (pre_.escape_spaces()) {
+    escaped.reserve(raw.size() + raw.size() / 2);
+    for (char c : raw) {
+      if (c == ' ') {
+        escaped.append("\xE2\x96\x81");
+      } else {
+        escaped.push_back(c);
+      }
+    }
+    text = escaped;
+  }
   std::vector<std::pair<size_t, size_t>> words;
-  gpt2_pretokenize(text, &words);
+  pre_.split(text, &words);
   std::string mapped;
   std::string scratch;
   std::vector<MergeSymbol> symbols;
   for (const auto& [begin, end] : words) {
     mapped.clear();
-    for (size_t i = begin; i < end; ++i) {
-      utf8_append(tables.to_unicode[static_cast<uint8_t>(text[i])], &mapped);
+    if (pre_.byte_encode()) {
+      for (size_t i = begin; i < end; ++i) {
+        utf8_append(tables.to_unicode[static_cast<uint8_t>(text[i])], &mapped);
+      }
+    } else {
+      mapped.assign(text.substr(begin, end - begin));
+    }
+    const bool newlines = pre_.newline_words_whole() &&
+                          mapped.find_first_not_of('\n') == std::string::npos;
+    if (pre_.ignore_merges() || newlines) {
+      auto it = text_to_id_.find(std::string_view(mapped));
+      if (it != text_to_id_.end()) {
+        out->push_back(it->second);
+        continue;
+      }
     }
     EMBER_TRY(bpe_word(mapped, &symbols, &scratch, out));
   }

@@ -29,12 +29,13 @@ Status Tokenizer::spm_fallback(std::string_view symbol, std::vector<int32_t>* ou
                        static_cast<uint8_t>(symbol[0]));
 }
 
-Status Tokenizer::encode_spm(std::string_view text, std::vector<int32_t>* out) const {
+Status Tokenizer::encode_spm(std::string_view text, bool space_prefix,
+                             std::vector<int32_t>* out) const {
   // The dummy prefix makes "Hello" at the start encode like " Hello" inside
   // a sentence, as SentencePiece's add_dummy_prefix does.
   std::string work;
   work.reserve(text.size() + 3);
-  if (vocab_.add_space_prefix) work.append("\xE2\x96\x81");
+  if (space_prefix) work.append("\xE2\x96\x81");
   for (char c : text) {
     if (c == ' ') {
       work.append("\xE2\x96\x81");

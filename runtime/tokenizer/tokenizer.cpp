@@ -2,6 +2,7 @@
 // encoders live in spm_tokenizer.cpp and bpe_tokenizer.cpp.
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -34,6 +35,20 @@ int parse_byte_piece(std::string_view p) {
   return hi * 16 + lo;
 }
 
+// Texts of the pieces chat templates end a turn with (from the list
+// llama.cpp keeps in llama-vocab.cpp, less the ones whose meaning depends on
+// the rest of the vocabulary; plus Command-R's end of turn).
+bool is_end_of_turn_text(std::string_view p) {
+  static constexpr std::string_view kTexts[] = {
+      "<|eot_id|>",    "<|eom_id|>", "<|im_end|>",    "<|end|>",
+      "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
+      "_<EOT>",        "<end_of_utterance>", "<|END_OF_TURN_TOKEN|>"};
+  for (std::string_view t : kTexts) {
+    if (p == t) return true;
+  }
+  return false;
+}
+
 // Pieces are printed in messages bounded: a hostile piece can be huge.
 int shown(const std::string& s) { return static_cast<int>(s.size() < 64 ? s.size() : 64); }
 
@@ -55,8 +70,8 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
   }
   const int32_t count = static_cast<int32_t>(n);
   const struct { const char* name; int32_t id; } specials[] = {
-      {"bos_id", vocab.bos_id}, {"eos_id", vocab.eos_id},
-      {"unk_id", vocab.unk_id}, {"pad_id", vocab.pad_id}};
+      {"bos_id", vocab.bos_id}, {"eos_id", vocab.eos_id}, {"unk_id", vocab.unk_id},
+      {"pad_id", vocab.pad_id}, {"eot_id", vocab.eot_id}, {"eom_id", vocab.eom_id}};
   for (const auto& s : specials) {
     if (s.id != -1 && (s.id < 0 || s.id >= count)) {
       return Status::error(EMBER_ERR_BAD_TOKENIZER,
@@ -67,6 +82,13 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
 
   Tokenizer t;
   const bool spm = vocab.kind == TokenizerKind::SentencePiece;
+  if (!spm) {
+    EMBER_ASSIGN_OR_RETURN(t.pre_, PreTokenizer::create(vocab.pre));
+  } else if (!vocab.pre.empty()) {
+    return Status::error(EMBER_ERR_BAD_TOKENIZER,
+                         "tokenizer: pre-tokenizer '%.*s' on a SentencePiece vocabulary",
+                         shown(vocab.pre), vocab.pre.c_str());
+  }
   t.types_.resize(n);
   for (int i = 0; i < 256; ++i) t.byte_to_id_[i] = -1;
   TokenizerStringMap all;  // every piece, for the duplicate check
@@ -107,8 +129,9 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
                              "tokenizer: token %d byte piece '%.*s' is not of the form <0xHH>",
                              id, shown(p), p.c_str());
       }
-      // SPM byte fallback; BPE vocabularies use bytes_to_unicode instead.
-      if (spm) t.byte_to_id_[b] = id;
+      // SPM byte fallback (and BPE over raw UTF-8); byte-level BPE
+      // vocabularies use bytes_to_unicode instead.
+      if (spm || !t.pre_.byte_encode()) t.byte_to_id_[b] = id;
     }
     auto [it, inserted] = all.emplace(p, id);
     if (!inserted) {
@@ -120,7 +143,19 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
         type == TokenType::Undefined) {
       t.text_to_id_.emplace(p, id);
     }
+    if (type == TokenType::Control || type == TokenType::UserDefined ||
+        type == TokenType::Unknown) {
+      t.special_ids_.push_back(id);
+    }
+    if (id == vocab.eos_id || id == vocab.eot_id || id == vocab.eom_id || is_end_of_turn_text(p)) {
+      t.eog_ids_.push_back(id);
+    }
   }
+  // Longest first, so "<|im_end|>" is cut before a piece it contains; equal
+  // lengths by id, so the cut does not depend on the sort.
+  std::stable_sort(t.special_ids_.begin(), t.special_ids_.end(), [&](int32_t a, int32_t b) {
+    return vocab.pieces[a].size() > vocab.pieces[b].size();
+  });
 
   if (!spm) {
     t.merge_rank_.reserve(vocab.merges.size());
@@ -139,7 +174,7 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
       // A repeated merge keeps its first (best) rank.
       t.merge_rank_.emplace(m, static_cast<int32_t>(r));
     }
-    for (int b = 0; b < 256; ++b) {
+    for (int b = 0; b < 256 && t.pre_.byte_encode(); ++b) {
       std::string s;
       utf8_append(gpt2_byte_to_unicode(static_cast<uint8_t>(b)), &s);
       auto it = all.find(std::string_view(s));
@@ -152,7 +187,19 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
 
 TokenType Tokenizer::type_of(int32_t id) const { return static_cast<TokenType>(types_[id]); }
 
+bool Tokenizer::is_eog(int32_t id) const {
+  return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id);
+}
+
 Status Tokenizer::encode(std::string_view text, bool add_bos, std::vector<int32_t>* out) const {
+  EncodeOptions options;
+  options.add_bos = add_bos;
+  return encode(text, options, out);
+}
+
+Status Tokenizer::encode(std::string_view text, const EncodeOptions& options,
+                         std::vector<int32_t>* out) const {
+  const bool add_bos = options.add_bos;
   if (out == nullptr) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "encode: out is NULL");
   if (vocab_.pieces.empty()) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "encode: tokenizer was not created");
@@ -169,20 +216,82 @@ Status Tokenizer::encode(std::string_view text, bool add_bos, std::vector<int32_
     }
     out->push_back(vocab_.bos_id);
   }
-  if (text.empty()) return Status::ok();
-  return vocab_.kind == TokenizerKind::SentencePiece ? encode_spm(text, out)
-                                                     : encode_bpe(text, out);
+  if (options.add_eos && vocab_.eos_id < 0) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "encode: add_eos requested but the vocabulary has no eos_id");
+  }
+
+  // Cut the special pieces out (llama.cpp's tokenizer_st_partition): each
+  // piece, longest first, splits every text fragment at its occurrences.
+  struct Fragment {
+    size_t begin, end;
+    int32_t id;  // -1: text [begin, end)
+  };
+  std::vector<Fragment> frags;
+  if (!text.empty()) frags.push_back({0, text.size(), -1});
+  std::vector<Fragment> next;
+  for (int32_t sid : special_ids_) {
+    if (!options.parse_special && type_of(sid) != TokenType::UserDefined) continue;
+    const std::string& piece = vocab_.pieces[sid];
+    bool found = false;
+    for (const Fragment& f : frags) {
+      if (f.id < 0 && f.end - f.begin >= piece.size() &&
+          text.substr(f.begin, f.end - f.begin).find(piece) != std::string_view::npos) {
+        found = true;
+        break;
+      }
+    }
+    if (!found) continue;
+    next.clear();
+    for (const Fragment& f : frags) {
+      if (f.id >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      size_t pos = f.begin;
+      while (pos < f.end) {
+        const size_t hit = text.substr(0, f.end).find(piece, pos);
+        if (hit == std::string_view::npos) break;
+        if (hit > pos) next.push_back({pos, hit, -1});
+        next.push_back({hit, hit + piece.size(), sid});
+        pos = hit + piece.size();
+      }
+      if (pos < f.end) next.push_back({pos, f.end, -1});
+    }
+    frags.swap(next);
+  }
+
+  const bool spm = vocab_.kind == TokenizerKind::SentencePiece;
+  bool prev_special = true;  // SPM: the dummy prefix goes after BOS or a special piece
+  for (const Fragment& f : frags) {
+    if (f.id >= 0) {
+      out->push_back(f.id);
+      prev_special = true;
+      continue;
+    }
+    const std::string_view part = text.substr(f.begin, f.end - f.begin);
+    if (spm) {
+      EMBER_TRY(encode_spm(part, vocab_.add_space_prefix && prev_special, out));
+    } else {
+      EMBER_TRY(encode_bpe(part, out));
+    }
+    prev_special = false;
+  }
+  if (options.add_eos) out->push_back(vocab_.eos_id);
+  return Status::ok();
 }
 
 void Tokenizer::decode_piece(int32_t id, std::string* out) const {
   const std::string& p = vocab_.pieces[id];
+  // SentencePiece text: "▁" for spaces, <0xHH> byte pieces.
+  const bool spm_text = vocab_.kind == TokenizerKind::SentencePiece || !pre_.byte_encode();
   if (id == vocab_.bos_id || id == vocab_.eos_id || id == vocab_.pad_id) return;
   switch (type_of(id)) {
     case TokenType::Control:
     case TokenType::Unused:
       return;
     case TokenType::Byte:
-      if (vocab_.kind == TokenizerKind::SentencePiece) {
+      if (spm_text) {
         out->push_back(static_cast<char>(parse_byte_piece(p)));
         return;
       }
@@ -194,7 +303,7 @@ void Tokenizer::decode_piece(int32_t id, std::string* out) const {
     default:
       break;
   }
-  if (vocab_.kind == TokenizerKind::SentencePiece) {
+  if (spm_text) {
     size_t i = 0;
     while (i < p.size()) {
       if (p.compare(i, kSpmSpace.size(), kSpmSpace) == 0) {

@@ -2,8 +2,12 @@
 //  - SentencePiece (Llama, llama2.c): score-driven pair merges over UTF-8
 //    characters with "▁" for spaces and <0xAB> byte fallback, as llama.cpp's
 //    SPM tokenizer and llama2.c's encode() (but O(n log n), not O(n^2)).
-//  - Byte-level BPE (GPT-2): the GPT-2 pre-tokenizer regex implemented by
-//    hand, bytes mapped through bytes_to_unicode, merges applied by rank.
+//  - Byte-level BPE (GPT-2, Llama 3, Qwen2, ...): the family's
+//    pre-tokenizer (tokenizer/pretokenizer.h) cuts words, bytes are mapped
+//    through bytes_to_unicode, merges applied by rank inside each word.
+// Before either, special pieces are cut out of the text as llama.cpp does:
+// user-defined pieces always, control and unknown pieces when the caller
+// asks to parse special tokens; the longest piece first.
 //
 // A Tokenizer owns its Vocab and lookup tables; it is immutable after
 // create(), so one instance may be shared by threads that only encode/decode.
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "tokenizer/pretokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace ember {
@@ -32,6 +37,15 @@ using TokenizerStringMap =
 
 struct MergeSymbol;  // tokenizer/symbol_merge.h
 
+struct EncodeOptions {
+  bool add_bos = false;  // prepend vocab().bos_id
+  bool add_eos = false;  // append vocab().eos_id
+  // Text that spells a control or unknown piece ("<|im_start|>") becomes
+  // that token instead of being encoded as text (llama.cpp parse_special).
+  // User-defined pieces are matched either way.
+  bool parse_special = false;
+};
+
 class Tokenizer {
  public:
   // An empty tokenizer (size() == 0) so Result<Tokenizer> can hold one;
@@ -44,20 +58,27 @@ class Tokenizer {
   // type value above 6; an empty piece; a NUL byte inside a piece; a
   // duplicate piece; a byte piece (type Byte, or any SPM piece shaped
   // "<0x..>" when types are absent) that is not exactly "<0xHH>" with two
-  // hex digits; a bos/eos/unk/pad id that is neither -1 nor in range; a BPE
-  // merge that is not "left right" with both sides non-empty. Merges are not
+  // hex digits; a bos/eos/unk/pad/eot/eom id that is neither -1 nor in
+  // range; a `pre` on a SentencePiece vocabulary; a BPE merge that is not
+  // "left right" with both sides non-empty. Merges are not
   // required to name existing pieces (real vocabularies contain a few that
-  // do not; such merges can simply never fire).
+  // do not; such merges can simply never fire). EMBER_ERR_UNSUPPORTED: a
+  // BPE vocabulary whose `pre` names no pre-tokenizer ember implements.
   static Result<Tokenizer> create(Vocab vocab);
 
-  // Appends the ids of `text` to *out (BOS first when add_bos). No EOS is
-  // added; the caller appends vocab().eos_id when it wants one. Any byte
+  // Appends the ids of `text` to *out (BOS first when add_bos), with
+  // user-defined pieces matched in the text and control pieces not (the
+  // overload below says otherwise). No EOS is added. Any byte
   // string is accepted: bytes that are not valid UTF-8 are encoded one by one
   // (SPM byte fallback; BPE is byte-level anyway). Errors:
   // EMBER_ERR_INVALID_ARGUMENT (out is NULL; add_bos with no bos id),
   // EMBER_ERR_BAD_TOKENIZER (a character needs a byte piece or unk piece the
   // vocabulary lacks). On error *out may hold a partial encoding.
   Status encode(std::string_view text, bool add_bos, std::vector<int32_t>* out) const;
+  // The same with EOS and special-token parsing as `options` say; errors as
+  // above (add_eos with no eos id: EMBER_ERR_INVALID_ARGUMENT).
+  Status encode(std::string_view text, const EncodeOptions& options,
+                std::vector<int32_t>* out) const;
 
   // Appends the bytes `id` prints as when it follows `prev` (-1 at the start
   // of a stream). SPM: "▁" prints as a space, <0xAB> as that byte, and the
@@ -81,10 +102,17 @@ class Tokenizer {
   int32_t size() const { return static_cast<int32_t>(vocab_.pieces.size()); }
   const Vocab& vocab() const { return vocab_; }
 
+  // Whether generating `id` ends the turn: eos, eot, eom, and the pieces
+  // chat templates end a turn with (<|eot_id|>, <|im_end|>, <|end|>,
+  // <end_of_turn>, <|endoftext|>, ...), found by their text.
+  bool is_eog(int32_t id) const;
+  // Those ids, ascending.
+  const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
+
  private:
   TokenType type_of(int32_t id) const;
 
-  Status encode_spm(std::string_view text, std::vector<int32_t>* out) const;
+  Status encode_spm(std::string_view text, bool space_prefix, std::vector<int32_t>* out) const;
   Status encode_bpe(std::string_view text, std::vector<int32_t>* out) const;
   Status bpe_word(std::string_view mapped, std::vector<MergeSymbol>* symbols,
                   std::string* scratch, std::vector<int32_t>* out) const;
@@ -103,13 +131,20 @@ class Tokenizer {
   int32_t byte_to_id_[256] = {};
   // BPE: "left right" -> rank (0 merges first).
   TokenizerStringMap merge_rank_;
+  // BPE: the family's word splitter.
+  PreTokenizer pre_;
+  // Pieces cut out of the text before encoding (control, user-defined,
+  // unknown), longest first.
+  std::vector<int32_t> special_ids_;
+  std::vector<int32_t> eog_ids_;
 };
 
 // The GPT-2 pre-tokenizer: splits `text` into the byte ranges the regex
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // matches, appending [begin, end) byte offsets to *words. Bytes that are not
-// valid UTF-8 count as one character each, of the "other" class. Exposed for
-// tests.
+// valid UTF-8 count as one character each, of the "other" class. Written by
+// hand, it is the reference the regex matcher's "gpt-2" family is tested
+// against (tests/tokenizer/test_pretokenizer.cpp); encoding uses the family.
 void gpt2_pretokenize(std::string_view text, std::vector<std::pair<size_t, size_t>>* words);
 
 }  // namespace ember

@@ -1,6 +1,6 @@
 // Unicode helpers the tokenizers need: UTF-8 decoding that never reads past
-// the end or rejects input, and the letter / number / whitespace classes the
-// GPT-2 pre-tokenizer regex is written in (\p{L}, \p{N}, \s).
+// the end or rejects input, and the character classes the pre-tokenizer
+// regexes are written in (\p{L}, \p{N}, \p{P}, \p{M}, \s).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,10 @@ void utf8_append(uint32_t cp, std::string* out);
 bool is_unicode_letter(uint32_t cp);
 // General category N* (Nd, Nl, No).
 bool is_unicode_number(uint32_t cp);
+// General category P* (Pc, Pd, Ps, Pe, Pi, Pf, Po).
+bool is_unicode_punctuation(uint32_t cp);
+// General category M* (Mn, Mc, Me).
+bool is_unicode_mark(uint32_t cp);
 // The Unicode White_Space property (what \s matches in the GPT-2 regex).
 bool is_unicode_whitespace(uint32_t cp);
 

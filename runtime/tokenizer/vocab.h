@@ -21,8 +21,16 @@ struct Vocab {
   std::vector<float> scores;        // empty or one per piece
   std::vector<uint8_t> types;       // empty or one per piece (TokenType)
   std::vector<std::string> merges;  // BPE only: "left right" by priority
+  // BPE only: the pre-tokenizer family, a GGUF tokenizer.ggml.pre name
+  // (tokenizer/pretokenizer.h); "" is GPT-2's regex (files from before the
+  // name was stored). Empty for SentencePiece.
+  std::string pre;
   int32_t bos_id = -1;
   int32_t eos_id = -1;
+  // End of turn / end of message (Llama 3 <|eot_id|>, <|eom_id|>): more
+  // ids that end generation, besides eos (Tokenizer::eog_ids()).
+  int32_t eot_id = -1;
+  int32_t eom_id = -1;
   int32_t unk_id = -1;
   int32_t pad_id = -1;
   bool add_bos = true;

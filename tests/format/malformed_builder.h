@@ -36,6 +36,9 @@ struct RawTokenizer {
   std::vector<std::string> merges;
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
   bool add_bos = true, add_eos = false, add_space_prefix = true, byte_fallback = true;
+  bool has_pre = false;  // the pre field is written only when set
+  std::string pre;
+  int32_t eot_id = -1, eom_id = -1;
 };
 
 struct RawTensor {
@@ -93,6 +96,10 @@ struct RawModel {
     m.tokenizer.add_eos = v.add_eos;
     m.tokenizer.add_space_prefix = v.add_space_prefix;
     m.tokenizer.byte_fallback = v.byte_fallback;
+    m.tokenizer.has_pre = !v.pre.empty();
+    m.tokenizer.pre = v.pre;
+    m.tokenizer.eot_id = v.eot_id;
+    m.tokenizer.eom_id = v.eom_id;
     for (const TensorView& t : c.tensors) {
       RawTensor r;
       r.name = t.name;
@@ -145,7 +152,8 @@ struct RawModel {
           fbb, static_cast<fb::TokenizerKind>(t.kind), t.has_pieces ? fbb.CreateVector(pieces) : 0,
           t.scores.empty() ? 0 : fbb.CreateVector(t.scores), t.types.empty() ? 0 : fbb.CreateVector(t.types),
           merges.empty() ? 0 : fbb.CreateVector(merges), t.bos_id, t.eos_id, t.unk_id, t.pad_id, t.add_bos,
-          t.add_eos, t.add_space_prefix, t.byte_fallback);
+          t.add_eos, t.add_space_prefix, t.byte_fallback, t.has_pre ? fbb.CreateString(t.pre) : 0, t.eot_id,
+          t.eom_id);
     }
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Tensor>>> table = 0;
     if (has_tensors) {

@@ -416,6 +416,37 @@ TEST_CASE("tokenizer metadata is EMBER_ERR_BAD_TOKENIZER naming the field") {
   EXPECT_FAILS(with([](RawModel& m) { m.tokenizer.pad_id = INT32_MIN; }), EMBER_ERR_BAD_TOKENIZER, "pad_id");
   EXPECT_FAILS(open_public([] { RawModel m = raw(); m.tokenizer.bos_id = 600; return m.bytes(); }(), "bos600"),
                EMBER_ERR_BAD_TOKENIZER, "bos_id");
+  EXPECT_FAILS(with([](RawModel& m) { m.tokenizer.eot_id = 354; }), EMBER_ERR_BAD_TOKENIZER, "eot_id = 354");
+  EXPECT_FAILS(with([](RawModel& m) { m.tokenizer.eom_id = -3; }), EMBER_ERR_BAD_TOKENIZER, "eom_id = -3");
+  // The pre-tokenizer: a name this build does not implement is refused by
+  // name, never read as GPT-2; SentencePiece has none.
+  auto bpe = [](RawModel& m, const char* pre) {
+    m.tokenizer.kind = 1;
+    m.tokenizer.has_pre = true;
+    m.tokenizer.pre = pre;
+  };
+  EXPECT_FAILS(with([&](RawModel& m) { bpe(m, "tekken-9000"); }), EMBER_ERR_UNSUPPORTED, "tekken-9000");
+  EXPECT_FAILS(with([](RawModel& m) {
+                 m.tokenizer.has_pre = true;
+                 m.tokenizer.pre = "qwen2";
+               }),
+               EMBER_ERR_BAD_TOKENIZER, "pre = 'qwen2'");
+  EXPECT_FAILS(open_public([&] { RawModel m = raw(); bpe(m, "nope"); return m.bytes(); }(), "pre-nope"),
+               EMBER_ERR_UNSUPPORTED, "nope");
+  for (const char* ok : {"llama-bpe", "qwen2", "gpt-2", ""}) {
+    INFO("pre '" << ok << "'");
+    CHECK(with([&](RawModel& m) { bpe(m, ok); }).code == EMBER_OK);
+  }
+  // A file from before the field (no pre, no eot/eom) still verifies, as GPT-2.
+  {
+    RawModel m = raw();
+    m.tokenizer.kind = 1;
+    ModelContents c;
+    const std::vector<uint8_t> b = m.bytes();
+    REQUIRE(verify_model(b.data(), b.size(), &c).is_ok());
+    CHECK(c.vocab.pre.empty());
+    CHECK(c.vocab.eot_id == -1);
+  }
 }
 
 TEST_CASE("tensor table entries are EMBER_ERR_BAD_TENSOR naming the tensor") {

@@ -502,6 +502,44 @@ TEST_CASE("vocab_from_gguf: model kinds, defaults and errors") {
     CHECK(v->eos_id == 2);
     CHECK(v->pad_id == -1);
     CHECK(v->merges.size() == 1);
+    CHECK(v->pre == "default");  // no tokenizer.ggml.pre: llama.cpp's choice
+  }
+  {
+    // The pre-tokenizer is read; Llama 3's defaults to adding BOS; eot/eom.
+    GgufWriter w;
+    w.kv_str("tokenizer.ggml.model", "gpt2");
+    w.kv_str("tokenizer.ggml.pre", "llama-bpe");
+    w.kv_strs("tokenizer.ggml.tokens", {"a", "b", "<|eot_id|>", "<|eom_id|>"});
+    w.kv_u32("tokenizer.ggml.bos_token_id", 0);
+    w.kv_u32("tokenizer.ggml.eot_token_id", 2);
+    w.kv_u32("tokenizer.ggml.eom_token_id", 3);
+    auto v = vocab(w);
+    REQUIRE_MESSAGE(v.is_ok(), v.status().message());
+    CHECK(v->pre == "llama-bpe");
+    CHECK(v->add_bos);
+    CHECK(v->eot_id == 2);
+    CHECK(v->eom_id == 3);
+  }
+  {
+    // An empty name is llama.cpp's "missing": "default", not the .ember legacy "".
+    GgufWriter w;
+    w.kv_str("tokenizer.ggml.model", "gpt2");
+    w.kv_str("tokenizer.ggml.pre", "");
+    w.kv_strs("tokenizer.ggml.tokens", {"a"});
+    auto v = vocab(w);
+    REQUIRE(v.is_ok());
+    CHECK(v->pre == "default");
+  }
+  for (const char* pre : {"tekken", "gpt-5", "GPT-2"}) {
+    // A name ember does not implement is refused, naming it (never GPT-2).
+    GgufWriter w;
+    w.kv_str("tokenizer.ggml.model", "gpt2");
+    w.kv_str("tokenizer.ggml.pre", pre);
+    w.kv_strs("tokenizer.ggml.tokens", {"a"});
+    const Status s = vocab(w).status();
+    INFO("pre '" << pre << "': " << s.message());
+    CHECK(s.code() == EMBER_ERR_UNSUPPORTED);
+    CHECK(mentions(s, std::string("tokenizer.ggml.pre '") + pre + "'"));
   }
   {
     GgufWriter w;

@@ -138,7 +138,9 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   kv.kv_u32((a + ".attention.head_count_kv").c_str(), hp.n_kv_heads);
   kv.kv_f32((a + ".attention.layer_norm_rms_epsilon").c_str(), hp.norm_eps);
   kv.kv_f32((a + ".rope.freq_base").c_str(), hp.rope_theta);
-  kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama" : "gpt2");
+  kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama"
+                                    : v.pre == "gemma4"                      ? "gemma4"
+                                                                             : "gpt2");
   kv.kv_strs("tokenizer.ggml.tokens", v.pieces);
   if (!v.scores.empty()) kv.kv_f32s("tokenizer.ggml.scores", v.scores);
   if (!v.types.empty()) {
@@ -146,6 +148,10 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
     kv.kv_i32s("tokenizer.ggml.token_type", types);
   }
   if (!v.merges.empty()) kv.kv_strs("tokenizer.ggml.merges", v.merges);
+  // "" (a file from before the name was stored) was tokenized as GPT-2.
+  if (v.kind == TokenizerKind::BytePairBPE) kv.kv_str("tokenizer.ggml.pre", v.pre.empty() ? "gpt-2" : v.pre);
+  if (v.eot_id >= 0) kv.kv_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(v.eot_id));
+  if (v.eom_id >= 0) kv.kv_u32("tokenizer.ggml.eom_token_id", static_cast<uint32_t>(v.eom_id));
   if (v.bos_id >= 0) kv.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
   if (v.eos_id >= 0) kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
   if (v.unk_id >= 0) kv.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));

@@ -1,6 +1,8 @@
 #include "tools/convert/vocab_import.h"
 
 #include <climits>
+
+#include "tokenizer/pretokenizer.h"
 #include <cstring>
 #include <string>
 
@@ -61,14 +63,17 @@ Result<Vocab> vocab_from_gguf(const GgufFile& g) {
     v.add_bos = true;
     v.add_space_prefix = true;
     v.byte_fallback = true;
-  } else if (model == "gpt2") {
+  } else if (model == "gpt2" || model == "gemma4") {
+    // "gemma4": BPE merges over raw UTF-8 with "▁" for spaces, the
+    // pre-tokenizer family of the same name (whatever .pre says, as
+    // llama.cpp reads it).
     v.kind = TokenizerKind::BytePairBPE;
     v.add_bos = false;
     v.add_space_prefix = false;
     v.byte_fallback = false;
   } else {
     return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "gguf: tokenizer.ggml.model '%.*s' is not supported (llama, gpt2 are)",
+                         "gguf: tokenizer.ggml.model '%.*s' is not supported (llama, gpt2, gemma4 are)",
                          static_cast<int>(model.size() < 64 ? model.size() : 64), model.data());
   }
   if (g.find("tokenizer.ggml.tokens") == nullptr) {
@@ -95,6 +100,25 @@ Result<Vocab> vocab_from_gguf(const GgufFile& g) {
     EMBER_ASSIGN_OR_RETURN(v.merges, g.get_string_array("tokenizer.ggml.merges"));
   }
 
+  if (v.kind == TokenizerKind::BytePairBPE) {
+    // The pre-tokenizer decides how words are cut: a name ember does not
+    // implement is refused, never replaced by GPT-2's. A file without the
+    // key (or with an empty one) gets llama.cpp's choice, "default".
+    v.pre = "default";
+    if (model == "gemma4") {
+      v.pre = "gemma4";
+    } else if (g.find("tokenizer.ggml.pre") != nullptr) {
+      EMBER_ASSIGN_OR_RETURN(std::string_view pre, g.get_string("tokenizer.ggml.pre"));
+      if (!pre.empty()) v.pre = std::string(pre);
+    }
+    auto pre = PreTokenizer::create(v.pre);
+    if (!pre.is_ok()) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "gguf: tokenizer.ggml.pre '%.*s' is not a pre-tokenizer ember implements",
+                           static_cast<int>(v.pre.size() < 64 ? v.pre.size() : 64), v.pre.data());
+    }
+    v.add_bos = pre->default_add_bos();
+  }
   if (v.kind == TokenizerKind::SentencePiece) {
     // llama.cpp's defaults for SPM vocabularies without explicit ids.
     const int32_t n = static_cast<int32_t>(v.pieces.size() > INT32_MAX ? INT32_MAX
@@ -107,9 +131,14 @@ Result<Vocab> vocab_from_gguf(const GgufFile& g) {
   EMBER_TRY(read_special(g, "tokenizer.ggml.eos_token_id", &v.eos_id));
   EMBER_TRY(read_special(g, "tokenizer.ggml.unknown_token_id", &v.unk_id));
   EMBER_TRY(read_special(g, "tokenizer.ggml.padding_token_id", &v.pad_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.eot_token_id", &v.eot_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.eom_token_id", &v.eom_id));
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_bos_token", &v.add_bos));
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_eos_token", &v.add_eos));
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_space_prefix", &v.add_space_prefix));
+  // llama.cpp adds BOS for Gemma 4 even where the file says not to (its
+  // converter wrote add_bos_token=false for models that need it).
+  if (v.pre == "gemma4") v.add_bos = true;
   return v;
 }
 

@@ -13,15 +13,18 @@
 namespace ember {
 
 // Reads tokenizer.ggml.model ("llama" -> SentencePiece, "gpt2" -> byte-level
-// BPE), .tokens, .scores, .token_type, .merges, .bos/.eos/.unknown/
-// .padding_token_id, .add_bos_token, .add_eos_token, .add_space_prefix.
-// Absent flags take llama.cpp's defaults: llama add_bos=true,
-// add_space_prefix=true; gpt2 add_bos=false, add_space_prefix=false; absent
+// BPE), .pre (BPE: the pre-tokenizer family; absent means "default", as in
+// llama.cpp), .tokens, .scores, .token_type, .merges, .bos/.eos/.unknown/
+// .padding/.eot/.eom_token_id, .add_bos_token, .add_eos_token,
+// .add_space_prefix. Absent flags take llama.cpp's defaults: llama
+// add_bos=true, add_space_prefix=true; gpt2 add_space_prefix=false and
+// add_bos=false except for the Llama 3 pre-tokenizers (true); absent
 // llama special ids default to unk=0, bos=1, eos=2 when in range; an id of
 // u32 0xFFFFFFFF (or i32 -1) means "none" (-1). Errors:
 // EMBER_ERR_BAD_TOKENIZER (no model or tokens; a token type outside 0..6; a
 // special id that does not fit in int32), EMBER_ERR_UNSUPPORTED (another
-// tokenizer model), EMBER_ERR_FORMAT (a key of the wrong type, from the
+// tokenizer model; a tokenizer.ggml.pre ember does not implement, naming
+// it), EMBER_ERR_FORMAT (a key of the wrong type, from the
 // GGUF getters, naming the key).
 Result<Vocab> vocab_from_gguf(const GgufFile& gguf);
 
