@@ -248,8 +248,9 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
     return Status::error(EMBER_ERR_VERSION, "schema_version = %u; this build reads version %u",
                          m->schema_version(), kSchemaVersion);
   }
-  if (m->arch() != fb::Arch::Llama) {
-    return Status::error(EMBER_ERR_FORMAT, "arch = %u is not a known architecture", static_cast<unsigned>(m->arch()));
+  if (static_cast<unsigned>(m->arch()) >= static_cast<unsigned>(kModelArchCount)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "arch = %u is not a model family this ember runs (0 llama, 1 qwen2)",
+                         static_cast<unsigned>(m->arch()));
   }
   // 3. Data segment bounds.
   const uint64_t data_offset = align_up(4 + fb_size, kDataAlignment);
@@ -290,11 +291,7 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   hp.rope_theta = h->rope_theta();
   hp.rope_style = static_cast<RopeStyle>(h->rope_style());
   hp.tied_embeddings = h->tied_embeddings();
-  if (h->arch() >= kModelArchCount) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "hparams.arch = %u is not a model family this ember runs (0 llama, 1 qwen2)",
-                         static_cast<unsigned>(h->arch()));
-  }
-  hp.arch = static_cast<ModelArch>(h->arch());
+  hp.arch = static_cast<ModelArch>(m->arch());  // checked above
   EMBER_TRY(check_hparams(hp));
 
   // 5. Tokenizer.

@@ -59,8 +59,7 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
   const HParams& hp = spec.hparams;
   auto hparams = fb::CreateHParams(fbb, hp.dim, hp.hidden_dim, hp.n_layers, hp.n_heads, hp.n_kv_heads,
                                    hp.vocab_size, hp.max_seq_len, hp.norm_eps, hp.rope_theta,
-                                   static_cast<fb::RopeStyle>(hp.rope_style), hp.tied_embeddings,
-                                   static_cast<uint8_t>(hp.arch));
+                                   static_cast<fb::RopeStyle>(hp.rope_style), hp.tied_embeddings);
   const Vocab& v = spec.vocab;
   std::vector<flatbuffers::Offset<flatbuffers::String>> pieces, merges;
   pieces.reserve(v.pieces.size());
@@ -83,7 +82,7 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
   auto provenance = fb::CreateProvenance(
       fbb, fbb.CreateString(p.source_file), p.source_sha256.empty() ? 0 : fbb.CreateVector(p.source_sha256),
       fbb.CreateString(p.converter), fbb.CreateString(p.quantization));
-  auto model = fb::CreateModel(fbb, kSchemaVersion, fb::Arch::Llama, hparams, tokenizer,
+  auto model = fb::CreateModel(fbb, kSchemaVersion, static_cast<fb::Arch>(hp.arch), hparams, tokenizer,
                                fbb.CreateVector(fb_tensors), provenance, data_size,
                                fbb.CreateVector(digest.data(), digest.size()));
   fb::FinishSizePrefixedModelBuffer(fbb, model);
