@@ -62,7 +62,8 @@ struct Scales {
   // vpmaddwd multipliers: kHalves ? dwords of halves 0-7 and 8-15 : m[0]'s
   // dword s for sub-block s.
   __m256i m[2];
-  __m256i off16;  // int16 per 16 elements: times the activation's sum16 (kMin != 0)
+  __m256i off16;  // int16 per 16 elements: times the activation's sum16 (kMin 1, 2)
+  __m256 mnf;     // kMin 3: min x dmin / 8 per sub-block, times the activation's bias x d_x
   float d, dmin;
 };
 
@@ -75,16 +76,17 @@ void k4_scales(const B& b, Scales* o) {
   const uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
   o->m[0] = dup16(_mm256_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), 0, 0)));
   const __m128i mn = _mm_setr_epi32(static_cast<int>(mn_lo), static_cast<int>(mn_hi), 0, 0);
-  o->off16 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn)));
   o->d = _cvtsh_ss(b.d);
   o->dmin = _cvtsh_ss(b.dmin);
+  // -dmin * min * sum(x) = dmin / 8 * min * bias (bias = -8 sum(x)).
+  o->mnf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn)), _mm256_set1_ps(o->dmin * 0.125f));
 }
 
 // kMin: 0 none; 1 offsets in units of d (added to the super-block sum);
-// 2 mins in units of dmin.
+// 2 mins per 16 in units of dmin; 3 mins per 32 (mnf, with the bias).
 struct Q4_K {
   using Block = KBlockQ4_K;
-  static constexpr int kMin = 2;
+  static constexpr int kMin = 3;
   static constexpr bool kHalves = false, kSigned = false;
   static void scales(const Block& b, Scales* o) { k4_scales(b, o); }
   // Sub-block s: the low (s even) or high nibbles of q[32 (s / 2) ..].
@@ -98,7 +100,7 @@ struct Q4_K {
 // Q5_K: Q4_K's nibbles plus a fifth bit, bit s of qh[l].
 struct Q5_K {
   using Block = KBlockQ5_K;
-  static constexpr int kMin = 2;
+  static constexpr int kMin = 3;
   static constexpr bool kHalves = false, kSigned = false;
   static void scales(const Block& b, Scales* o) { k4_scales(b, o); }
   template <int S>
@@ -255,7 +257,7 @@ inline void sub_blocks(const typename W::Block& blk, const Scales& sc, const int
 
 // R rows x T tokens. Per (row, token), in this order for every super-block:
 // the 8 sub-blocks' FMAs into tmp (zero), the offsets' FMA (kMin 1),
-// acc += tmp * d, then the mins' (kMin 2): the same sequence whatever R, T.
+// acc += tmp * d, then the mins' (kMin 2, 3): the same sequence whatever R, T.
 template <class W, int R, int T>
 void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, int32_t t, float* out, int64_t os) {
   using B = typename W::Block;
@@ -274,6 +276,13 @@ void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, in
       ad[j] = x.d + (t + j) * nb + sb * 8;
       as[j] = x.sum16 + (t + j) * n16 + sb * 16;
     }
+    __m256 fb[T];  // kMin 3: the activation's bias x its scale per sub-block
+    if constexpr (W::kMin == 3) {
+      for (int j = 0; j < T; ++j) {
+        const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias + (t + j) * nb + sb * 8));
+        fb[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(bias), _mm256_loadu_ps(ad[j]));
+      }
+    }
     for (int i = 0; i < R; ++i) {
       const B& blk = wr[i][sb];
       Scales sc;
@@ -283,7 +292,7 @@ void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, in
       sub_blocks<W, T>(blk, sc, aq, ad, tmp);
       for (int j = 0; j < T; ++j) {
         __m256 mins = _mm256_setzero_ps();
-        if constexpr (W::kMin != 0) {
+        if constexpr (W::kMin == 1 || W::kMin == 2) {
           const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(as[j]));
           mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(sc.off16, s16));
         }
@@ -292,6 +301,7 @@ void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, in
         if constexpr (W::kMin == 2) {
           acc[i][j] = _mm256_fmadd_ps(_mm256_mul_ps(mins, _mm256_loadu_ps(ad[j])), _mm256_set1_ps(sc.dmin), acc[i][j]);
         }
+        if constexpr (W::kMin == 3) acc[i][j] = _mm256_fmadd_ps(sc.mnf, fb[j], acc[i][j]);
       }
     }
   }

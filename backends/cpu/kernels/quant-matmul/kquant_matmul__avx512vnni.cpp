@@ -58,7 +58,8 @@ struct Scales {
   // vpmaddwd multipliers as dwords: kHalves ? one per 16 elements (16) :
   // one per sub-block (the low 8).
   __m512i m;
-  __m256i off16;  // int16 per 16 elements: times the activation's sum16 (kMin != 0)
+  __m256i off16;  // int16 per 16 elements: times the activation's sum16 (kMin 1, 2)
+  __m256 mnf;     // kMin 3: min x dmin / 8 per sub-block, times the activation's bias x d_x
   float d, dmin;
 };
 
@@ -72,9 +73,10 @@ void k4_scales(const B& b, Scales* o) {
   o->m = _mm512_castsi256_si512(
       dup16(_mm256_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), 0, 0))));
   const __m128i mn = _mm_setr_epi32(static_cast<int>(mn_lo), static_cast<int>(mn_hi), 0, 0);
-  o->off16 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn)));
   o->d = _cvtsh_ss(b.d);
   o->dmin = _cvtsh_ss(b.dmin);
+  // -dmin * min * sum(x) = dmin / 8 * min * bias (bias = -8 sum(x)).
+  o->mnf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn)), _mm256_set1_ps(o->dmin * 0.125f));
 }
 
 // The low then the high nibbles of 32 bytes (Q4_K / Q5_K sub-blocks 2K, 2K + 1).
@@ -84,11 +86,11 @@ inline __m512i nibbles(const uint8_t* q) {
 }
 
 // kMin: 0 none; 1 offsets in units of d (added to the super-block sum);
-// 2 mins in units of dmin. quants<K>(block): sub-blocks 2K, 2K + 1 as 64
+// 2 mins per 16 in units of dmin; 3 mins per 32 (mnf, with the bias). quants<K>(block): sub-blocks 2K, 2K + 1 as 64
 // bytes in element order, unsigned (kSigned: signed levels).
 struct Q4_K {
   using Block = KBlockQ4_K;
-  static constexpr int kMin = 2;
+  static constexpr int kMin = 3;
   static constexpr bool kHalves = false, kSigned = false;
   static void scales(const Block& b, Scales* o) { k4_scales(b, o); }
   template <int K>
@@ -100,7 +102,7 @@ struct Q4_K {
 // Q5_K: Q4_K's nibbles plus a fifth bit, bit s of qh[l].
 struct Q5_K {
   using Block = KBlockQ5_K;
-  static constexpr int kMin = 2;
+  static constexpr int kMin = 3;
   static constexpr bool kHalves = false, kSigned = false;
   static void scales(const Block& b, Scales* o) { k4_scales(b, o); }
   template <int K>
@@ -258,7 +260,7 @@ inline void pair(const typename W::Block& blk, const Scales& sc, const int8_t* c
 
 // R rows x T tokens. Per (row, token), in this order for every super-block:
 // the 4 pairs' FMAs into tmp (zero), the offsets' FMA (kMin 1), acc += tmp
-// * d, then the mins' (kMin 2): the same sequence whatever R, T.
+// * d, then the mins' (kMin 2, 3): the same sequence whatever R, T.
 template <class W, int R, int T>
 void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, int32_t t, float* out, int64_t os) {
   using B = typename W::Block;
@@ -273,11 +275,16 @@ void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, in
     __m256 ad[T];
     __m512 adp[T][4];  // pair k's activation scales: d[2k] x 8, d[2k + 1] x 8
     __m256i s16[T];
+    __m512 fb[T];  // kMin 3: the activation's bias x its scale per sub-block (low 8 lanes)
     for (int j = 0; j < T; ++j) {
       aq[j] = x.q + (t + j) * x.cols + sb * 256;
       ad[j] = _mm256_loadu_ps(x.d + (t + j) * nb + sb * 8);
-      if constexpr (W::kMin != 0) {
+      if constexpr (W::kMin == 1 || W::kMin == 2) {
         s16[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum16 + (t + j) * n16 + sb * 16));
+      }
+      if constexpr (W::kMin == 3) {
+        const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias + (t + j) * nb + sb * 8));
+        fb[j] = _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(bias), ad[j]));
       }
       const __m512 a512 = _mm512_castps256_ps512(ad[j]);
       for (int k = 0; k < 4; ++k) {
@@ -297,12 +304,13 @@ void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, in
       pair<W, T, 3>(blk, sc, aq, adp, tmp);
       for (int j = 0; j < T; ++j) {
         __m256 mins = _mm256_setzero_ps();
-        if constexpr (W::kMin != 0) mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sc.off16, s16[j])), ad[j]);
+        if constexpr (W::kMin == 1 || W::kMin == 2) mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sc.off16, s16[j])), ad[j]);
         if constexpr (W::kMin == 1) tmp[j] = _mm512_add_ps(tmp[j], _mm512_zextps256_ps512(mins));
         acc[i][j] = _mm512_fmadd_ps(tmp[j], _mm512_set1_ps(sc.d), acc[i][j]);
         if constexpr (W::kMin == 2) {
           acc[i][j] = _mm512_fmadd_ps(_mm512_zextps256_ps512(mins), _mm512_set1_ps(sc.dmin), acc[i][j]);
         }
+        if constexpr (W::kMin == 3) acc[i][j] = _mm512_fmadd_ps(_mm512_zextps256_ps512(sc.mnf), fb[j], acc[i][j]);
       }
     }
   }
