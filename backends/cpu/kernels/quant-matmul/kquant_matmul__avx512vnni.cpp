@@ -239,87 +239,101 @@ inline __m512i mult(const Scales& sc) {
   return _mm512_permutexvar_epi32(idx, sc.m);
 }
 
-template <class W, int T, int K>
-inline void pair(const typename W::Block& blk, const Scales& sc, const int8_t* const* aq, const __m512 (*adp)[4],
-                 __m512* tmp) {
-  const __m512i q = W::template quants<K>(blk);
-  const __m512i m = mult<W, K>(sc);
-  __m512i qu = q;
-  __mmask64 neg = 0;
+// A row's super-block unpacked: the pairs' quants (kSigned: |levels| and
+// the negative lanes' mask), their vpmaddwd multipliers and the scales.
+template <class W>
+struct Unpacked {
+  __m512i q[4], m[4];
+  __mmask64 neg[4];
+  Scales sc;
+};
+
+template <class W, int K>
+inline void unpack_pair(const typename W::Block& blk, Unpacked<W>* u) {
+  __m512i q = W::template quants<K>(blk);
+  u->m[K] = mult<W, K>(u->sc);
+  u->neg[K] = 0;
   if constexpr (W::kSigned) {
-    qu = _mm512_abs_epi8(q);
-    neg = _mm512_movepi8_mask(q);
+    u->neg[K] = _mm512_movepi8_mask(q);
+    q = _mm512_abs_epi8(q);
   }
+  u->q[K] = q;
+}
+
+template <class W>
+inline void unpack(const typename W::Block& blk, Unpacked<W>* u) {
+  W::scales(blk, &u->sc);
+  unpack_pair<W, 0>(blk, u);
+  unpack_pair<W, 1>(blk, u);
+  unpack_pair<W, 2>(blk, u);
+  unpack_pair<W, 3>(blk, u);
+}
+
+// A super-block's activations of T tokens, as every row of a tile uses them.
+template <int T>
+struct Acts {
+  const int8_t* aq[T];
+  __m256 ad[T];
+  __m512 adp[T][4];  // pair k's activation scales: d[2k] x 8, d[2k + 1] x 8
+  __m256i s16[T];    // kMin 1, 2
+  __m512 fb[T];      // kMin 3: the activation's bias x its scale per sub-block (low 8 lanes)
+};
+
+template <class W, int T>
+inline void acts(const QuantActs& x, int32_t t, int64_t sb, Acts<T>* a) {
+  const int64_t nb = x.cols / 32, n16 = x.cols / 16;
   for (int j = 0; j < T; ++j) {
-    __m512i a = _mm512_loadu_si512(aq[j] + 64 * K);
-    if constexpr (W::kSigned) a = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
-    const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(qu, a), m);
-    tmp[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), adp[j][K], tmp[j]);
+    a->aq[j] = x.q + (t + j) * x.cols + sb * 256;
+    a->ad[j] = _mm256_loadu_ps(x.d + (t + j) * nb + sb * 8);
+    if constexpr (W::kMin == 1 || W::kMin == 2) {
+      a->s16[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum16 + (t + j) * n16 + sb * 16));
+    }
+    if constexpr (W::kMin == 3) {
+      const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias + (t + j) * nb + sb * 8));
+      a->fb[j] = _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(bias), a->ad[j]));
+    }
+    const __m512 a512 = _mm512_castps256_ps512(a->ad[j]);
+    for (int k = 0; k < 4; ++k) {
+      a->adp[j][k] = _mm512_permutexvar_ps(
+          _mm512_inserti64x4(_mm512_set1_epi32(2 * k), _mm256_set1_epi32(2 * k + 1), 1), a512);
+    }
   }
 }
 
-// R rows x T tokens. Per (row, token), in this order for every super-block:
-// the 4 pairs' FMAs into tmp (zero), the offsets' FMA (kMin 1), acc += tmp
-// * d, then the mins' (kMin 2, 3): the same sequence whatever R, T.
-template <class W, int R, int T>
-void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, int32_t t, float* out, int64_t os) {
-  using B = typename W::Block;
-  const int64_t nsb = x.cols / 256, nb = x.cols / 32, n16 = x.cols / 16;
-  const B* wr[R];
-  for (int i = 0; i < R; ++i) wr[i] = reinterpret_cast<const B*>(w + (r + i) * row_bytes);
-  __m512 acc[R][T];
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    const int8_t* aq[T];
-    __m256 ad[T];
-    __m512 adp[T][4];  // pair k's activation scales: d[2k] x 8, d[2k + 1] x 8
-    __m256i s16[T];
-    __m512 fb[T];  // kMin 3: the activation's bias x its scale per sub-block (low 8 lanes)
-    for (int j = 0; j < T; ++j) {
-      aq[j] = x.q + (t + j) * x.cols + sb * 256;
-      ad[j] = _mm256_loadu_ps(x.d + (t + j) * nb + sb * 8);
-      if constexpr (W::kMin == 1 || W::kMin == 2) {
-        s16[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum16 + (t + j) * n16 + sb * 16));
-      }
-      if constexpr (W::kMin == 3) {
-        const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias + (t + j) * nb + sb * 8));
-        fb[j] = _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(bias), ad[j]));
-      }
-      const __m512 a512 = _mm512_castps256_ps512(ad[j]);
-      for (int k = 0; k < 4; ++k) {
-        adp[j][k] = _mm512_permutexvar_ps(
-            _mm512_inserti64x4(_mm512_set1_epi32(2 * k), _mm256_set1_epi32(2 * k + 1), 1), a512);
-      }
-    }
-    for (int i = 0; i < R; ++i) {
-      const B& blk = wr[i][sb];
-      Scales sc;
-      W::scales(blk, &sc);
-      __m512 tmp[T];
-      for (int j = 0; j < T; ++j) tmp[j] = _mm512_setzero_ps();
-      pair<W, T, 0>(blk, sc, aq, adp, tmp);
-      pair<W, T, 1>(blk, sc, aq, adp, tmp);
-      pair<W, T, 2>(blk, sc, aq, adp, tmp);
-      pair<W, T, 3>(blk, sc, aq, adp, tmp);
-      for (int j = 0; j < T; ++j) {
-        __m256 mins = _mm256_setzero_ps();
-        if constexpr (W::kMin == 1 || W::kMin == 2) mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sc.off16, s16[j])), ad[j]);
-        if constexpr (W::kMin == 1) tmp[j] = _mm512_add_ps(tmp[j], _mm512_zextps256_ps512(mins));
-        acc[i][j] = _mm512_fmadd_ps(tmp[j], _mm512_set1_ps(sc.d), acc[i][j]);
-        if constexpr (W::kMin == 2) {
-          acc[i][j] = _mm512_fmadd_ps(_mm512_zextps256_ps512(mins), _mm512_set1_ps(sc.dmin), acc[i][j]);
-        }
-        if constexpr (W::kMin == 3) acc[i][j] = _mm512_fmadd_ps(_mm512_zextps256_ps512(sc.mnf), fb[j], acc[i][j]);
-      }
-    }
+template <class W, int T, int K>
+inline void pair(const Unpacked<W>& u, const Acts<T>& a, __m512* tmp) {
+  const __m512i q = u.q[K];
+  for (int j = 0; j < T; ++j) {
+    __m512i v = _mm512_loadu_si512(a.aq[j] + 64 * K);
+    if constexpr (W::kSigned) v = _mm512_mask_sub_epi8(v, u.neg[K], _mm512_setzero_si512(), v);
+    const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(q, v), u.m[K]);
+    tmp[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), a.adp[j][K], tmp[j]);
   }
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < T; ++j) out[(t + j) * os + r + i] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
-constexpr int kRows = 4, kTokens = 4;
-constexpr int32_t kTokenChunk = 64;  // tokens whose activations stay in L2 while the rows stream
+// acc[j] += one row's super-block against token j. Per (row, token), in this
+// order: the 4 pairs' FMAs into tmp (zero), the offsets' FMA (kMin 1), acc
+// += tmp * d, then the mins' (kMin 2, 3): gemv and gemm run this same
+// sequence for every output, whatever the tile.
+template <class W, int T>
+inline void row_super_block(const Unpacked<W>& u, const Acts<T>& a, __m512* acc) {
+  __m512 tmp[T];
+  for (int j = 0; j < T; ++j) tmp[j] = _mm512_setzero_ps();
+  pair<W, T, 0>(u, a, tmp);
+  pair<W, T, 1>(u, a, tmp);
+  pair<W, T, 2>(u, a, tmp);
+  pair<W, T, 3>(u, a, tmp);
+  for (int j = 0; j < T; ++j) {
+    __m256 mins = _mm256_setzero_ps();
+    if constexpr (W::kMin == 1 || W::kMin == 2) {
+      mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(u.sc.off16, a.s16[j])), a.ad[j]);
+    }
+    if constexpr (W::kMin == 1) tmp[j] = _mm512_add_ps(tmp[j], _mm512_zextps256_ps512(mins));
+    acc[j] = _mm512_fmadd_ps(tmp[j], _mm512_set1_ps(u.sc.d), acc[j]);
+    if constexpr (W::kMin == 2) acc[j] = _mm512_fmadd_ps(_mm512_zextps256_ps512(mins), _mm512_set1_ps(u.sc.dmin), acc[j]);
+    if constexpr (W::kMin == 3) acc[j] = _mm512_fmadd_ps(_mm512_zextps256_ps512(u.sc.mnf), a.fb[j], acc[j]);
+  }
+}
 
 template <class W>
 int64_t row_bytes_of(int64_t cols) {
@@ -329,37 +343,72 @@ int64_t row_bytes_of(int64_t cols) {
 template <class W>
 void gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
           int64_t out_stride) {
-  const int64_t row_bytes = row_bytes_of<W>(cols);
+  using B = typename W::Block;
+  const int64_t row_bytes = row_bytes_of<W>(cols), nsb = cols / 256;
   // One row at a time: a single weight stream per thread.
   for (int32_t t = 0; t < n; ++t) {
-    for (int64_t r = r0; r < r1; ++r) tile<W, 1, 1>(w, row_bytes, x, r, t, out, out_stride);
+    for (int64_t r = r0; r < r1; ++r) {
+      const B* row = reinterpret_cast<const B*>(w + r * row_bytes);
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t sb = 0; sb < nsb; ++sb) {
+        Acts<1> a;
+        acts<W, 1>(x, t, sb, &a);
+        Unpacked<W> u;
+        unpack(row[sb], &u);
+        row_super_block<W, 1>(u, a, &acc);
+      }
+      out[t * out_stride + r] = _mm512_reduce_add_ps(acc);
+    }
   }
 }
 
+constexpr int kRows = 4, kTokens = 4;
+constexpr int32_t kTokenChunk = 64;  // tokens whose activations stay in L2 while the rows stream
+
+// T tokens from t (column jt of the accumulators) against the panel's rows,
+// already unpacked for this super-block.
 template <class W, int T>
-void rows(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r0, int64_t r1, int32_t t, float* out,
-          int64_t os) {
-  int64_t r = r0;
-  for (; r + kRows <= r1; r += kRows) tile<W, kRows, T>(w, row_bytes, x, r, t, out, os);
-  for (; r < r1; ++r) tile<W, 1, T>(w, row_bytes, x, r, t, out, os);
+void panel_tokens(const Unpacked<W>* up, int rows, const QuantActs& x, int32_t t, int64_t sb,
+                  __m512 (*accb)[kTokenChunk], int jt) {
+  Acts<T> a;
+  acts<W, T>(x, t, sb, &a);
+  for (int i = 0; i < rows; ++i) {
+    __m512 acc[T];
+    for (int j = 0; j < T; ++j) acc[j] = accb[i][jt + j];
+    row_super_block<W, T>(up[i], a, acc);
+    for (int j = 0; j < T; ++j) accb[i][jt + j] = acc[j];
+  }
 }
 
+// Panels of kRows rows against chunks of tokens, super-block by
+// super-block: each row's super-block is unpacked once for the whole chunk,
+// the panel's accumulators wait in L1 between super-blocks.
 template <class W>
 void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
           int64_t out_stride) {
-  const int64_t row_bytes = row_bytes_of<W>(cols);
+  using B = typename W::Block;
+  const int64_t row_bytes = row_bytes_of<W>(cols), nsb = cols / 256;
+  __m512 accb[kRows][kTokenChunk];
+  Unpacked<W> up[kRows];
   for (int32_t t0 = 0; t0 < n; t0 += kTokenChunk) {
     const int32_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
     for (int64_t r = r0; r < r1; r += kRows) {
-      const int64_t re = r + kRows <= r1 ? r + kRows : r1;
-      int32_t t = t0;
-      for (; t + kTokens <= t1; t += kTokens) rows<W, kTokens>(w, row_bytes, x, r, re, t, out, out_stride);
-      switch (t1 - t) {
-        case 3: rows<W, 3>(w, row_bytes, x, r, re, t, out, out_stride); break;
-        case 2: rows<W, 2>(w, row_bytes, x, r, re, t, out, out_stride); break;
-        case 1: rows<W, 1>(w, row_bytes, x, r, re, t, out, out_stride); break;
-        default: break;
+      const int rows = r + kRows <= r1 ? kRows : static_cast<int>(r1 - r);
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < t1 - t0; ++j) accb[i][j] = _mm512_setzero_ps();
+      for (int64_t sb = 0; sb < nsb; ++sb) {
+        for (int i = 0; i < rows; ++i) unpack(reinterpret_cast<const B*>(w + (r + i) * row_bytes)[sb], &up[i]);
+        int32_t t = t0;
+        for (; t + kTokens <= t1; t += kTokens) panel_tokens<W, kTokens>(up, rows, x, t, sb, accb, t - t0);
+        switch (t1 - t) {
+          case 3: panel_tokens<W, 3>(up, rows, x, t, sb, accb, t - t0); break;
+          case 2: panel_tokens<W, 2>(up, rows, x, t, sb, accb, t - t0); break;
+          case 1: panel_tokens<W, 1>(up, rows, x, t, sb, accb, t - t0); break;
+          default: break;
+        }
       }
+      for (int i = 0; i < rows; ++i)
+        for (int32_t j = 0; j < t1 - t0; ++j) out[(t0 + j) * out_stride + r + i] = _mm512_reduce_add_ps(accb[i][j]);
     }
   }
 }
