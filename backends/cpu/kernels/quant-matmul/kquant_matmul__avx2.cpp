@@ -309,7 +309,7 @@ void tile(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r, in
     for (int j = 0; j < T; ++j) out[(t + j) * os + r + i] = hsum(acc[i][j]);
 }
 
-constexpr int kRows = 4, kTokens = 2;
+constexpr int kRows = 4, kTokens = 4;
 constexpr int32_t kTokenChunk = 64;  // tokens whose activations stay in L2 while the rows stream
 
 template <class W>
@@ -327,25 +327,107 @@ void gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantAct
   }
 }
 
+// ---- gemm: panels of kRows rows against chunks of tokens, super-block by
+// super-block: each row's super-block is unpacked once for the whole chunk
+// (Unpacked, in L1), the panel's accumulators wait in L1 between
+// super-blocks. Per output, exactly tile()'s sequence (gemv's).
+template <class W>
+struct Unpacked {
+  __m256i q[8];  // sub-blocks' quants for vpmaddubsw (kSigned: |levels|)
+  __m256i s[8];  // kSigned: the signed levels, for vpsignb
+  __m256i m[8];  // vpmaddwd multipliers
+  Scales sc;
+};
+
+template <class W, int S = 0>
+inline void unpack_sub_blocks(const typename W::Block& blk, Unpacked<W>* u) {
+  if constexpr (S < 8) {
+    const __m256i q = W::template quants<S>(blk);
+    u->m[S] = mult<W, S>(u->sc);
+    if constexpr (W::kSigned) {
+      u->s[S] = q;
+      u->q[S] = _mm256_abs_epi8(q);
+    } else {
+      u->q[S] = q;
+    }
+    unpack_sub_blocks<W, S + 1>(blk, u);
+  }
+}
+
+// T tokens from t (column jt of the accumulators) against the panel's rows,
+// already unpacked for super-block sb.
 template <class W, int T>
-void rows(const uint8_t* w, int64_t row_bytes, const QuantActs& x, int64_t r0, int64_t r1, int32_t t, float* out,
-          int64_t os) {
-  int64_t r = r0;
-  for (; r + kRows <= r1; r += kRows) tile<W, kRows, T>(w, row_bytes, x, r, t, out, os);
-  for (; r < r1; ++r) tile<W, 1, T>(w, row_bytes, x, r, t, out, os);
+void panel_tokens(const Unpacked<W>* up, int rows, const QuantActs& x, int32_t t, int64_t sb,
+                  __m256 (*accb)[kTokenChunk], int jt) {
+  const int64_t nb = x.cols / 32, n16 = x.cols / 16;
+  const int8_t* aq[T];
+  const float* ad[T];
+  const int16_t* as[T];
+  __m256 fb[T];
+  for (int j = 0; j < T; ++j) {
+    aq[j] = x.q + (t + j) * x.cols + sb * 256;
+    ad[j] = x.d + (t + j) * nb + sb * 8;
+    as[j] = x.sum16 + (t + j) * n16 + sb * 16;
+    if constexpr (W::kMin == 3) {
+      const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias + (t + j) * nb + sb * 8));
+      fb[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(bias), _mm256_loadu_ps(ad[j]));
+    }
+  }
+  for (int i = 0; i < rows; ++i) {
+    const Unpacked<W>& u = up[i];
+    __m256 tmp[T];
+    for (int j = 0; j < T; ++j) tmp[j] = _mm256_setzero_ps();
+    for (int s = 0; s < 8; ++s) {
+      for (int j = 0; j < T; ++j) {
+        __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(aq[j] + 32 * s));
+        if constexpr (W::kSigned) a = _mm256_sign_epi8(a, u.s[s]);
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[s], a), u.m[s]);
+        tmp[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(ad[j] + s), tmp[j]);
+      }
+    }
+    for (int j = 0; j < T; ++j) {
+      __m256 acc = accb[i][jt + j];
+      __m256 mins = _mm256_setzero_ps();
+      if constexpr (W::kMin == 1 || W::kMin == 2) {
+        const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(as[j]));
+        mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(u.sc.off16, s16));
+      }
+      if constexpr (W::kMin == 1) tmp[j] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(ad[j]), tmp[j]);
+      acc = _mm256_fmadd_ps(tmp[j], _mm256_set1_ps(u.sc.d), acc);
+      if constexpr (W::kMin == 2) {
+        acc = _mm256_fmadd_ps(_mm256_mul_ps(mins, _mm256_loadu_ps(ad[j])), _mm256_set1_ps(u.sc.dmin), acc);
+      }
+      if constexpr (W::kMin == 3) acc = _mm256_fmadd_ps(u.sc.mnf, fb[j], acc);
+      accb[i][jt + j] = acc;
+    }
+  }
 }
 
 template <class W>
 void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
           int64_t out_stride) {
-  const int64_t row_bytes = row_bytes_of<W>(cols);
+  using B = typename W::Block;
+  const int64_t row_bytes = row_bytes_of<W>(cols), nsb = cols / 256;
+  __m256 accb[kRows][kTokenChunk];
+  Unpacked<W> up[kRows];
   for (int32_t t0 = 0; t0 < n; t0 += kTokenChunk) {
     const int32_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
     for (int64_t r = r0; r < r1; r += kRows) {
-      const int64_t re = r + kRows <= r1 ? r + kRows : r1;
-      int32_t t = t0;
-      for (; t + kTokens <= t1; t += kTokens) rows<W, kTokens>(w, row_bytes, x, r, re, t, out, out_stride);
-      for (; t < t1; ++t) rows<W, 1>(w, row_bytes, x, r, re, t, out, out_stride);
+      const int rows = r + kRows <= r1 ? kRows : static_cast<int>(r1 - r);
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < t1 - t0; ++j) accb[i][j] = _mm256_setzero_ps();
+      for (int64_t sb = 0; sb < nsb; ++sb) {
+        for (int i = 0; i < rows; ++i) {
+          const B& blk = reinterpret_cast<const B*>(w + (r + i) * row_bytes)[sb];
+          W::scales(blk, &up[i].sc);
+          unpack_sub_blocks<W>(blk, &up[i]);
+        }
+        int32_t t = t0;
+        for (; t + kTokens <= t1; t += kTokens) panel_tokens<W, kTokens>(up, rows, x, t, sb, accb, t - t0);
+        for (; t < t1; ++t) panel_tokens<W, 1>(up, rows, x, t, sb, accb, t - t0);
+      }
+      for (int i = 0; i < rows; ++i)
+        for (int32_t j = 0; j < t1 - t0; ++j) out[(t0 + j) * out_stride + r + i] = hsum(accb[i][j]);
     }
   }
 }
