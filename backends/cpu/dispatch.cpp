@@ -33,28 +33,28 @@ constexpr const char* kGenericGgufPaths[] = {EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_G
   EMBER_GGUF_PAIR(q4_1, generic),          \
       EMBER_GGUF_PAIR(q5_0, generic),      \
       EMBER_GGUF_PAIR(q5_1, generic),      \
-      EMBER_GGUF_PAIR(q2_k, generic),      \
-      EMBER_GGUF_PAIR(q3_k, generic),      \
-      EMBER_GGUF_PAIR(q4_k, generic),      \
-      EMBER_GGUF_PAIR(q5_k, generic),      \
-      EMBER_GGUF_PAIR(q6_k, generic),      \
+      EMBER_GGUF_PAIR(q2_k, avx2),      \
+      EMBER_GGUF_PAIR(q3_k, avx2),      \
+      EMBER_GGUF_PAIR(q4_k, avx2),      \
+      EMBER_GGUF_PAIR(q5_k, avx2),      \
+      EMBER_GGUF_PAIR(q6_k, avx2),      \
       EMBER_GGUF_PAIR(iq4_nl, generic),    \
-      EMBER_GGUF_PAIR(iq4_xs, generic)
-constexpr const char* kAvx2GgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
-                                          "generic", "generic", "generic", "generic", "generic"};
+      EMBER_GGUF_PAIR(iq4_xs, avx2)
+constexpr const char* kAvx2GgufPaths[] = {"generic", "generic", "generic", "avx2",    "avx2",
+                                          "avx2",    "avx2",    "avx2",    "generic", "avx2"};
 #define EMBER_GGUF_AVX512                  \
   EMBER_GGUF_PAIR(q4_1, generic),          \
       EMBER_GGUF_PAIR(q5_0, generic),      \
       EMBER_GGUF_PAIR(q5_1, generic),      \
-      EMBER_GGUF_PAIR(q2_k, generic),      \
-      EMBER_GGUF_PAIR(q3_k, generic),      \
-      EMBER_GGUF_PAIR(q4_k, generic),      \
-      EMBER_GGUF_PAIR(q5_k, generic),      \
-      EMBER_GGUF_PAIR(q6_k, generic),      \
+      EMBER_GGUF_PAIR(q2_k, avx512vnni),      \
+      EMBER_GGUF_PAIR(q3_k, avx512vnni),      \
+      EMBER_GGUF_PAIR(q4_k, avx512vnni),      \
+      EMBER_GGUF_PAIR(q5_k, avx512vnni),      \
+      EMBER_GGUF_PAIR(q6_k, avx512vnni),      \
       EMBER_GGUF_PAIR(iq4_nl, generic),    \
-      EMBER_GGUF_PAIR(iq4_xs, generic)
-constexpr const char* kAvx512GgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
-                                            "generic", "generic", "generic", "generic", "generic"};
+      EMBER_GGUF_PAIR(iq4_xs, avx512vnni)
+constexpr const char* kAvx512GgufPaths[] = {"generic",    "generic",    "generic",    "avx512vnni", "avx512vnni",
+                                            "avx512vnni", "avx512vnni", "avx512vnni", "generic",    "avx512vnni"};
 #endif
 #if defined(__aarch64__)
 #define EMBER_GGUF_NEON                    \
