@@ -58,31 +58,31 @@ constexpr const char* kAvx512GgufPaths[] = {"generic",    "generic",    "generic
 #endif
 #if defined(__aarch64__)
 #define EMBER_GGUF_NEON                    \
-  EMBER_GGUF_PAIR(q4_1, generic),          \
-      EMBER_GGUF_PAIR(q5_0, generic),      \
-      EMBER_GGUF_PAIR(q5_1, generic),      \
-      EMBER_GGUF_PAIR(q2_k, generic),      \
-      EMBER_GGUF_PAIR(q3_k, generic),      \
-      EMBER_GGUF_PAIR(q4_k, generic),      \
-      EMBER_GGUF_PAIR(q5_k, generic),      \
-      EMBER_GGUF_PAIR(q6_k, generic),      \
-      EMBER_GGUF_PAIR(iq4_nl, generic),    \
-      EMBER_GGUF_PAIR(iq4_xs, generic)
-constexpr const char* kNeonGgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
-                                          "generic", "generic", "generic", "generic", "generic"};
+  EMBER_GGUF_PAIR(q4_1, neon),             \
+      EMBER_GGUF_PAIR(q5_0, neon),         \
+      EMBER_GGUF_PAIR(q5_1, neon),         \
+      EMBER_GGUF_PAIR(q2_k, neon),         \
+      EMBER_GGUF_PAIR(q3_k, neon),         \
+      EMBER_GGUF_PAIR(q4_k, neon),         \
+      EMBER_GGUF_PAIR(q5_k, neon),         \
+      EMBER_GGUF_PAIR(q6_k, neon),         \
+      EMBER_GGUF_PAIR(iq4_nl, neon),       \
+      EMBER_GGUF_PAIR(iq4_xs, neon)
+constexpr const char* kNeonGgufPaths[] = {"neon", "neon", "neon", "neon", "neon",
+                                          "neon", "neon", "neon", "neon", "neon"};
 #define EMBER_GGUF_NEONDOT                 \
-  EMBER_GGUF_PAIR(q4_1, generic),          \
-      EMBER_GGUF_PAIR(q5_0, generic),      \
-      EMBER_GGUF_PAIR(q5_1, generic),      \
-      EMBER_GGUF_PAIR(q2_k, generic),      \
-      EMBER_GGUF_PAIR(q3_k, generic),      \
-      EMBER_GGUF_PAIR(q4_k, generic),      \
-      EMBER_GGUF_PAIR(q5_k, generic),      \
-      EMBER_GGUF_PAIR(q6_k, generic),      \
-      EMBER_GGUF_PAIR(iq4_nl, generic),    \
-      EMBER_GGUF_PAIR(iq4_xs, generic)
-constexpr const char* kNeonDotGgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
-                                             "generic", "generic", "generic", "generic", "generic"};
+  EMBER_GGUF_PAIR(q4_1, neondot),          \
+      EMBER_GGUF_PAIR(q5_0, neondot),      \
+      EMBER_GGUF_PAIR(q5_1, neondot),      \
+      EMBER_GGUF_PAIR(q2_k, neondot),      \
+      EMBER_GGUF_PAIR(q3_k, neondot),      \
+      EMBER_GGUF_PAIR(q4_k, neondot),      \
+      EMBER_GGUF_PAIR(q5_k, neondot),      \
+      EMBER_GGUF_PAIR(q6_k, neondot),      \
+      EMBER_GGUF_PAIR(iq4_nl, neondot),    \
+      EMBER_GGUF_PAIR(iq4_xs, neondot)
+constexpr const char* kNeonDotGgufPaths[] = {"neondot", "neondot", "neondot", "neondot", "neondot",
+                                             "neondot", "neondot", "neondot", "neondot", "neondot"};
 #endif
 
 // Constant-initialized tables, one per path built into this binary.
