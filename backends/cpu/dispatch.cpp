@@ -30,31 +30,31 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
 constexpr const char* kGenericGgufPaths[] = {EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_NAME_)};
 #if defined(__x86_64__)
 #define EMBER_GGUF_AVX2                    \
-  EMBER_GGUF_PAIR(q4_1, generic),          \
-      EMBER_GGUF_PAIR(q5_0, generic),      \
-      EMBER_GGUF_PAIR(q5_1, generic),      \
+  EMBER_GGUF_PAIR(q4_1, avx2),             \
+      EMBER_GGUF_PAIR(q5_0, avx2),         \
+      EMBER_GGUF_PAIR(q5_1, avx2),         \
       EMBER_GGUF_PAIR(q2_k, generic),      \
       EMBER_GGUF_PAIR(q3_k, generic),      \
       EMBER_GGUF_PAIR(q4_k, generic),      \
       EMBER_GGUF_PAIR(q5_k, generic),      \
       EMBER_GGUF_PAIR(q6_k, generic),      \
-      EMBER_GGUF_PAIR(iq4_nl, generic),    \
+      EMBER_GGUF_PAIR(iq4_nl, avx2),       \
       EMBER_GGUF_PAIR(iq4_xs, generic)
-constexpr const char* kAvx2GgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
-                                          "generic", "generic", "generic", "generic", "generic"};
+constexpr const char* kAvx2GgufPaths[] = {"avx2", "avx2", "avx2", "generic", "generic",
+                                          "generic", "generic", "generic", "avx2", "generic"};
 #define EMBER_GGUF_AVX512                  \
-  EMBER_GGUF_PAIR(q4_1, generic),          \
-      EMBER_GGUF_PAIR(q5_0, generic),      \
-      EMBER_GGUF_PAIR(q5_1, generic),      \
+  EMBER_GGUF_PAIR(q4_1, avx512vnni),       \
+      EMBER_GGUF_PAIR(q5_0, avx512vnni),   \
+      EMBER_GGUF_PAIR(q5_1, avx512vnni),   \
       EMBER_GGUF_PAIR(q2_k, generic),      \
       EMBER_GGUF_PAIR(q3_k, generic),      \
       EMBER_GGUF_PAIR(q4_k, generic),      \
       EMBER_GGUF_PAIR(q5_k, generic),      \
       EMBER_GGUF_PAIR(q6_k, generic),      \
-      EMBER_GGUF_PAIR(iq4_nl, generic),    \
+      EMBER_GGUF_PAIR(iq4_nl, avx512vnni), \
       EMBER_GGUF_PAIR(iq4_xs, generic)
-constexpr const char* kAvx512GgufPaths[] = {"generic", "generic", "generic", "generic", "generic",
-                                            "generic", "generic", "generic", "generic", "generic"};
+constexpr const char* kAvx512GgufPaths[] = {"avx512vnni", "avx512vnni", "avx512vnni", "generic", "generic",
+                                            "generic", "generic", "generic", "avx512vnni", "generic"};
 #endif
 #if defined(__aarch64__)
 #define EMBER_GGUF_NEON                    \
