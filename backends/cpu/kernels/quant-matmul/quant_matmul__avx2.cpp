@@ -16,8 +16,8 @@ namespace {
 //              kBiasMul x the activation's bias in lane 0 to add or ignore;
 //              kHasMin and float min(row, b) (w = scale * q + min)
 //   rows16:    kTileBytes, kScaleOffset (16 f16), kQuantOffset; kParts and
-//              unpack(32 bytes, Part[kParts]): a half chunk's 4 bytes per
-//              row as kParts parts (1: 8-bit quants; 2: low, high nibbles);
+//              unpack(32 bytes, chunk, Part[kParts]): a half chunk's 4 bytes
+//              per row as kParts parts (1: 8-bit quants; 2: low, high nibbles);
 //              __m256i mul(part, word): its vpmaddubsw products; kMaxQuant,
 //              the largest |quant| a product meets; kBiasMul
 // kBiasMul: the int32 sums get kBiasMul times the activation's bias
@@ -49,7 +49,7 @@ struct Q8_0Rows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ8_0), kScaleOffset = 0, kQuantOffset = 32;
   static constexpr int kParts = 1, kMaxQuant = 128;
   using Part = Q8_0::Quants;
-  static void unpack(const uint8_t* p, Part* out) {
+  static void unpack(const uint8_t* p, int /*chunk*/, Part* out) {
     const __m256i w = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
                                        _mm256_set1_epi8(static_cast<char>(0x80)));
     out[0] = {_mm256_abs_epi8(w), w};
@@ -82,7 +82,7 @@ struct Q4_0Rows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ4_0), kScaleOffset = 0, kQuantOffset = 32;
   static constexpr int kParts = 2, kMaxQuant = 15;
   using Part = __m256i;
-  static void unpack(const uint8_t* p, Part* out) {
+  static void unpack(const uint8_t* p, int /*chunk*/, Part* out) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     const __m256i m0f = _mm256_set1_epi8(0x0f);
     out[0] = _mm256_and_si256(v, m0f);
@@ -153,6 +153,27 @@ struct Q5_0 {
   static __m256i dot(const Quants& w, __m256i a, __m256i seed) { return dot_unsigned(w, a, seed); }
 };
 
+// Q5_0 in Rows16 (core/layout.h): the nibbles as Q4_0Rows16's, each part's
+// high bit shifted out of the half's 8 words of high bits (bit 2c + p of
+// each byte), the same bias as row-major. Sums of 16 products of 31 * 127
+// overflow int16: one vpmaddwd per product (Rows16Shape::kInt16 false).
+struct Q5_0Rows16 {
+  static constexpr int kBiasMul = 2;
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_0), kScaleOffset = 0, kQuantOffset = 96;
+  static constexpr int kParts = 2, kMaxQuant = 31;
+  using Part = __m256i;
+  static void unpack(const uint8_t* p, int chunk, Part* out) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i h = _mm256_srl_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p - 64 * chunk - 64)),
+                                       _mm_cvtsi32_si128(2 * chunk));
+    const __m256i m0f = _mm256_set1_epi8(0x0f), m10 = _mm256_set1_epi8(0x10);
+    out[0] = _mm256_or_si256(_mm256_and_si256(v, m0f), _mm256_and_si256(_mm256_slli_epi32(h, 4), m10));
+    out[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m0f),
+                             _mm256_and_si256(_mm256_slli_epi32(h, 3), m10));
+  }
+  static __m256i mul(const Part& w, __m256i x) { return _mm256_maddubs_epi16(w, x); }
+};
+
 // Q5_1: w = d * q + m, q as Q5_0's with no offset.
 struct Q5_1 {
   static constexpr int kBiasMul = 0;
@@ -194,6 +215,8 @@ EMBER_DEFINE_QMATMUL(q8_0_rows16_gemv, avx2, rows16_gemv<Q8_0Rows16>)
 EMBER_DEFINE_QMATMUL(q8_0_rows16_gemm, avx2, rows16_gemm<Q8_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_0_rows16_gemv, avx2, rows16_gemv<Q4_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_0_rows16_gemm, avx2, rows16_gemm<Q4_0Rows16>)
+EMBER_DEFINE_QMATMUL(q5_0_rows16_gemv, avx2, rows16_gemv<Q5_0Rows16>)
+EMBER_DEFINE_QMATMUL(q5_0_rows16_gemm, avx2, rows16_gemm<Q5_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_1_gemv, avx2, gemv<Q4_1>)
 EMBER_DEFINE_QMATMUL(q4_1_gemm, avx2, gemm<Q4_1>)
 EMBER_DEFINE_QMATMUL(q5_0_gemv, avx2, gemv<Q5_0>)

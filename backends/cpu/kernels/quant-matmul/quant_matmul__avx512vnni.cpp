@@ -19,9 +19,9 @@ namespace {
 //              in lane 0 to use or ignore; kHasMin and float min(row, b)
 //              (w = scale * q + min)
 //   rows16:    kTileBytes, kScaleOffset (16 f16), kQuantOffset; kParts and
-//              unpack(64 bytes, __m512i[kParts]): a chunk's 4 bytes per row
-//              as kParts unsigned parts (1: 8-bit quants; 2: low, high
-//              nibbles)
+//              unpack(64 bytes, chunk, __m512i[kParts]): a chunk's 4 bytes
+//              per row as kParts unsigned parts (1: 8-bit quants; 2: low,
+//              high nibbles)
 // kBiasMul: the int32 sums get kBiasMul times the activation's bias
 // (-8 * sum(q)), 0 for none.
 
@@ -52,7 +52,7 @@ struct Q8_0Rows16 {
   static constexpr int kBiasMul = 16;
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ8_0), kScaleOffset = 0, kQuantOffset = 32;
   static constexpr int kParts = 1;
-  static void unpack(const uint8_t* p, __m512i* out) { out[0] = _mm512_loadu_si512(p); }
+  static void unpack(const uint8_t* p, int /*chunk*/, __m512i* out) { out[0] = _mm512_loadu_si512(p); }
 };
 
 // Q4_0: the nibbles (0..15) are unsigned bytes as they are; the
@@ -78,7 +78,7 @@ struct Q4_0Rows16 {
   static constexpr int kBiasMul = 1;
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ4_0), kScaleOffset = 0, kQuantOffset = 32;
   static constexpr int kParts = 2;
-  static void unpack(const uint8_t* p, __m512i* out) {
+  static void unpack(const uint8_t* p, int /*chunk*/, __m512i* out) {
     const __m512i v = _mm512_loadu_si512(p);
     const __m512i m0f = _mm512_set1_epi8(0x0f);
     out[0] = _mm512_and_si512(v, m0f);
@@ -140,6 +140,23 @@ struct Q5_0 {
   static __m256i dot(const Quants& w, __m256i a, __m256i seed) { return _mm256_dpbusd_epi32(seed, w, a); }
 };
 
+// Q5_0 in Rows16 (core/layout.h): the nibbles as Q4_0Rows16's, each part's
+// high bit shifted out of the 16 words of high bits (bit 2c + p of each
+// byte), the same bias as row-major.
+struct Q5_0Rows16 {
+  static constexpr int kBiasMul = 2;
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_0), kScaleOffset = 0, kQuantOffset = 96;
+  static constexpr int kParts = 2;
+  static void unpack(const uint8_t* p, int chunk, __m512i* out) {
+    const __m512i v = _mm512_loadu_si512(p);
+    const __m512i h = _mm512_srl_epi32(_mm512_loadu_si512(p - 64 * chunk - 64), _mm_cvtsi32_si128(2 * chunk));
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+    out[0] = _mm512_or_si512(_mm512_and_si512(v, m0f), _mm512_and_si512(_mm512_slli_epi32(h, 4), m10));
+    out[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f),
+                             _mm512_and_si512(_mm512_slli_epi32(h, 3), m10));
+  }
+};
+
 // Q5_1: w = d * q + m, q as Q5_0's with no offset.
 struct Q5_1 {
   static constexpr int kBiasMul = 0;
@@ -185,6 +202,8 @@ EMBER_DEFINE_QMATMUL(q8_0_rows16_gemv, avx512vnni, rows16_gemv<Q8_0Rows16>)
 EMBER_DEFINE_QMATMUL(q8_0_rows16_gemm, avx512vnni, rows16_gemm<Q8_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_0_rows16_gemv, avx512vnni, rows16_gemv<Q4_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_0_rows16_gemm, avx512vnni, rows16_gemm<Q4_0Rows16>)
+EMBER_DEFINE_QMATMUL(q5_0_rows16_gemv, avx512vnni, rows16_gemv<Q5_0Rows16>)
+EMBER_DEFINE_QMATMUL(q5_0_rows16_gemm, avx512vnni, rows16_gemm<Q5_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_1_gemv, avx512vnni, gemv<Q4_1>)
 EMBER_DEFINE_QMATMUL(q4_1_gemm, avx512vnni, gemm<Q4_1>)
 EMBER_DEFINE_QMATMUL(q5_0_gemv, avx512vnni, gemv<Q5_0>)
