@@ -61,10 +61,10 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
 CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
   switch (dtype) {
     case DType::Q8_0:
-    case DType::Q4_0: return layout == Layout::RowMajor || layout == Layout::Rows16 ? CpuMatmulFamily::Int8
+    case DType::Q4_0:
+    case DType::Q5_0: return layout == Layout::RowMajor || layout == Layout::Rows16 ? CpuMatmulFamily::Int8
                                                                                        : CpuMatmulFamily::None;
     case DType::Q4_1:
-    case DType::Q5_0:
     case DType::Q5_1:
     case DType::Q2_K:
     case DType::Q3_K:

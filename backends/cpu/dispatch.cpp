@@ -15,6 +15,8 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
 #define EMBER_QUANT_ENTRIES(isa) q8_0_gemv__##isa, q8_0_gemm__##isa, q4_0_gemv__##isa, q4_0_gemm__##isa
 #define EMBER_ROWS16_ENTRIES(isa) \
   q8_0_rows16_gemv__##isa, q8_0_rows16_gemm__##isa, q4_0_rows16_gemv__##isa, q4_0_rows16_gemm__##isa
+// The GGUF types' Rows16 matmuls (Q5_0), last in CpuKernels.
+#define EMBER_GGUF_ROWS16_ENTRIES(isa) q5_0_rows16_gemv__##isa, q5_0_rows16_gemm__##isa
 #define EMBER_FLOAT_MATMUL_ENTRIES(isa) f32_gemv__##isa, f32_gemm__##isa, f16_gemv__##isa, f16_gemm__##isa
 #define EMBER_VECTOR_ENTRIES(isa) \
   f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
@@ -30,31 +32,31 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
 constexpr const char* kGenericGgufPaths[] = {EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_NAME_)};
 #if defined(__x86_64__)
 #define EMBER_GGUF_AVX2                    \
-  EMBER_GGUF_PAIR(q4_1, generic),          \
-      EMBER_GGUF_PAIR(q5_0, generic),      \
-      EMBER_GGUF_PAIR(q5_1, generic),      \
-      EMBER_GGUF_PAIR(q2_k, avx2),      \
-      EMBER_GGUF_PAIR(q3_k, avx2),      \
-      EMBER_GGUF_PAIR(q4_k, avx2),      \
-      EMBER_GGUF_PAIR(q5_k, avx2),      \
-      EMBER_GGUF_PAIR(q6_k, avx2),      \
-      EMBER_GGUF_PAIR(iq4_nl, generic),    \
+  EMBER_GGUF_PAIR(q4_1, avx2),             \
+      EMBER_GGUF_PAIR(q5_0, avx2),         \
+      EMBER_GGUF_PAIR(q5_1, avx2),         \
+      EMBER_GGUF_PAIR(q2_k, avx2),         \
+      EMBER_GGUF_PAIR(q3_k, avx2),         \
+      EMBER_GGUF_PAIR(q4_k, avx2),         \
+      EMBER_GGUF_PAIR(q5_k, avx2),         \
+      EMBER_GGUF_PAIR(q6_k, avx2),         \
+      EMBER_GGUF_PAIR(iq4_nl, avx2),       \
       EMBER_GGUF_PAIR(iq4_xs, avx2)
-constexpr const char* kAvx2GgufPaths[] = {"generic", "generic", "generic", "avx2",    "avx2",
-                                          "avx2",    "avx2",    "avx2",    "generic", "avx2"};
+constexpr const char* kAvx2GgufPaths[] = {"avx2", "avx2", "avx2", "avx2", "avx2",
+                                          "avx2", "avx2", "avx2", "avx2", "avx2"};
 #define EMBER_GGUF_AVX512                  \
-  EMBER_GGUF_PAIR(q4_1, generic),          \
-      EMBER_GGUF_PAIR(q5_0, generic),      \
-      EMBER_GGUF_PAIR(q5_1, generic),      \
-      EMBER_GGUF_PAIR(q2_k, avx512vnni),      \
-      EMBER_GGUF_PAIR(q3_k, avx512vnni),      \
-      EMBER_GGUF_PAIR(q4_k, avx512vnni),      \
-      EMBER_GGUF_PAIR(q5_k, avx512vnni),      \
-      EMBER_GGUF_PAIR(q6_k, avx512vnni),      \
-      EMBER_GGUF_PAIR(iq4_nl, generic),    \
+  EMBER_GGUF_PAIR(q4_1, avx512vnni),       \
+      EMBER_GGUF_PAIR(q5_0, avx512vnni),   \
+      EMBER_GGUF_PAIR(q5_1, avx512vnni),   \
+      EMBER_GGUF_PAIR(q2_k, avx512vnni),   \
+      EMBER_GGUF_PAIR(q3_k, avx512vnni),   \
+      EMBER_GGUF_PAIR(q4_k, avx512vnni),   \
+      EMBER_GGUF_PAIR(q5_k, avx512vnni),   \
+      EMBER_GGUF_PAIR(q6_k, avx512vnni),   \
+      EMBER_GGUF_PAIR(iq4_nl, avx512vnni), \
       EMBER_GGUF_PAIR(iq4_xs, avx512vnni)
-constexpr const char* kAvx512GgufPaths[] = {"generic",    "generic",    "generic",    "avx512vnni", "avx512vnni",
-                                            "avx512vnni", "avx512vnni", "avx512vnni", "generic",    "avx512vnni"};
+constexpr const char* kAvx512GgufPaths[] = {"avx512vnni", "avx512vnni", "avx512vnni", "avx512vnni", "avx512vnni",
+                                            "avx512vnni", "avx512vnni", "avx512vnni", "avx512vnni", "avx512vnni"};
 #endif
 #if defined(__aarch64__)
 #define EMBER_GGUF_NEON                    \
@@ -88,22 +90,23 @@ constexpr const char* kNeonDotGgufPaths[] = {"neondot", "neondot", "neondot", "n
 // Constant-initialized tables, one per path built into this binary.
 constexpr CpuKernels kGeneric = {CpuIsa::Generic, "generic", q8_quantize__generic, EMBER_QUANT_ENTRIES(generic), EMBER_ROWS16_ENTRIES(generic),
                                  EMBER_FLOAT_MATMUL_ENTRIES(generic), EMBER_VECTOR_ENTRIES(generic),
-                                 EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_) kGenericGgufPaths};
+                                 EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_) kGenericGgufPaths,
+                                 EMBER_GGUF_ROWS16_ENTRIES(generic)};
 #if defined(__x86_64__)
 constexpr CpuKernels kAvx2 = {CpuIsa::Avx2, "avx2", q8_quantize__avx2, EMBER_QUANT_ENTRIES(avx2), EMBER_ROWS16_ENTRIES(avx2),
                               EMBER_FLOAT_MATMUL_ENTRIES(avx2), EMBER_VECTOR_ENTRIES(avx2), EMBER_GGUF_AVX2,
-                              kAvx2GgufPaths};
+                              kAvx2GgufPaths, EMBER_GGUF_ROWS16_ENTRIES(avx2)};
 constexpr CpuKernels kAvx512 = {CpuIsa::Avx512, "avx512vnni", q8_quantize__avx512, EMBER_QUANT_ENTRIES(avx512vnni), EMBER_ROWS16_ENTRIES(avx512vnni),
                                 EMBER_FLOAT_MATMUL_ENTRIES(avx512), EMBER_VECTOR_ENTRIES(avx512), EMBER_GGUF_AVX512,
-                                kAvx512GgufPaths};
+                                kAvx512GgufPaths, EMBER_GGUF_ROWS16_ENTRIES(avx512vnni)};
 #endif
 #if defined(__aarch64__)
 constexpr CpuKernels kNeon = {CpuIsa::Neon, "neon", q8_quantize__neon, EMBER_QUANT_ENTRIES(neon), EMBER_ROWS16_ENTRIES(neon),
                               EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_NEON,
-                              kNeonGgufPaths};
+                              kNeonGgufPaths, EMBER_GGUF_ROWS16_ENTRIES(generic)};
 constexpr CpuKernels kNeonDot = {CpuIsa::NeonDot, "neondot", q8_quantize__neon, EMBER_QUANT_ENTRIES(neondot), EMBER_ROWS16_ENTRIES(neondot),
                                  EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_NEONDOT,
-                                 kNeonDotGgufPaths};
+                                 kNeonDotGgufPaths, EMBER_GGUF_ROWS16_ENTRIES(generic)};
 #endif
 
 // The kernels' block mirrors are core/dtype.h's structs, field by field.
@@ -264,6 +267,8 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
   EMBER_GGUF_QUANT_TYPES(EMBER_COPY_GGUF_)
 #undef EMBER_COPY_GGUF_
   k.gguf_paths = i.gguf_paths;
+  k.q5_0_rows16_gemv = i.q5_0_rows16_gemv;
+  k.q5_0_rows16_gemm = i.q5_0_rows16_gemm;
   return k;
 }
 
@@ -272,6 +277,7 @@ QMatmulPair cpu_quant_matmuls(const CpuKernels& k, DType dtype, Layout layout) {
     switch (dtype) {
       case DType::Q8_0: return {k.q8_0_rows16_gemv, k.q8_0_rows16_gemm};
       case DType::Q4_0: return {k.q4_0_rows16_gemv, k.q4_0_rows16_gemm};
+      case DType::Q5_0: return {k.q5_0_rows16_gemv, k.q5_0_rows16_gemm};
       default: return {};
     }
   }

@@ -62,6 +62,8 @@ struct CpuKernels {
   // Which path each GGUF type's kernels come from on this table, in
   // EMBER_GGUF_QUANT_TYPES order ("generic" where a path has none of its own).
   const char* const* gguf_paths = nullptr;
+  QMatmulFn q5_0_rows16_gemv = nullptr;  // Q5_0 in the Rows16 layout
+  QMatmulFn q5_0_rows16_gemm = nullptr;
 };
 
 // A weight's int8-family matmuls on table k (decode, prefill), or nulls when

@@ -112,7 +112,9 @@ Result<WeightLayout> weight_layout(const WeightRef& w) {
                              w.name, dtype_name(w.dtype), static_cast<long long>(w.cols),
                              static_cast<unsigned long long>(w.size), dtype_block_elements(w.dtype));
       }
-      if (w.layout != Layout::RowMajor) {
+      // A repacked layout (Q5_0 rows16) is gathered back into row order at
+      // upload (upload_weight): the device holds GGUF's row-major blocks.
+      if (w.layout != Layout::RowMajor && !layout_fits(w.layout, w.dtype, w.rows, w.cols)) {
         return Status::error(EMBER_ERR_UNSUPPORTED,
                              "vulkan: weight '%s' (%s) has layout %s; the Vulkan backend reads %s row-major only",
                              w.name, dtype_name(w.dtype), layout_name(w.layout), dtype_name(w.dtype));
@@ -243,7 +245,22 @@ Status Uploader::upload(const void* src, uint64_t bytes, const Buffer& dst, uint
 
 Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
   // Float types and the raw block types: the bytes as they are.
-  if (w.dtype != DType::Q8_0 && w.dtype != DType::Q4_0) return upload(w.data, w.size, dst, 0);
+  if (w.dtype != DType::Q8_0 && w.dtype != DType::Q4_0) {
+    if (w.layout == Layout::RowMajor) return upload(w.data, w.size, dst, 0);
+    // Other types in Rows16 (Q5_0) go up in row order, row by row
+    // (core/layout.h), as the shaders read them.
+    uint64_t row_bytes = 0;
+    if (!dtype_bytes(w.dtype, static_cast<uint64_t>(w.cols), &row_bytes) || row_bytes * static_cast<uint64_t>(w.rows) != w.size) {
+      return Status::error(EMBER_ERR_INTERNAL, "vulkan: weight '%s' (%s, %s) size %llu is not its rows'", w.name,
+                           dtype_name(w.dtype), layout_name(w.layout), static_cast<unsigned long long>(w.size));
+    }
+    std::vector<uint8_t> row(row_bytes);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const uint8_t* src = layout_row(w.layout, w.dtype, w.data, w.cols, r, row.data());
+      EMBER_TRY(upload(src, row_bytes, dst, static_cast<uint64_t>(r) * row_bytes));
+    }
+    return Status::ok();
+  }
   EMBER_ASSIGN_OR_RETURN(WeightLayout layout, weight_layout(w));
   const bool q8 = w.dtype == DType::Q8_0;
   const uint64_t qbytes = q8 ? 32 : 16;                        // quant bytes per block on the device

@@ -7,31 +7,67 @@ namespace {
 
 constexpr const char* kNames[kLayoutCount] = {"row-major", "rows16"};
 
-// Bytes of one block's quants, per row.
-int quant_bytes(DType t) { return t == DType::Q8_0 ? 32 : 16; }
+// Bytes of one block (scale, then the quants; Q5_0: scale, high bits, nibbles).
+int block_bytes(DType t) {
+  switch (t) {
+    case DType::Q8_0: return 34;
+    case DType::Q5_0: return 22;
+    default: return 18;
+  }
+}
+int chunks(DType t) { return t == DType::Q8_0 ? 8 : 4; }                 // 64-byte quant chunks per tile
+int src_quants(DType t) { return t == DType::Q5_0 ? 6 : 2; }             // quant bytes' offset in a block
+int tile_quants(DType t) { return t == DType::Q5_0 ? 32 + 64 : 32; }     // and in a tile
 
 // Where row i's block b lives in a Rows16 group: its scale at tile + 2i,
-// its quant bytes 4c..4c+3 at tile + 32 + 64c + 4i (core/layout.h).
-uint8_t* tile_of(uint8_t* group, DType t, int64_t b) { return group + b * (quant_bytes(t) + 2) * kRows16; }
-const uint8_t* tile_of(const uint8_t* group, DType t, int64_t b) {
-  return group + b * (quant_bytes(t) + 2) * kRows16;
-}
+// its quant bytes 4c..4c+3 at tile + tile_quants + 64c + 4i (core/layout.h).
+uint8_t* tile_of(uint8_t* group, DType t, int64_t b) { return group + b * block_bytes(t) * kRows16; }
+const uint8_t* tile_of(const uint8_t* group, DType t, int64_t b) { return group + b * block_bytes(t) * kRows16; }
 uint8_t flip_of(DType t) { return t == DType::Q8_0 ? 0x80 : 0x00; }
+
+// Q5_0's high bits: element 16p + 4c + k (bit of GGUF's qh) at bit 8k + 2c + p
+// of the tile's word (core/layout.h), and back.
+uint32_t q5_high_to_tile(uint32_t h) {
+  uint32_t o = 0;
+  for (int p = 0; p < 2; ++p)
+    for (int c = 0; c < 4; ++c)
+      for (int k = 0; k < 4; ++k) o |= ((h >> (16 * p + 4 * c + k)) & 1u) << (8 * k + 2 * c + p);
+  return o;
+}
+uint32_t q5_high_from_tile(uint32_t o) {
+  uint32_t h = 0;
+  for (int p = 0; p < 2; ++p)
+    for (int c = 0; c < 4; ++c)
+      for (int k = 0; k < 4; ++k) h |= ((o >> (8 * k + 2 * c + p)) & 1u) << (16 * p + 4 * c + k);
+  return h;
+}
 
 // One RowMajor block (scale, quants) into row i of a Rows16 tile, and back.
 void put_block(DType t, const uint8_t* blk, uint8_t* tile, int i) {
   std::memcpy(tile + 2 * i, blk, 2);
-  for (int c = 0; c < quant_bytes(t) / 4; ++c) {
+  if (t == DType::Q5_0) {
+    uint32_t h;
+    std::memcpy(&h, blk + 2, 4);
+    h = q5_high_to_tile(h);
+    std::memcpy(tile + 2 * kRows16 + 4 * i, &h, 4);
+  }
+  for (int c = 0; c < chunks(t); ++c) {
     for (int k = 0; k < 4; ++k) {
-      tile[2 * kRows16 + 64 * c + 4 * i + k] = static_cast<uint8_t>(blk[2 + 4 * c + k] ^ flip_of(t));
+      tile[tile_quants(t) + 64 * c + 4 * i + k] = static_cast<uint8_t>(blk[src_quants(t) + 4 * c + k] ^ flip_of(t));
     }
   }
 }
 void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
   std::memcpy(blk, tile + 2 * i, 2);
-  for (int c = 0; c < quant_bytes(t) / 4; ++c) {
+  if (t == DType::Q5_0) {
+    uint32_t h;
+    std::memcpy(&h, tile + 2 * kRows16 + 4 * i, 4);
+    h = q5_high_from_tile(h);
+    std::memcpy(blk + 2, &h, 4);
+  }
+  for (int c = 0; c < chunks(t); ++c) {
     for (int k = 0; k < 4; ++k) {
-      blk[2 + 4 * c + k] = static_cast<uint8_t>(tile[2 * kRows16 + 64 * c + 4 * i + k] ^ flip_of(t));
+      blk[src_quants(t) + 4 * c + k] = static_cast<uint8_t>(tile[tile_quants(t) + 64 * c + 4 * i + k] ^ flip_of(t));
     }
   }
 }
@@ -40,7 +76,7 @@ void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
 
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out) {
   const int64_t nb = cols / kQuantBlock;
-  const int block = quant_bytes(t) + 2;
+  const int block = block_bytes(t);
   if (l == Layout::RowMajor) {
     std::memcpy(out, data + (r * nb + j) * block, block);
     return;
@@ -66,13 +102,13 @@ bool layout_from_name(const char* name, Layout* out) {
 
 bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols) {
   if (l == Layout::RowMajor) return true;
-  return (t == DType::Q8_0 || t == DType::Q4_0) && rows > 0 && rows % kRows16 == 0 && cols > 0 &&
+  return (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q5_0) && rows > 0 && rows % kRows16 == 0 && cols > 0 &&
          cols % kQuantBlock == 0;
 }
 
 void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
   const int64_t nb = cols / kQuantBlock;
-  const int block = quant_bytes(t) + 2;
+  const int block = block_bytes(t);
   for (int64_t r = 0; r < rows; ++r) {
     uint8_t* group = dst + r / kRows16 * kRows16 * nb * block;
     for (int64_t b = 0; b < nb; ++b) {
@@ -83,7 +119,7 @@ void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_
 
 void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
   const int64_t nb = cols / kQuantBlock;
-  const int block = quant_bytes(t) + 2;
+  const int block = block_bytes(t);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < nb; ++b) layout_block(Layout::Rows16, t, src, cols, r, b, dst + (r * nb + b) * block);
   }
@@ -91,7 +127,7 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch) {
   const int64_t nb = cols / kQuantBlock;
-  const int block = quant_bytes(t) + 2;
+  const int block = block_bytes(t);
   if (l == Layout::RowMajor) {
     uint64_t row_bytes = 0;
     dtype_bytes(t, static_cast<uint64_t>(cols), &row_bytes);

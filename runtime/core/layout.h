@@ -3,17 +3,22 @@
 // RowMajor: shape [rows, cols], each row contiguous; quantized rows are runs
 // of 32-element blocks (as GGUF stores them).
 //
-// Rows16 (Q8_0 and Q4_0 matrices whose row count is a multiple of 16): the
+// Rows16 (Q8_0, Q4_0 and Q5_0 matrices whose row count is a multiple of 16): the
 // same bytes regrouped so that a 64-byte load feeds one int8 dot-product
 // instruction per 16 rows, with no horizontal sums and no scale shuffling.
 // Rows are taken 16 at a time; group g occupies the bytes that rows
 // [16g, 16g + 16) occupy in RowMajor (16 x row bytes): cols/32 tiles, one
-// per block, each 16 x the block's bytes (Q8_0 544, Q4_0 288):
+// per block, each 16 x the block's bytes (Q8_0 544, Q4_0 288, Q5_0 352):
 //
 //   0    16 f16 scales, rows 0..15
-//   32   chunks c of 64 bytes holding, for row i, 4 bytes at 32 + 64*c + 4*i:
+//   Q5_0 only: 32  16 words of high bits, row i's at 32 + 4*i: the bit of
+//          element 16p + 4c + k (GGUF's qh bit) at bit 8k + 2c + p, so that
+//          shifting the word right by 2c + p puts part p of chunk c in bit 0
+//          of the 4 bytes it meets
+//   Q (32; Q5_0 96)  chunks c of 64 bytes holding, for row i, 4 bytes at
+//        Q + 64*c + 4*i:
 //          Q8_0 (8 chunks): q_i[4c .. 4c+3] + 128, as u8
-//          Q4_0 (4 chunks): the nibble bytes q_i[4c .. 4c+3]
+//          Q4_0, Q5_0 (4 chunks): the nibble bytes q_i[4c .. 4c+3]
 //            (low nibble element j, high nibble element j + 16)
 //
 // One stream per group: scales kept in a separate run read as a second
@@ -46,7 +51,7 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch);
 
 // Block j of row r, in RowMajor bytes (f16 scale, then the quants), into
-// `out` (34 or 18 bytes). For a RowMajor tensor, a copy.
+// `out` (34, 18 or 22 bytes). For a RowMajor tensor, a copy.
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out);
 
 }  // namespace ember

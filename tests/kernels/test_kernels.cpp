@@ -282,7 +282,7 @@ TEST_CASE("kernel block mirrors: the IQ4 levels equal core's") {
 }
 
 TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls match the reference on every path") {
-  for (DType t : {DType::Q8_0, DType::Q4_0}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
     CAPTURE(dtype_name(t));
     std::mt19937 rng(23);
     for (int64_t rows : {16, 32, 48, 80}) {
@@ -313,8 +313,9 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
         for (CpuIsa isa : supported_isas()) {
           CAPTURE(cpu_isa_name(isa));
           const CpuKernels& k = cpu_kernels_for(isa);
-          const bool q8 = t == DType::Q8_0;
-          for (QMatmulFn fn : {q8 ? k.q8_0_rows16_gemv : k.q4_0_rows16_gemv, q8 ? k.q8_0_rows16_gemm : k.q4_0_rows16_gemm}) {
+          const QMatmulPair fns = cpu_quant_matmuls(k, t, Layout::Rows16);
+          for (QMatmulFn fn : {fns.gemv, fns.gemm}) {
+            REQUIRE((fn != nullptr));
             std::vector<float> out(n * rows, NAN);
             const int64_t mid = rows / 16 / 2 * 16;
             fn(packed.data(), cols, 0, mid, acts.view, n, out.data(), rows);
@@ -337,6 +338,7 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
   }
   CHECK(!layout_fits(Layout::Rows16, DType::Q8_0, 24, 64));
   CHECK(!layout_fits(Layout::Rows16, DType::F16, 32, 64));
+  CHECK(!layout_fits(Layout::Rows16, DType::Q4_1, 32, 64));
   CHECK(layout_fits(Layout::RowMajor, DType::F16, 3, 5));
 }
 

@@ -26,7 +26,7 @@ struct ModelSpec {
   Vocab vocab;
   std::vector<TensorSource> tensors;
   Provenance provenance;
-  // The layout the writer gives every RowMajor tensor it fits (Q8_0/Q4_0
+  // The layout the writer gives every RowMajor tensor it fits (Q8_0/Q4_0/Q5_0
   // matrices with rows a multiple of 16); RowMajor writes them as given.
   Layout quant_layout = Layout::Rows16;
 };

@@ -183,6 +183,15 @@ constexpr int8_t kKIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1,
   void q4_0_rows16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
                                int32_t n, float* out, int64_t out_stride);
 
+// Rows16 matmuls of the GGUF types that have the layout (Q5_0), declared for
+// the paths that have their own (generic, avx2, avx512vnni); the others'
+// tables take generic's.
+#define EMBER_DECLARE_GGUF_ROWS16_KERNELS(isa)                                                              \
+  void q5_0_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                               int32_t n, float* out, int64_t out_stride);                                 \
+  void q5_0_rows16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                               int32_t n, float* out, int64_t out_stride);
+
 #define EMBER_DECLARE_FLOAT_KERNELS(isa)                                                                    \
   void q8_quantize__##isa(const float* x, int64_t cols, int8_t* q, float* d, int32_t* bias);               \
   void f32_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,  \
@@ -218,11 +227,14 @@ EMBER_DECLARE_QUANT_KERNELS(generic)
 EMBER_DECLARE_ROWS16_KERNELS(generic)
 EMBER_DECLARE_FLOAT_KERNELS(generic)
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_GENERIC_)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(generic)
 #if defined(__x86_64__)
 // Declared for every type; defined for the types a path has its own kernel
 // for (dispatch.cpp's tables name only those).
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_AVX2_)
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_AVX512VNNI_)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(avx2)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(avx512vnni)
 // avx2: AVX2 + FMA + F16C (int8 products with vpmaddubsw).
 EMBER_DECLARE_QUANT_KERNELS(avx2)
 EMBER_DECLARE_ROWS16_KERNELS(avx2)

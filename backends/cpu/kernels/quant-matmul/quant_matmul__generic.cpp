@@ -86,6 +86,28 @@ struct Q4_0Rows16 {
   }
 };
 
+// Q5_0 (w = d * (q - 16), q 5-bit): the nibbles as Q4_0Rows16's, each
+// part's high bit from row i's word of high bits (bit 8k + 2c + p), and the
+// -16 * sum(q) twice the activation's bias.
+struct Q5_0Rows16 {
+  static constexpr int64_t kTileBytes = 16 * static_cast<int64_t>(sizeof(KBlockQ5_0)), kScaleOffset = 0,
+                           kQuantOffset = 96;
+  static int32_t tile_dot(const uint8_t* quants, int i, const int8_t* q, int32_t bias) {
+    uint32_t h;
+    std::memcpy(&h, quants - 64 + 4 * i, 4);
+    int32_t s = 2 * bias;
+    for (int c = 0; c < 4; ++c) {
+      for (int k = 0; k < 4; ++k) {
+        const uint8_t v = quants[64 * c + 4 * i + k];
+        const int32_t lo = (v & 0x0f) | static_cast<int32_t>(((h >> (8 * k + 2 * c)) & 1u) << 4);
+        const int32_t hi = (v >> 4) | static_cast<int32_t>(((h >> (8 * k + 2 * c + 1)) & 1u) << 4);
+        s += lo * q[4 * c + k] + hi * q[16 + 4 * c + k];
+      }
+    }
+    return s;
+  }
+};
+
 template <class W>
 float row_dot(const uint8_t* row, const QuantActs& x, int32_t t) {
   const int64_t nb = x.cols / 32;
@@ -145,5 +167,7 @@ EMBER_DEFINE_QMATMUL(q8_0_rows16_gemv, generic, rows16_gemv<Q8_0Rows16>)
 EMBER_DEFINE_QMATMUL(q8_0_rows16_gemm, generic, rows16_gemv<Q8_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_0_rows16_gemv, generic, rows16_gemv<Q4_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_0_rows16_gemm, generic, rows16_gemv<Q4_0Rows16>)
+EMBER_DEFINE_QMATMUL(q5_0_rows16_gemv, generic, rows16_gemv<Q5_0Rows16>)
+EMBER_DEFINE_QMATMUL(q5_0_rows16_gemm, generic, rows16_gemv<Q5_0Rows16>)
 
 }  // namespace ember
