@@ -57,7 +57,13 @@ std::string env(const char* name) {
 
 // The cache key's second half: a newer ember (or schema) never trusts an
 // older ember's conversion, so a converter fix reaches every cached model.
-std::string cache_tag() { return std::string("v") + ember_version() + "-s" + std::to_string(kSchemaVersion); }
+// kConversionRevision counts converter changes within one version and schema
+// (2: pre-tokenizer names, model families, Q5_0 rows16).
+constexpr int kConversionRevision = 2;
+std::string cache_tag() {
+  return std::string("v") + ember_version() + "-s" + std::to_string(kSchemaVersion) + "-c" +
+         std::to_string(kConversionRevision);
+}
 
 bool is_hex_digest(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
