@@ -103,10 +103,10 @@ constexpr CpuKernels kAvx512 = {CpuIsa::Avx512, "avx512vnni", q8_quantize__avx51
 #if defined(__aarch64__)
 constexpr CpuKernels kNeon = {CpuIsa::Neon, "neon", q8_quantize__neon, EMBER_QUANT_ENTRIES(neon), EMBER_ROWS16_ENTRIES(neon),
                               EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_NEON,
-                              kNeonGgufPaths, EMBER_GGUF_ROWS16_ENTRIES(generic)};
+                              kNeonGgufPaths, EMBER_GGUF_ROWS16_ENTRIES(neon)};
 constexpr CpuKernels kNeonDot = {CpuIsa::NeonDot, "neondot", q8_quantize__neon, EMBER_QUANT_ENTRIES(neondot), EMBER_ROWS16_ENTRIES(neondot),
                                  EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_NEONDOT,
-                                 kNeonDotGgufPaths, EMBER_GGUF_ROWS16_ENTRIES(generic)};
+                                 kNeonDotGgufPaths, EMBER_GGUF_ROWS16_ENTRIES(neondot)};
 #endif
 
 // The kernels' block mirrors are core/dtype.h's structs, field by field.

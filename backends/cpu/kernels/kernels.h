@@ -184,8 +184,7 @@ constexpr int8_t kKIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1,
                                int32_t n, float* out, int64_t out_stride);
 
 // Rows16 matmuls of the GGUF types that have the layout (Q5_0), declared for
-// the paths that have their own (generic, avx2, avx512vnni); the others'
-// tables take generic's.
+// every path (generic, avx2, avx512vnni, neon, neondot).
 #define EMBER_DECLARE_GGUF_ROWS16_KERNELS(isa)                                                              \
   void q5_0_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
                                int32_t n, float* out, int64_t out_stride);                                 \
@@ -251,6 +250,8 @@ EMBER_DECLARE_ROWS16_KERNELS(neon)
 EMBER_DECLARE_FLOAT_KERNELS(neon)
 EMBER_DECLARE_QUANT_KERNELS(neondot)
 EMBER_DECLARE_ROWS16_KERNELS(neondot)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(neon)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(neondot)
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_NEON_)
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_NEONDOT_)
 #endif

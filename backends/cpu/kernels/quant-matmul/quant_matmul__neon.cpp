@@ -16,6 +16,8 @@ EMBER_DEFINE_QMATMUL(q8_0_rows16_gemv, neon, rows16_gemv<Q8_0Rows16>)
 EMBER_DEFINE_QMATMUL(q8_0_rows16_gemm, neon, rows16_gemm<Q8_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_0_rows16_gemv, neon, rows16_gemv<Q4_0Rows16>)
 EMBER_DEFINE_QMATMUL(q4_0_rows16_gemm, neon, rows16_gemm<Q4_0Rows16>)
+EMBER_DEFINE_QMATMUL(q5_0_rows16_gemv, neon, rows16_gemv<Q5_0Rows16>)
+EMBER_DEFINE_QMATMUL(q5_0_rows16_gemm, neon, rows16_gemm<Q5_0Rows16>)
 
 }  // namespace ember
 #endif  // __aarch64__
