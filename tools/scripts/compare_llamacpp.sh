@@ -33,6 +33,8 @@
 #   --prompts LIST   prefill lengths (default 64,512)
 #   --gen N          decoded tokens (default 128)
 #   --rounds R       interleaved rounds; each runs each program once per model (default 5)
+#   --prepare        only make the models (synth, llama-quantize, convert) and stop: the slow,
+#                    CPU-heavy part, done before a quiet window for the runs
 # Needs python3 (to take the medians). Prints a Markdown table on stdout,
 # progress on stderr; the raw JSON of every run stays in the models dir.
 set -euo pipefail
@@ -54,8 +56,10 @@ THREADS=2
 PROMPTS=64,512
 GEN=128
 ROUNDS=5
+PREPARE=0
 if [[ $# -gt 0 && $1 != -* ]]; then LLAMA_BENCH=$1; shift; fi
 while [[ $# -gt 0 ]]; do
+  if [[ $1 == --prepare ]]; then PREPARE=1; shift; continue; fi
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
   case $1 in
     --llama-bench) LLAMA_BENCH=$2 ;;
@@ -92,8 +96,6 @@ command -v python3 >/dev/null || die "python3 is needed to summarize the runs"
 # The peers' shared libraries sit beside their binaries.
 lib_path() { echo "$(dirname "$1")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; }
 mkdir -p "$MODELS"
-RAW=$MODELS/raw-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$RAW"
 
 # 1. The same bytes for all: f32 synth -> llama-quantize -> ember convert.
 for m in $SET; do
@@ -101,23 +103,35 @@ for m in $SET; do
   src=$MODELS/synth-$shape-f32.gguf
   g=$MODELS/synth-$shape-$preset.gguf
   e=$MODELS/synth-$shape-$preset.ember
+  # Each file is written under a temporary name and renamed when complete,
+  # so an interrupted run never leaves a truncated model that looks made.
   if [[ ! -s $src ]]; then
     echo "making $src" >&2
-    "$EMBER" synth --shape "$shape" --dtype f32 --gguf -o "$src" >&2
+    "$EMBER" synth --shape "$shape" --dtype f32 --gguf -o "$src.part" >&2
+    mv "$src.part" "$src"
   fi
   if [[ ! -s $g || $src -nt $g ]]; then
     echo "quantizing $src -> $g (${preset^^})" >&2
-    LD_LIBRARY_PATH=$(lib_path "$QUANTIZE") "$QUANTIZE" "$src" "$g" "${preset^^}" "$THREADS" \
+    LD_LIBRARY_PATH=$(lib_path "$QUANTIZE") "$QUANTIZE" "$src" "$g.part" "${preset^^}" "$THREADS" \
       > "$MODELS/synth-$shape-$preset.quantize.log" 2>&1 ||
       die "llama-quantize failed for $m (see $MODELS/synth-$shape-$preset.quantize.log)"
+    mv "$g.part" "$g"
   fi
   if [[ ! -s $e || $g -nt $e ]]; then
     echo "converting $g -> $e" >&2
-    "$EMBER" convert "$g" -o "$e" >&2
+    "$EMBER" convert "$g" -o "$e.part" >&2
+    mv "$e.part" "$e"
   fi
 done
 
+if ((PREPARE)); then
+  echo "models ready in $MODELS: $SET" >&2
+  exit 0
+fi
+
 # 2. Interleaved rounds; the starting program rotates so none always runs first.
+RAW=$MODELS/raw-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$RAW"
 tag() { echo "${1/:/-}"; }
 run_ember() {
   "$EMBER" bench -m "$MODELS/synth-$(tag "$1").ember" --threads "$THREADS" -p "$PROMPTS" -n "$GEN" -r 1 --json \
