@@ -4,7 +4,7 @@
 // dequantized to f32 (the reference dequantizer, dtype.h) and run in f32.
 // Quantization error itself is not measured (both runs have the same
 // weights); what remains is the kernels' arithmetic -- today the generic
-// fallback (rows dequantized to f32: ~1e-6), tomorrow int8 kernels that
+// fallback (rows dequantized to f32: bit-identical), tomorrow int8 kernels that
 // quantize the activations to 8 bits (1-3% on random weights, as
 // llama.cpp's). The tolerance (kTolerance below) admits those and rejects a
 // kernel that misreads a scale or a nibble: the last test corrupts the
