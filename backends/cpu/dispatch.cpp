@@ -22,91 +22,32 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
   f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
       f32_axpy_rows__##isa, f32_softmax__##isa
 
-// The GGUF block types' kernels of each path, one line per type in
-// EMBER_GGUF_QUANT_TYPES order: the path whose kernel the table takes (a
-// path without its own kernel for a type takes generic's). The *_PATHS
-// arrays say the same in words, for describe() and tests.
-#define EMBER_GGUF_PAIR(t, isa) t##_gemv__##isa, t##_gemm__##isa
-#define EMBER_GGUF_GENERIC_(t) EMBER_GGUF_PAIR(t, generic),
-#define EMBER_GGUF_GENERIC_NAME_(t) "generic",
-constexpr const char* kGenericGgufPaths[] = {EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_NAME_)};
-#if defined(__x86_64__)
-#define EMBER_GGUF_AVX2                    \
-  EMBER_GGUF_PAIR(q4_1, avx2),             \
-      EMBER_GGUF_PAIR(q5_0, avx2),         \
-      EMBER_GGUF_PAIR(q5_1, avx2),         \
-      EMBER_GGUF_PAIR(q2_k, avx2),         \
-      EMBER_GGUF_PAIR(q3_k, avx2),         \
-      EMBER_GGUF_PAIR(q4_k, avx2),         \
-      EMBER_GGUF_PAIR(q5_k, avx2),         \
-      EMBER_GGUF_PAIR(q6_k, avx2),         \
-      EMBER_GGUF_PAIR(iq4_nl, avx2),       \
-      EMBER_GGUF_PAIR(iq4_xs, avx2)
-constexpr const char* kAvx2GgufPaths[] = {"avx2", "avx2", "avx2", "avx2", "avx2",
-                                          "avx2", "avx2", "avx2", "avx2", "avx2"};
-#define EMBER_GGUF_AVX512                  \
-  EMBER_GGUF_PAIR(q4_1, avx512vnni),       \
-      EMBER_GGUF_PAIR(q5_0, avx512vnni),   \
-      EMBER_GGUF_PAIR(q5_1, avx512vnni),   \
-      EMBER_GGUF_PAIR(q2_k, avx512vnni),   \
-      EMBER_GGUF_PAIR(q3_k, avx512vnni),   \
-      EMBER_GGUF_PAIR(q4_k, avx512vnni),   \
-      EMBER_GGUF_PAIR(q5_k, avx512vnni),   \
-      EMBER_GGUF_PAIR(q6_k, avx512vnni),   \
-      EMBER_GGUF_PAIR(iq4_nl, avx512vnni), \
-      EMBER_GGUF_PAIR(iq4_xs, avx512vnni)
-constexpr const char* kAvx512GgufPaths[] = {"avx512vnni", "avx512vnni", "avx512vnni", "avx512vnni", "avx512vnni",
-                                            "avx512vnni", "avx512vnni", "avx512vnni", "avx512vnni", "avx512vnni"};
-#endif
-#if defined(__aarch64__)
-#define EMBER_GGUF_NEON                    \
-  EMBER_GGUF_PAIR(q4_1, neon),             \
-      EMBER_GGUF_PAIR(q5_0, neon),         \
-      EMBER_GGUF_PAIR(q5_1, neon),         \
-      EMBER_GGUF_PAIR(q2_k, neon),         \
-      EMBER_GGUF_PAIR(q3_k, neon),         \
-      EMBER_GGUF_PAIR(q4_k, neon),         \
-      EMBER_GGUF_PAIR(q5_k, neon),         \
-      EMBER_GGUF_PAIR(q6_k, neon),         \
-      EMBER_GGUF_PAIR(iq4_nl, neon),       \
-      EMBER_GGUF_PAIR(iq4_xs, neon)
-constexpr const char* kNeonGgufPaths[] = {"neon", "neon", "neon", "neon", "neon",
-                                          "neon", "neon", "neon", "neon", "neon"};
-#define EMBER_GGUF_NEONDOT                 \
-  EMBER_GGUF_PAIR(q4_1, neondot),          \
-      EMBER_GGUF_PAIR(q5_0, neondot),      \
-      EMBER_GGUF_PAIR(q5_1, neondot),      \
-      EMBER_GGUF_PAIR(q2_k, neondot),      \
-      EMBER_GGUF_PAIR(q3_k, neondot),      \
-      EMBER_GGUF_PAIR(q4_k, neondot),      \
-      EMBER_GGUF_PAIR(q5_k, neondot),      \
-      EMBER_GGUF_PAIR(q6_k, neondot),      \
-      EMBER_GGUF_PAIR(iq4_nl, neondot),    \
-      EMBER_GGUF_PAIR(iq4_xs, neondot)
-constexpr const char* kNeonDotGgufPaths[] = {"neondot", "neondot", "neondot", "neondot", "neondot",
-                                             "neondot", "neondot", "neondot", "neondot", "neondot"};
-#endif
+// The GGUF block types' kernels of a path, in EMBER_GGUF_QUANT_TYPES order
+// (every path has its own kernel for every type; a new path without one
+// would name generic's for that type here).
+#define EMBER_GGUF_PAIR_(t, isa) t##_gemv__##isa, t##_gemm__##isa,
+#define EMBER_GGUF_GENERIC_(t) EMBER_GGUF_PAIR_(t, generic)
+#define EMBER_GGUF_AVX2_(t) EMBER_GGUF_PAIR_(t, avx2)
+#define EMBER_GGUF_AVX512VNNI_(t) EMBER_GGUF_PAIR_(t, avx512vnni)
+#define EMBER_GGUF_NEON_(t) EMBER_GGUF_PAIR_(t, neon)
+#define EMBER_GGUF_NEONDOT_(t) EMBER_GGUF_PAIR_(t, neondot)
 
 // Constant-initialized tables, one per path built into this binary.
 constexpr CpuKernels kGeneric = {CpuIsa::Generic, "generic", q8_quantize__generic, EMBER_QUANT_ENTRIES(generic), EMBER_ROWS16_ENTRIES(generic),
                                  EMBER_FLOAT_MATMUL_ENTRIES(generic), EMBER_VECTOR_ENTRIES(generic),
-                                 EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_) kGenericGgufPaths,
+                                 EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_GENERIC_)
                                  EMBER_GGUF_ROWS16_ENTRIES(generic)};
 #if defined(__x86_64__)
 constexpr CpuKernels kAvx2 = {CpuIsa::Avx2, "avx2", q8_quantize__avx2, EMBER_QUANT_ENTRIES(avx2), EMBER_ROWS16_ENTRIES(avx2),
-                              EMBER_FLOAT_MATMUL_ENTRIES(avx2), EMBER_VECTOR_ENTRIES(avx2), EMBER_GGUF_AVX2,
-                              kAvx2GgufPaths, EMBER_GGUF_ROWS16_ENTRIES(avx2)};
+                              EMBER_FLOAT_MATMUL_ENTRIES(avx2), EMBER_VECTOR_ENTRIES(avx2), EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_AVX2_) EMBER_GGUF_ROWS16_ENTRIES(avx2)};
 constexpr CpuKernels kAvx512 = {CpuIsa::Avx512, "avx512vnni", q8_quantize__avx512, EMBER_QUANT_ENTRIES(avx512vnni), EMBER_ROWS16_ENTRIES(avx512vnni),
-                                EMBER_FLOAT_MATMUL_ENTRIES(avx512), EMBER_VECTOR_ENTRIES(avx512), EMBER_GGUF_AVX512,
-                                kAvx512GgufPaths, EMBER_GGUF_ROWS16_ENTRIES(avx512vnni)};
+                                EMBER_FLOAT_MATMUL_ENTRIES(avx512), EMBER_VECTOR_ENTRIES(avx512), EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_AVX512VNNI_) EMBER_GGUF_ROWS16_ENTRIES(avx512vnni)};
 #endif
 #if defined(__aarch64__)
 constexpr CpuKernels kNeon = {CpuIsa::Neon, "neon", q8_quantize__neon, EMBER_QUANT_ENTRIES(neon), EMBER_ROWS16_ENTRIES(neon),
-                              EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_NEON,
-                              kNeonGgufPaths, EMBER_GGUF_ROWS16_ENTRIES(neon)};
+                              EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_NEON_) EMBER_GGUF_ROWS16_ENTRIES(neon)};
 constexpr CpuKernels kNeonDot = {CpuIsa::NeonDot, "neondot", q8_quantize__neon, EMBER_QUANT_ENTRIES(neondot), EMBER_ROWS16_ENTRIES(neondot),
-                                 EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_NEONDOT,
-                                 kNeonDotGgufPaths, EMBER_GGUF_ROWS16_ENTRIES(neondot)};
+                                 EMBER_FLOAT_MATMUL_ENTRIES(neon), EMBER_VECTOR_ENTRIES(neon), EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_NEONDOT_) EMBER_GGUF_ROWS16_ENTRIES(neondot)};
 #endif
 
 // The kernels' block mirrors are core/dtype.h's structs, field by field.
@@ -266,7 +207,6 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
   k.t##_gemm = i.t##_gemm;
   EMBER_GGUF_QUANT_TYPES(EMBER_COPY_GGUF_)
 #undef EMBER_COPY_GGUF_
-  k.gguf_paths = i.gguf_paths;
   k.q5_0_rows16_gemv = i.q5_0_rows16_gemv;
   k.q5_0_rows16_gemm = i.q5_0_rows16_gemm;
   return k;

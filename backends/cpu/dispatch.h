@@ -59,9 +59,6 @@ struct CpuKernels {
   QMatmulFn t##_gemm = nullptr;
   EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_KERNEL_MEMBERS_)
 #undef EMBER_GGUF_KERNEL_MEMBERS_
-  // Which path each GGUF type's kernels come from on this table, in
-  // EMBER_GGUF_QUANT_TYPES order ("generic" where a path has none of its own).
-  const char* const* gguf_paths = nullptr;
   QMatmulFn q5_0_rows16_gemv = nullptr;  // Q5_0 in the Rows16 layout
   QMatmulFn q5_0_rows16_gemm = nullptr;
 };
