@@ -132,6 +132,12 @@ struct BlockIQ4_XS {
 };
 static_assert(sizeof(BlockIQ4_XS) == 136);
 
+// Scale and min (6 bits each) of sub-block s (0..7) of a Q4_K / Q5_K block's
+// scales[12]; the 6-bit scale (0..63, as stored) of Q3_K sub-block s (0..15).
+// Shared by the codecs and the generic kernels.
+void k4_scale_min(const uint8_t* scales, int s, int* scale, int* min);
+int q3_scale(const uint8_t* scales, int s);
+
 const char* dtype_name(DType t);
 bool dtype_from_name(const char* name, DType* out);
 bool dtype_is_valid(uint8_t raw);

@@ -33,17 +33,6 @@ void pack_nibbles(const int* v, uint8_t* q) {
   for (int j = 0; j < 16; ++j) q[j] = static_cast<uint8_t>(v[j] | (v[j + 16] << 4));
 }
 
-// Scale and min of sub-block s (0..7) of a Q4_K/Q5_K block.
-void k4_scale_min(const uint8_t* sc, int s, int* scale, int* min) {
-  if (s < 4) {
-    *scale = sc[s] & 63;
-    *min = sc[s + 4] & 63;
-  } else {
-    *scale = (sc[s + 4] & 0x0f) | ((sc[s - 4] >> 6) << 4);
-    *min = (sc[s + 4] >> 4) | ((sc[s] >> 6) << 4);
-  }
-}
-
 void k4_pack_scales(const int* scale, const int* min, uint8_t* sc) {
   for (int s = 0; s < 4; ++s) {
     sc[s] = static_cast<uint8_t>(scale[s] | ((scale[s + 4] >> 4) << 6));
@@ -52,12 +41,6 @@ void k4_pack_scales(const int* scale, const int* min, uint8_t* sc) {
   }
 }
 
-// The 6-bit scale of Q3_K sub-block s (0..15), as stored (0..63).
-int q3_scale(const uint8_t* sc, int s) {
-  const int lo = (sc[s % 8] >> (4 * (s / 8))) & 0x0f;
-  const int hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
-  return lo | (hi << 4);
-}
 
 // Element of largest magnitude, with its sign; 0 for an all-zero block.
 float signed_max(const float* x, int n) {
@@ -222,6 +205,22 @@ void pack5(const int* q, uint8_t* qs, uint8_t* qh) {
 int unpack5(const uint8_t* qs, uint32_t qh, int j) { return nibble(qs, j) | static_cast<int>(((qh >> j) & 1) << 4); }
 
 }  // namespace
+
+void k4_scale_min(const uint8_t* sc, int s, int* scale, int* min) {
+  if (s < 4) {
+    *scale = sc[s] & 63;
+    *min = sc[s + 4] & 63;
+  } else {
+    *scale = (sc[s + 4] & 0x0f) | ((sc[s - 4] >> 6) << 4);
+    *min = (sc[s + 4] >> 4) | ((sc[s] >> 6) << 4);
+  }
+}
+
+int q3_scale(const uint8_t* sc, int s) {
+  const int lo = (sc[s % 8] >> (4 * (s / 8))) & 0x0f;
+  const int hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+  return lo | (hi << 4);
+}
 
 // ---- dequantization -------------------------------------------------------
 

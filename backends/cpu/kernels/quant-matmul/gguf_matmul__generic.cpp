@@ -35,17 +35,6 @@ void set_scale(Decoded* o, float s, float m) {
   o->m[0] = o->m[1] = m;
 }
 
-// Scale and min of sub-block s (0..7) of a Q4_K / Q5_K block.
-void k4_scale_min(const uint8_t* sc, int s, int* scale, int* min) {
-  if (s < 4) {
-    *scale = sc[s] & 63;
-    *min = sc[s + 4] & 63;
-  } else {
-    *scale = (sc[s + 4] & 0x0f) | ((sc[s - 4] >> 6) << 4);
-    *min = (sc[s + 4] >> 4) | ((sc[s] >> 6) << 4);
-  }
-}
-
 template <class B>
 const B& block(const uint8_t* row, int64_t i) {
   return reinterpret_cast<const B*>(row)[i];
@@ -116,11 +105,6 @@ struct Q2_K {
 struct Q3_K {
   static constexpr int kBlocksPer = 8;
   using Block = KBlockQ3_K;
-  static int scale(const uint8_t* sc, int s) {
-    const int lo = (sc[s % 8] >> (4 * (s / 8))) & 0x0f;
-    const int hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
-    return lo | (hi << 4);
-  }
   static void decode(const uint8_t* row, int64_t b, Decoded* o) {
     const Block& w = block<Block>(row, b / 8);
     const int p = static_cast<int>(b % 8);
@@ -132,7 +116,7 @@ struct Q3_K {
       o->q[j] = (low | (high << 2)) - 4;
     }
     for (int h = 0; h < 2; ++h) {
-      o->s[h] = d * static_cast<float>(scale(w.scales, 2 * p + h) - 32);
+      o->s[h] = d * static_cast<float>(q3_scale(w.scales, 2 * p + h) - 32);
       o->m[h] = 0.0f;
     }
   }
