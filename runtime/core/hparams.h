@@ -29,8 +29,14 @@ struct HParams {
   RopeStyle rope_style = RopeStyle::Adjacent;
   bool tied_embeddings = false;
   ModelArch arch = ModelArch::Llama;
+  // The width of one attention head (GGUF attention.key_length), or 0 for
+  // dim / n_heads. Qwen3 and Gemma heads are wider than dim / n_heads: the
+  // queries are n_heads * head_dim wide, the attention output projects back
+  // to dim.
+  uint32_t explicit_head_dim = 0;
 
-  uint32_t head_dim() const { return n_heads ? dim / n_heads : 0; }
+  uint32_t head_dim() const { return explicit_head_dim ? explicit_head_dim : (n_heads ? dim / n_heads : 0); }
+  uint32_t q_dim() const { return head_dim() * n_heads; }
   uint32_t kv_dim() const { return head_dim() * n_kv_heads; }
 };
 
@@ -40,6 +46,7 @@ constexpr uint32_t kMaxLayers = 1024;
 constexpr uint32_t kMaxDim = 1u << 16;
 constexpr uint32_t kMaxHiddenDim = 1u << 18;
 constexpr uint32_t kMaxHeads = 1024;
+constexpr uint32_t kMaxHeadDim = 1024;
 constexpr uint32_t kMaxVocab = 1u << 20;
 constexpr uint32_t kMaxSeqLen = 1u << 20;
 

@@ -95,10 +95,14 @@ Status check_hparams(const HParams& hp) {
   if (hp.hidden_dim == 0 || hp.hidden_dim > kMaxHiddenDim) return bad("hidden_dim", hp.hidden_dim, "must be in 1..262144");
   if (hp.n_heads == 0 || hp.n_heads > kMaxHeads) return bad("n_heads", hp.n_heads, "must be in 1..1024");
   if (hp.n_kv_heads == 0 || hp.n_kv_heads > hp.n_heads) return bad("n_kv_heads", hp.n_kv_heads, "must be in 1..n_heads");
-  if (hp.dim % hp.n_heads != 0) {
+  if (hp.explicit_head_dim == 0 && hp.dim % hp.n_heads != 0) {
     return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.n_heads = %u does not divide dim = %u", hp.n_heads, hp.dim);
   }
-  if (hp.head_dim() % 2 != 0) return bad("dim", hp.dim, "head dimension (dim / n_heads) must be even for RoPE");
+  if (hp.explicit_head_dim > kMaxHeadDim) return bad("head_dim", hp.explicit_head_dim, "must be in 0..1024");
+  if (hp.head_dim() % 2 != 0) {
+    return hp.explicit_head_dim ? bad("head_dim", hp.explicit_head_dim, "must be even for RoPE")
+                                : bad("dim", hp.dim, "head dimension (dim / n_heads) must be even for RoPE");
+  }
   if (hp.n_heads % hp.n_kv_heads != 0) {
     return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.n_kv_heads = %u does not divide n_heads = %u",
                          hp.n_kv_heads, hp.n_heads);
@@ -291,6 +295,7 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   hp.rope_theta = h->rope_theta();
   hp.rope_style = static_cast<RopeStyle>(h->rope_style());
   hp.tied_embeddings = h->tied_embeddings();
+  hp.explicit_head_dim = h->head_dim();
   hp.arch = static_cast<ModelArch>(m->arch());  // checked above
   EMBER_TRY(check_hparams(hp));
 

@@ -14,7 +14,7 @@ struct Expect {
 };
 
 std::vector<Expect> expected_tensors(const HParams& hp) {
-  const int64_t dim = hp.dim, q = int64_t(hp.head_dim()) * hp.n_heads, kv = hp.kv_dim();
+  const int64_t dim = hp.dim, q = hp.q_dim(), kv = hp.kv_dim();
   std::vector<Expect> e;
   e.push_back({"token_embd.weight", hp.vocab_size, dim, false});
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
@@ -204,7 +204,7 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     g.ops.push_back(o);
   };
 
-  const int64_t dim = hp.dim, q_dim = int64_t(hp.head_dim()) * hp.n_heads, kv_dim = hp.kv_dim();
+  const int64_t dim = hp.dim, q_dim = hp.q_dim(), kv_dim = hp.kv_dim();
   const int32_t B = max_batch;
   // Lifetime: x lives across the whole step; the others within one layer.
   const int32_t x = activation("x", dim, B);

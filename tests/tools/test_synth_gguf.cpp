@@ -106,6 +106,32 @@ TEST_CASE("gguf writer: import_gguf reads back the same hyper-parameters, vocabu
   }
 }
 
+TEST_CASE("head width other than dim / heads (Qwen3, Gemma): survives GGUF and conversion, and runs") {
+  const std::string dir = test::temp_dir("head-dim");
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  tiny.head_dim = 32;  // dim 64 / 4 heads would be 16: queries are 128 wide
+  auto src = make_synthetic(tiny, DType::F32, 3, "");
+  REQUIRE(src.is_ok());
+  const std::string gguf = dir + "/hd.gguf", ember = dir + "/hd.ember";
+  REQUIRE(write_gguf(src.value()->spec, gguf).is_ok());
+  auto back = import_gguf(gguf);
+  REQUIRE_MESSAGE(back.is_ok(), back.status().message());
+  CHECK(back.value()->spec.hparams.explicit_head_dim == 32);
+  CHECK(back.value()->spec.hparams.q_dim() == 128);
+  REQUIRE(test::run_cli("convert " + gguf + " -o " + ember + " 2>/dev/null").rc == 0);
+  auto f = ModelFile::open(ember, ModelFile::Options{});
+  REQUIRE(f.is_ok());
+  CHECK(f.value()->contents().hparams.head_dim() == 32);
+  auto r = test::run_cli("run -m " + ember + " --tokens 1,5,9 -n 3 --ids 2>/dev/null");
+  CHECK(r.rc == 0);
+  CHECK(!r.out.empty());
+  // An odd head width cannot be rotated: refused by name.
+  auto bad = test::run_cli("synth --shape tiny --head-dim 31 -o " + dir + "/odd.ember 2>&1");
+  CHECK(bad.rc != 0);
+  CHECK(bad.out.find("--head-dim 31") != std::string::npos);
+}
+
 TEST_CASE("synth --gguf, then ember convert: the same tensors and data sha256 as synth .ember") {
   const std::string dir = test::temp_dir("synth-gguf");
   for (const char* dtype : {"q8_0", "q4_0"}) {

@@ -61,8 +61,8 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
   };
   const Neutral neutral[] = {
       {"rope.dimension_count", static_cast<double>(hp.head_dim()), "RoPE on part of each head"},
-      {"attention.key_length", static_cast<double>(hp.head_dim()), "a key width other than dim / heads"},
-      {"attention.value_length", static_cast<double>(hp.head_dim()), "a value width other than dim / heads"},
+      {"attention.key_length", static_cast<double>(hp.head_dim()), "a key width other than the head width"},
+      {"attention.value_length", static_cast<double>(hp.head_dim()), "a value width other than the key width"},
       {"vocab_size", static_cast<double>(hp.vocab_size), "a vocabulary size other than the token list's"},
       {"expert_count", 0.0, "mixture-of-experts layers"},
       {"expert_used_count", 0.0, "mixture-of-experts layers"},
@@ -161,6 +161,14 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
   }
   if (gguf.find(p + "rope.freq_base")) {
     EMBER_ASSIGN_OR_RETURN(hp.rope_theta, gguf.get_f32(p + "rope.freq_base"));
+  }
+  // A head width other than dim / n_heads (Qwen3, Gemma): keys and values
+  // the same width, as ember's attention needs (checked with the other keys).
+  if (gguf.find(p + "attention.key_length")) {
+    EMBER_ASSIGN_OR_RETURN(uint32_t key_length, gguf.get_u32(p + "attention.key_length"));
+    if (hp.n_heads == 0 || key_length != hp.dim / hp.n_heads || hp.dim % hp.n_heads != 0) {
+      hp.explicit_head_dim = key_length;
+    }
   }
   EMBER_ASSIGN_OR_RETURN(model->spec.vocab, vocab_from_gguf(gguf));
   hp.vocab_size = static_cast<uint32_t>(model->spec.vocab.pieces.size());

@@ -135,6 +135,10 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   kv.kv_u32((a + ".feed_forward_length").c_str(), hp.hidden_dim);
   kv.kv_u32((a + ".rope.dimension_count").c_str(), hp.head_dim());
   kv.kv_u32((a + ".attention.head_count").c_str(), hp.n_heads);
+  if (hp.explicit_head_dim) {
+    kv.kv_u32((a + ".attention.key_length").c_str(), hp.explicit_head_dim);
+    kv.kv_u32((a + ".attention.value_length").c_str(), hp.explicit_head_dim);
+  }
   kv.kv_u32((a + ".attention.head_count_kv").c_str(), hp.n_kv_heads);
   kv.kv_f32((a + ".attention.layer_norm_rms_epsilon").c_str(), hp.norm_eps);
   kv.kv_f32((a + ".rope.freq_base").c_str(), hp.rope_theta);

@@ -59,7 +59,8 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
   const HParams& hp = spec.hparams;
   auto hparams = fb::CreateHParams(fbb, hp.dim, hp.hidden_dim, hp.n_layers, hp.n_heads, hp.n_kv_heads,
                                    hp.vocab_size, hp.max_seq_len, hp.norm_eps, hp.rope_theta,
-                                   static_cast<fb::RopeStyle>(hp.rope_style), hp.tied_embeddings);
+                                   static_cast<fb::RopeStyle>(hp.rope_style), hp.tied_embeddings,
+                                   hp.explicit_head_dim);
   const Vocab& v = spec.vocab;
   std::vector<flatbuffers::Offset<flatbuffers::String>> pieces, merges;
   pieces.reserve(v.pieces.size());

@@ -121,6 +121,7 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   hp.n_layers = shape.n_layers;
   hp.n_heads = shape.n_heads;
   hp.n_kv_heads = shape.n_kv_heads;
+  hp.explicit_head_dim = shape.head_dim;
   hp.vocab_size = static_cast<uint32_t>(vocab.pieces.size());
   hp.max_seq_len = shape.context;
   hp.tied_embeddings = llama3 || qwen2;
@@ -167,20 +168,20 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
     spec.tensors.push_back({name, DType::F32, {n}, bytes.data(), bytes.size()});
     model->owned.push_back(std::move(bytes));
   };
-  const int64_t dim = hp.dim, kv = hp.kv_dim(), hidden = hp.hidden_dim;
+  const int64_t dim = hp.dim, q = hp.q_dim(), kv = hp.kv_dim(), hidden = hp.hidden_dim;
   matrix("token_embd.weight", hp.vocab_size, dim);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
     const int li = static_cast<int>(l);
     norm(llama_tensor_name("attn_norm", li), dim);
-    matrix(llama_tensor_name("attn_q", li), dim, dim);
+    matrix(llama_tensor_name("attn_q", li), q, dim);
     matrix(llama_tensor_name("attn_k", li), kv, dim);
     matrix(llama_tensor_name("attn_v", li), kv, dim);
     if (qwen2) {
-      bias(llama_bias_name("attn_q", li), dim);
+      bias(llama_bias_name("attn_q", li), q);
       bias(llama_bias_name("attn_k", li), kv);
       bias(llama_bias_name("attn_v", li), kv);
     }
-    matrix(llama_tensor_name("attn_output", li), dim, dim);
+    matrix(llama_tensor_name("attn_output", li), dim, q);
     norm(llama_tensor_name("ffn_norm", li), dim);
     matrix(llama_tensor_name("ffn_gate", li), hidden, dim);
     matrix(llama_tensor_name("ffn_up", li), hidden, dim);

@@ -17,6 +17,7 @@ struct SynthShape {
   uint32_t vocab_size = 0;  // 0: the vocabulary's own size; more than the built-in
                             // vocabulary holds: padded with unused pieces
   uint32_t context = 0;
+  uint32_t head_dim = 0;    // 0: dim / n_heads (HParams::explicit_head_dim)
   // The family: "llama" (llama2-style: theta 10000, an output matrix) or
   // "llama3" (theta 500000, tied embeddings, a rope_freqs tensor of Llama
   // 3.1-style frequency factors: scale 8, low/high frequency factors 1 and

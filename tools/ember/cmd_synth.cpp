@@ -38,7 +38,7 @@ std::string find_llama2_vocab() {
 
 const char* kSynthHelp =
     "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype TYPE] [--gguf]\n"
-    "                   [--arch llama|llama3|qwen2] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
+    "                   [--arch llama|llama3|qwen2] [--head-dim N] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
     "  deterministic pseudo-random weights of a named shape (norms f32), for tests and benchmarks:\n"
     "    tiny  dim 64,   hidden 192,  2 layers,  4 heads,  2 kv-heads\n"
     "    110m  dim 768,  hidden 2048, 12 layers, 12 heads, 12 kv-heads, vocabulary 32000\n"
@@ -50,6 +50,8 @@ const char* kSynthHelp =
     "  --arch A    llama (default: llama2-style) or llama3 (theta 500000, tied embeddings, Llama\n"
     "              3.1-style rope_freqs frequency factors) or qwen2 (Q/K/V biases, half-split RoPE,\n"
     "              theta 1000000, tied embeddings)\n"
+    "  --head-dim N  attention head width (default dim / heads; Qwen3 and Gemma heads are wider:\n"
+    "              queries n_heads * N wide, written as GGUF attention.key_length)\n"
     "  --seed N    weight seed (default 42): the same seed gives the same bytes\n"
     "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
     "              the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
@@ -59,13 +61,14 @@ const char* kSynthHelp =
 }  // namespace
 
 int cmd_synth(int argc, char** argv) {
-  Args args(argc, argv, {"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--arch"});
+  Args args(argc, argv, {"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--arch", "--head-dim"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kSynthHelp, stdout);
     return 0;
   }
-  args.check_known({"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--gguf", "--arch"});
+  args.check_known({"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--gguf", "--arch", "--head-dim"});
   const int64_t seed = args.get_int("--seed", 42, 0, INT64_MAX);
+  const int64_t head_dim = args.get_int("--head-dim", 0, 0, kMaxHeadDim);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember synth --help)");
   if (!args.positionals().empty()) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "unexpected argument '" + args.positionals()[0] + "' (see ember synth --help)");
@@ -76,6 +79,8 @@ int cmd_synth(int argc, char** argv) {
   if (!synth_shape(shape_name, &shape)) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--shape '" + shape_name + "' is not a shape (tiny, 110m, 0.5b, 1.1b)");
   }
+  shape.head_dim = static_cast<uint32_t>(head_dim);
+  if (head_dim % 2 != 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--head-dim " + std::to_string(head_dim) + " must be even");
   shape.arch = args.get("--arch", "llama");
   if (!synth_arch_known(shape.arch)) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--arch '" + shape.arch + "' is not a family (llama, llama3, qwen2)");
