@@ -212,7 +212,7 @@ ember_status ember_model_get_info(const ember_model* model, ember_model_info* in
   return EMBER_OK;
 }
 
-ember_status ember_tokenize(const ember_model* model, const char* text, size_t text_len, int add_bos,
+ember_status ember_tokenize(const ember_model* model, const char* text, size_t text_len, int flags,
                             int32_t* tokens, size_t capacity, size_t* out_count) {
   EMBER_API_ENTRY();
   if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
@@ -220,8 +220,16 @@ ember_status ember_tokenize(const ember_model* model, const char* text, size_t t
   *out_count = 0;
   if (!text && text_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "text is NULL but text_len > 0");
   if (!tokens && capacity) return fail(EMBER_ERR_INVALID_ARGUMENT, "tokens is NULL but capacity > 0");
+  if (flags & ~(EMBER_TOKENIZE_ADD_BOS | EMBER_TOKENIZE_PARSE_SPECIAL)) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                                     "flags = %d: only EMBER_TOKENIZE_ADD_BOS (1) and EMBER_TOKENIZE_PARSE_SPECIAL (2)",
+                                     flags));
+  }
+  ember::EncodeOptions eo;
+  eo.add_bos = (flags & EMBER_TOKENIZE_ADD_BOS) != 0;
+  eo.parse_special = (flags & EMBER_TOKENIZE_PARSE_SPECIAL) != 0;
   std::vector<int32_t> ids;
-  ember::Status s = model->model->tokenizer().encode(std::string_view(text ? text : "", text_len), add_bos != 0, &ids);
+  ember::Status s = model->model->tokenizer().encode(std::string_view(text ? text : "", text_len), eo, &ids);
   if (!s.is_ok()) return done(s);
   *out_count = ids.size();
   if (ids.size() > capacity) {

@@ -188,14 +188,24 @@ EMBER_API ember_status ember_model_get_info(const ember_model* model, ember_mode
 
 /* ---- Tokenizer ----------------------------------------------------------- */
 
+/* ember_tokenize's flags. */
+enum {
+  EMBER_TOKENIZE_ADD_BOS = 1,       /* prepend the model's BOS id */
+  /* Text spelling a control token ("<|im_start|>", "<end_of_turn>") becomes
+   * that token, as in a rendered chat template; without it such text is
+   * encoded as ordinary text (the safe default for user input). */
+  EMBER_TOKENIZE_PARSE_SPECIAL = 2
+};
+
 /* Encodes UTF-8 text (text_len bytes; NUL bytes are text like any other).
- * add_bos: prepend the model's BOS id. On success writes the ids to tokens
+ * flags: EMBER_TOKENIZE_* bits (1 = add BOS, as the former add_bos
+ * argument); other bits are EMBER_ERR_INVALID_ARGUMENT. On success writes the ids to tokens
  * and their count to *out_count. When capacity is smaller than the count,
  * returns EMBER_ERR_BUFFER_TOO_SMALL, writes nothing to tokens and sets
  * *out_count to the count needed (tokens may be NULL with capacity 0 to ask
  * for it). Other errors leave *out_count 0. */
 EMBER_API ember_status ember_tokenize(const ember_model* model, const char* text, size_t text_len,
-                                      int add_bos, int32_t* tokens, size_t capacity,
+                                      int flags, int32_t* tokens, size_t capacity,
                                       size_t* out_count);
 
 /* Decodes ids into UTF-8 text, as the pieces would be printed in sequence

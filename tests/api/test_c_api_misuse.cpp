@@ -164,6 +164,19 @@ TEST_CASE("a successful call clears the last error a failed one left") {
             [&] { info.struct_size = sizeof info; return ember_model_get_info(f.model, &info); });
   fail_then("tokenize", [&] { return ember_tokenize(f.model, "Hello", 5, 1, tokens, 1, &n); },
             [&] { return ember_tokenize(f.model, "Hello", 5, 1, tokens, 8, &n); });
+  fail_then("tokenize flags", [&] { return ember_tokenize(f.model, "Hello", 5, 4, tokens, 8, &n); },
+            [&] { return ember_tokenize(f.model, "Hello", 5, EMBER_TOKENIZE_ADD_BOS, tokens, 8, &n); });
+  {
+    // "<s>" spelled in text: the BOS token only when special text is parsed.
+    int32_t ids[16];
+    size_t plain = 0, special = 0;
+    REQUIRE(ember_tokenize(f.model, "<s>Hi", 5, 0, ids, 16, &plain) == EMBER_OK);
+    CHECK((plain == 0 || ids[0] != 1));
+    REQUIRE(ember_tokenize(f.model, "<s>Hi", 5, EMBER_TOKENIZE_PARSE_SPECIAL, ids, 16, &special) == EMBER_OK);
+    REQUIRE(special >= 1);
+    CHECK(ids[0] == 1);
+    CHECK(special < plain);
+  }
   fail_then("detokenize", [&] { return ember_detokenize(f.model, tokens, n, text, 0, &n); },
             [&] { return ember_detokenize(f.model, tokens, 2, text, sizeof text, &n); });
   fail_then("token_to_piece", [&] { return ember_token_to_piece(f.model, -1, -5, text, sizeof text, &n); },

@@ -1,5 +1,6 @@
-// `ember tokenize FILE (--text T | --file F)`: ids without BOS, from an
-// .ember file or any GGUF file holding a vocabulary.
+// `ember tokenize FILE (--text T | --file F) [--special]`: ids without BOS,
+// from an .ember file or any GGUF file holding a vocabulary; --special turns
+// text spelling a control token into that token (a rendered chat template).
 #include <cstdio>
 #include <cstring>
 
@@ -15,10 +16,11 @@ namespace ember::cli {
 int cmd_tokenize(int argc, char** argv) {
   Args args(argc, argv, {"--text", "--file"});
   if (args.has("--help") || args.has("-h")) {
-    std::puts("usage: ember tokenize FILE (--text T | --file F)\n  FILE: an .ember model or a GGUF file");
+    std::puts("usage: ember tokenize FILE (--text T | --file F) [--special]\n  FILE: an .ember model or a GGUF file\n"
+              "  --special  text spelling a control token (\"<|im_start|>\") becomes that token");
     return 0;
   }
-  args.check_known({"--text", "--file"});
+  args.check_known({"--text", "--file", "--special"});
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
   if (args.positionals().size() != 1 || args.has("--text") == args.has("--file")) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "expected FILE and exactly one of --text or --file");
@@ -48,7 +50,9 @@ int cmd_tokenize(int argc, char** argv) {
   auto tok = Tokenizer::create(std::move(vocab));
   if (!tok.is_ok()) return report(tok.status().code(), tok.status().message());
   std::vector<int32_t> ids;
-  const Status s = tok->encode(text, /*add_bos=*/false, &ids);
+  EncodeOptions eo;
+  eo.parse_special = args.has("--special");
+  const Status s = tok->encode(text, eo, &ids);
   if (!s.is_ok()) return report(s.code(), s.message());
   for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
   std::printf("\n");
