@@ -15,6 +15,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler libmbedtls-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
   doctest-dev clang libclang-rt-14-dev
+  nlohmann-json3-dev
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 )
 

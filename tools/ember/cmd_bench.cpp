@@ -22,6 +22,7 @@
 #include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
 #include "tools/ember/model_cache.h"
+#include "tools/ember/model_facts.h"
 
 #include "ember_git_hash.h"  // generated at build time: EMBER_GIT_HASH
 
@@ -35,49 +36,6 @@ double now_s() {
 
 int32_t argmax(const std::vector<float>& v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
-// What the model file says about itself, beyond the C API's model info.
-struct ModelFacts {
-  uint64_t weight_bytes = 0;           // every tensor
-  uint64_t decode_bytes_per_token = 0; // what one decode step reads
-  std::string quantization;            // "q8_0 (+f32 x11)", by matrix bytes
-  std::string recipe;                  // provenance.quantization
-  std::string sha256;                  // the data segment's digest (metadata)
-};
-
-Result<ModelFacts> model_facts(const std::string& path) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> file, ModelFile::open(path, ModelFile::Options{}));
-  ModelFacts f;
-  uint64_t by_type[kDTypeCount] = {};
-  int count_by_type[kDTypeCount] = {};
-  for (const TensorView& t : file->tensors()) {
-    f.weight_bytes += t.size;
-    by_type[static_cast<int>(t.dtype)] += t.size;
-    count_by_type[static_cast<int>(t.dtype)]++;
-    // A decode step reads one row of the embedding table (all of it when it
-    // is also the output matrix) and every other tensor whole.
-    if (t.name == "token_embd.weight" && !file->hparams().tied_embeddings) {
-      f.decode_bytes_per_token += t.size / std::max<int64_t>(1, t.rows());
-    } else {
-      f.decode_bytes_per_token += t.size;
-    }
-  }
-  int main_type = 0;
-  for (int i = 1; i < kDTypeCount; ++i) {
-    if (by_type[i] > by_type[main_type]) main_type = i;
-  }
-  f.quantization = dtype_name(static_cast<DType>(main_type));
-  std::string others;
-  for (int i = 0; i < kDTypeCount; ++i) {
-    if (i == main_type || !count_by_type[i]) continue;
-    others += std::string(others.empty() ? "" : ", ") + dtype_name(static_cast<DType>(i)) + " x" +
-              std::to_string(count_by_type[i]);
-  }
-  if (!others.empty()) f.quantization += " (+" + others + ")";
-  f.recipe = file->provenance().quantization;
-  f.sha256 = to_hex(file->contents().data_sha256.data(), file->contents().data_sha256.size());
-  return f;
 }
 
 bool parse_lengths(const std::string& s, std::vector<int32_t>* out) {
