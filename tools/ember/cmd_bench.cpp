@@ -391,7 +391,8 @@ int cmd_bench(int argc, char** argv) {
     }
     Histogram itl;
     itl.id = "itl-histogram";
-    itl.title = "Inter-token latency, " + std::to_string(parallel[0]) + " session(s), every input length pooled";
+    itl.title = "Inter-token latency (" + std::to_string(parallel[0]) + " session" + (parallel[0] > 1 ? "s" : "") +
+                ", all input lengths)";
     itl.x_label = "ms between tokens";
     itl.y_label = "tokens";
     for (const Run& r : runs) {

@@ -45,7 +45,7 @@ double nice_step(double span, int ticks) {
 
 std::string tick_label(double v) {
   char buf[32];
-  if (std::fabs(v) >= 1e4 || (std::fabs(v) < 1e-2 && v != 0)) {
+  if (std::fabs(v) >= 1e6 || (std::fabs(v) < 1e-2 && v != 0)) {
     std::snprintf(buf, sizeof buf, "%.3g", v);
   } else {
     std::snprintf(buf, sizeof buf, "%g", std::round(v * 1000) / 1000);
@@ -158,12 +158,14 @@ void SvgDocument::add(const Histogram& hg) {
   Frame f{kLeft, top + kTop, width_ - kLeft - kRight, panel_height_ - kTop - kBottom, 0, 1, 0, 1, false};
   const int bins = std::max(1, hg.bins);
   double lo = 0, hi = 1;
-  int64_t above = 0;  // values past the 99th percentile: counted in the last bar
+  // The x range: min .. 2 x p95 (a busy machine's rare long pauses would
+  // squeeze the body into one bar); the values past it count in the last bar.
+  int64_t above = 0;
   if (!hg.values.empty()) {
     std::vector<double> sorted = hg.values;
     std::sort(sorted.begin(), sorted.end());
     lo = sorted.front();
-    hi = sorted[static_cast<size_t>(0.99 * static_cast<double>(sorted.size() - 1))];
+    hi = std::min(sorted.back(), 2 * sorted[static_cast<size_t>(0.95 * static_cast<double>(sorted.size() - 1))]);
     for (double v : sorted) above += v > hi;
   }
   if (!(hi > lo)) hi = lo + 1e-3;
@@ -183,7 +185,7 @@ void SvgDocument::add(const Histogram& hg) {
   std::string s = "<g class=\"chart histogram\" id=\"" + escape(hg.id) + "\" data-total=\"" +
                   std::to_string(hg.values.size()) + "\" data-above=\"" + std::to_string(above) + "\">\n";
   const std::string title =
-      above ? hg.title + " (last bar: " + std::to_string(above) + " above p99, up to " +
+      above ? hg.title + " (last bar: " + std::to_string(above) + " above 2 x p95, max " +
                   plot_number(*std::max_element(hg.values.begin(), hg.values.end()), 1) + ")"
             : hg.title;
   s += axes(f, title, hg.x_label, hg.y_label, ticks);

@@ -26,7 +26,7 @@ struct LineChart {
 struct Histogram {
   std::string id;
   std::string title, x_label, y_label;
-  std::vector<double> values;  // the x range is min..p99; values above p99 go in the last bar
+  std::vector<double> values;  // x range min..2 x p95; values past it go in the last bar
   int bins = 20;
 };
 
