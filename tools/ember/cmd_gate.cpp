@@ -543,7 +543,14 @@ int cmd_gate(int argc, char** argv) {
     ember_memory_plan p;
     std::memset(&p, 0, sizeof p);
     p.struct_size = sizeof p;
-    if (ember_plan(s.model, &po, &p) == EMBER_OK) s.plan_bytes = p.weights_mapped_bytes + p.private_bytes;
+    const ember_status ps = ember_plan(s.model, &po, &p);
+    if (ps != EMBER_OK) {
+      report(ps, "planning '" + s.path + "' at context " + std::to_string(info.max_context) + ": " +
+                     ember_last_error());
+      cleanup();
+      return kErrorExit;
+    }
+    s.plan_bytes = p.weights_mapped_bytes + p.private_bytes;
   }
   free_models();
   for (Side& s : sides) s.model = nullptr;
