@@ -12,8 +12,10 @@
 // and why the defaults are what they are.
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -291,40 +293,64 @@ std::string trim(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
-
-// Runs `ember bench --json` on one model in its own process (its peak RSS
-// is then the model's alone) and reads the figures of its one run.
-bool measure(const std::string& exe, Side* s, int64_t prompt, int64_t tokens, int64_t reps, int64_t threads,
-             std::string* error) {
-  const std::string cmd = shell_quote(exe) + " bench -m " + shell_quote(s->path) + " -p " + std::to_string(prompt) +
-                          " -n " + std::to_string(tokens) + " -r " + std::to_string(reps) + " --threads " +
-                          std::to_string(threads) + " --probe-mb 64 --json 2>/dev/null";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) {
-    *error = "cannot run " + cmd;
+// Runs `ember bench --json` on one model in a child process (fork, no
+// exec: it works where the binary runs under an emulator too), so the
+// child's peak RSS, reset at its start, is that model's measurement alone.
+// Called before the parent starts any thread.
+bool measure(Side* s, int64_t prompt, int64_t tokens, int64_t reps, int64_t threads, std::string* error) {
+  std::vector<std::string> av = {"bench", "-m", s->path, "-p", std::to_string(prompt), "-n", std::to_string(tokens),
+                                 "-r", std::to_string(reps), "--threads", std::to_string(threads), "--probe-mb", "64",
+                                 "--json"};
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    *error = "measuring '" + s->path + "': cannot make a pipe";
     return false;
   }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    *error = "measuring '" + s->path + "': cannot fork";
+    return false;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[1]);
+    // Peak RSS back to the current RSS (Linux >= 4.0): what follows is the model's.
+    if (FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+      std::fputs("5", f);
+      std::fclose(f);
+    }
+    std::vector<char*> argv;
+    for (std::string& a : av) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int rc = cmd_bench(static_cast<int>(argv.size() - 1), argv.data());
+    std::fflush(nullptr);
+    ::_exit(rc);
+  }
+  ::close(fds[1]);
   std::string out;
   char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int rc = ::pclose(p);
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) != 0) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   s->bench = json::parse(out, nullptr, false);
   if (rc != 0 || s->bench.is_discarded() || !s->bench.is_object() || !s->bench.contains("runs") ||
       !s->bench["runs"].is_array() || s->bench["runs"].empty() || !s->bench["runs"][0].is_object() ||
       !s->bench["runs"][0].contains("metrics")) {
-    *error = "measuring '" + s->path + "' failed: " + cmd;
+    *error = "measuring '" + s->path + "' with ember bench failed (exit " + std::to_string(rc) + ")";
     return false;
   }
   const json& m = s->bench["runs"][0]["metrics"];
@@ -443,6 +469,15 @@ int cmd_gate(int argc, char** argv) {
                     " tokens, the baseline's " + std::to_string(sides[0].info.vocab_size) +
                     ": not two versions of one model");
   }
+  // Speed and peak RSS, each model in its own process; first, while this
+  // process has no thread but its own (fork).
+  for (Side& s : sides) {
+    if (!measure(&s, bench_prompt, bench_tokens, bench_reps, threads, &error)) {
+      report(EMBER_ERR_IO, error);
+      free_models();
+      return kErrorExit;
+    }
+  }
   const ember_model_info& info = sides[0].info;
   const int64_t ctx = ctx_arg ? ctx_arg : std::min<int64_t>(info.max_context, 256);
 
@@ -554,15 +589,6 @@ int cmd_gate(int argc, char** argv) {
   }
   free_models();
   for (Side& s : sides) s.model = nullptr;
-
-  // Speed and peak RSS, each model in its own process.
-  const std::string exe = self_exe();
-  for (Side& s : sides) {
-    if (!measure(exe, &s, bench_prompt, bench_tokens, bench_reps, threads, &error)) {
-      report(EMBER_ERR_IO, error);
-      return kErrorExit;
-    }
-  }
 
   // The criteria.
   std::vector<Criterion> crit;
