@@ -625,7 +625,9 @@ int cmd_gate(int argc, char** argv) {
   }
 
   auto figure = [](const Criterion& x, double v) {
-    return x.unit == "bytes" ? std::to_string(static_cast<long long>(v)) : num(v, x.name == "KL divergence" ? 6 : 4);
+    if (x.unit == "bytes") return std::to_string(static_cast<long long>(v));
+    if (x.unit == "%") return num(v, 1) + "%";
+    return num(v, x.name == "KL divergence" ? 6 : 4);
   };
   auto measured = [&](const Criterion& x) {
     if (x.name == "top-1 agreement" || x.name == "KL divergence") return num(x.measured, x.name == "KL divergence" ? 6 : 4);
