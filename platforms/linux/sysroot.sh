@@ -32,7 +32,7 @@ packages=(
   libmbedtls-dev libmbedcrypto7 libmbedtls14 libmbedx509-1
   libflatbuffers-dev
 )
-arch_all=(doctest-dev)   # header-only, Architecture: all
+arch_all=(doctest-dev nlohmann-json3-dev)   # header-only, Architecture: all
 
 stamp="$dir/.ember-sysroot"
 want="$arch ${packages[*]} ${arch_all[*]}"

@@ -71,13 +71,22 @@ TEST_CASE("bench --json: every key of the reproducible template") {
   CHECK(j.find("\"model_sha256\": \"" + test::data_digest(model) + "\"") != std::string::npos);
   CHECK(j.find("nan") == std::string::npos);
 
-  // The text table, and a clear error for a length the context cannot hold.
+  CHECK(j.find("\"context_beyond_model\": false") != std::string::npos);
+
+  // The text table; a workload longer than the model's 256 positions runs
+  // in a context sized to it (as llama-bench does), and says so.
   r = test::run_cli("bench -m " + model + " -p 8 -n 2 -r 1 --probe-mb 16 2>/dev/null");
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("decode tok/s") != std::string::npos);
-  r = test::run_cli("bench -m " + model + " -p 4096 -n 2 2>&1");
+  r = test::run_cli("bench -m " + model + " -p 300 -n 4 -r 1 --threads 1 --probe-mb 16 --json 2>/dev/null");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("\"context_length\": 305") != std::string::npos);
+  CHECK(r.out.find("\"model_context\": 256") != std::string::npos);
+  CHECK(r.out.find("\"context_beyond_model\": true") != std::string::npos);
+  // Past what any session can hold: refused, naming the lengths.
+  r = test::run_cli("bench -m " + model + " -p 1048576 -n 2 2>&1");
   CHECK(r.rc != 0);
-  CHECK(r.out.rfind("EMBER_ERR_INVALID_ARGUMENT: -p 4096", 0) == 0);
+  CHECK(r.out.rfind("EMBER_ERR_INVALID_ARGUMENT: -p 1048576 plus -n 2", 0) == 0);
 }
 
 TEST_CASE("perplexity: Q8_0 within 1% of F32 on a synthetic model") {

@@ -52,6 +52,14 @@ std::string Args::get(const std::string& flag, const std::string& fallback) cons
   return v;
 }
 
+std::vector<std::string> Args::get_all(const std::string& flag) const {
+  std::vector<std::string> all;
+  for (const auto& f : flags_) {
+    if (f.first == flag) all.push_back(f.second);
+  }
+  return all;
+}
+
 int64_t Args::get_int(const std::string& flag, int64_t fallback, int64_t min, int64_t max) {
   if (!has(flag)) return fallback;
   const std::string s = get(flag);

@@ -1,38 +1,143 @@
-// `ember backends`: every backend built into this binary, from the registry
-// (backends/backend.h), with what its probe found: the device type, name and
-// memory, or why it is unavailable. Probing opens no device.
+// `ember backends [--json | --markdown]`: every backend built into this
+// binary, from the registry (backends/backend.h), with what its probe found:
+// the device type, name and memory, or why it is unavailable. Probing opens
+// no device. --json and --markdown give the backend tracking table the
+// deployment notes ask for (docs/decisions.md, "Deployment decisions"): per
+// device found, the support status, quantizations, model families,
+// continuous batching and readiness.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "tools/ember/args.h"
+#include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
 
 namespace ember::cli {
+namespace {
+
+// Every backend runs every family's ops and every weight type today (the
+// tests hold both to the same logits); a backend that cannot run a model
+// says why in supports(), and auto then takes the cpu.
+const char* const kWeightTypes = "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs";
+const char* const kFamilies = "llama (incl. Llama 3.x rope_freqs), qwen2";
+
+struct Row {
+  std::string backend, status, device_type, device, memory, quantizations, families, batching, readiness, why;
+  uint64_t memory_bytes = 0;
+};
+
+// Readiness, by what the project tests on each: the cpu backend's kernels
+// are each held to a scalar reference on every ISA it dispatches to; the
+// Vulkan backend is held to the cpu's logits, in CI on a software device
+// (lavapipe) only.
+Row row_for(const BackendEntry& e, const DeviceInfo& d) {
+  Row r;
+  r.backend = e.name;
+  r.status = d.available ? "supported" : "unavailable";
+  r.device_type = d.name.empty() && !d.available ? "-" : device_type_name(d.type);
+  r.device = d.name.empty() ? "-" : d.name;
+  r.why = d.available ? "" : d.reason;
+  r.memory_bytes = d.memory_bytes;
+  char memory[32] = "-";
+  if (d.memory_bytes) std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(d.memory_bytes) / (1ull << 30));
+  r.memory = memory;
+  r.quantizations = kWeightTypes;
+  r.families = kFamilies;
+  r.batching = "no (one sequence per session)";
+  if (e.kind == BackendKind::Cpu) {
+    r.readiness = "production (kernels tested against scalar references)";
+  } else if (!d.available) {
+    r.readiness = "not applicable (no device)";
+  } else if (d.type == DeviceType::Cpu || d.type == DeviceType::Virtual) {
+    r.readiness = "testing only (a software device: slower than the cpu backend)";
+  } else {
+    r.readiness = "experimental (tested against the cpu's logits on a software device)";
+  }
+  return r;
+}
+
+}  // namespace
 
 int cmd_backends(int argc, char** argv) {
   Args args(argc, argv, {});
-  args.check_known({});
-  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
-  std::printf("%-8s %-11s %-14s %10s  %s\n", "backend", "state", "device type", "memory", "device / why not");
-  for (const BackendEntry& e : backend_entries()) {
-    const DeviceInfo d = e.probe();
-    char memory[32] = "-";
-    if (d.memory_bytes) std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(d.memory_bytes) / (1ull << 30));
-    std::string device = d.name.empty() ? "-" : d.name;
-    if (!d.available) device = d.name.empty() ? d.reason : d.name + " (" + d.reason + ")";
-    std::printf("%-8s %-11s %-14s %10s  %s\n", e.name, d.available ? "available" : "unavailable",
-                d.name.empty() && !d.available ? "-" : device_type_name(d.type), memory, device.c_str());
+  if (args.has("--help") || args.has("-h")) {
+    std::puts("usage: ember backends [--json | --markdown]\n"
+              "  the backends built in, the device each found, and the tracking table: support status,\n"
+              "  quantizations, model families, continuous batching, readiness");
+    return 0;
   }
-  if (!find_backend(BackendKind::Vulkan)) std::printf("%-8s %-11s (not built into this binary)\n", "vulkan", "absent");
-  // Every backend runs every family's ops and every weight type today (the
-  // tests hold both to the same logits); a backend that cannot run a model
-  // says why in supports(), and auto then takes the cpu.
-  std::printf("\nmodel families (GGUF general.architecture): llama (incl. Llama 3.x rope_freqs), qwen2 - cpu and vulkan\n");
-  std::printf("weight types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs - cpu and vulkan\n");
+  args.check_known({"--json", "--markdown"});
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
+  if (args.has("--json") && args.has("--markdown")) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--json and --markdown: give one");
+  }
+  std::vector<Row> rows;
+  for (const BackendEntry& e : backend_entries()) rows.push_back(row_for(e, e.probe()));
+  if (!find_backend(BackendKind::Vulkan)) {
+    Row r;
+    r.backend = "vulkan";
+    r.status = "not built";
+    r.device_type = r.device = r.memory = "-";
+    r.why = "not built into this binary (EMBER_VULKAN=OFF)";
+    r.quantizations = r.families = "-";
+    r.batching = "no";
+    r.readiness = "not applicable (not built)";
+    rows.push_back(r);
+  }
+
+  if (args.has("--json")) {
+    Json j;
+    j.begin_object().begin_array("backends");
+    for (const Row& r : rows) {
+      j.begin_object()
+          .str("backend", r.backend)
+          .str("support_status", r.status)
+          .str("device_type", r.device_type)
+          .str("device", r.device)
+          .integer("memory_bytes", static_cast<int64_t>(r.memory_bytes))
+          .str("quantizations", r.quantizations)
+          .str("families", r.families)
+          .str("continuous_batching", r.batching)
+          .str("readiness", r.readiness)
+          .str("why_not", r.why)
+          .end_object();
+    }
+    j.end_array().end_object();
+    std::fputs(j.text().c_str(), stdout);
+    return 0;
+  }
+  if (args.has("--markdown")) {
+    std::printf("| Backend | Device | Support status | Available quantization | Model families | "
+                "Continuous batching | Production readiness |\n|---|---|---|---|---|---|---|\n");
+    for (const Row& r : rows) {
+      std::string device = r.device == "-" ? r.why : r.device + " (" + r.device_type + ", " + r.memory + ")";
+      if (r.device != "-" && !r.why.empty()) device += ": " + r.why;
+      std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", r.backend.c_str(), device.c_str(), r.status.c_str(),
+                  r.quantizations.c_str(), r.families.c_str(), r.batching.c_str(), r.readiness.c_str());
+    }
+    return 0;
+  }
+
+  std::printf("%-8s %-11s %-14s %10s  %s\n", "backend", "state", "device type", "memory", "device / why not");
+  for (const Row& r : rows) {
+    if (r.status == "not built") {
+      std::printf("%-8s %-11s (not built into this binary)\n", r.backend.c_str(), "absent");
+      continue;
+    }
+    std::string device = r.device;
+    if (!r.why.empty()) device = r.device == "-" ? r.why : r.device + " (" + r.why + ")";
+    std::printf("%-8s %-11s %-14s %10s  %s\n", r.backend.c_str(),
+                r.status == "supported" ? "available" : "unavailable", r.device_type.c_str(), r.memory.c_str(),
+                device.c_str());
+  }
+  std::printf("\nmodel families (GGUF general.architecture): %s - cpu and vulkan\n", kFamilies);
+  std::printf("weight types: %s - cpu and vulkan\n", kWeightTypes);
   std::printf(
       "\n--backend auto picks a discrete or integrated GPU that runs the model and whose memory holds the\n"
-      "session's device bytes plus a margin (an eighth, at least 256 MiB), else the cpu.\n");
+      "session's device bytes plus a margin (an eighth, at least 256 MiB), else the cpu.\n"
+      "`ember backends --markdown` (or --json) prints the tracking table: support, readiness, batching.\n");
   return 0;
 }
 

@@ -30,5 +30,7 @@ int cmd_keygen(int argc, char** argv);
 int cmd_sign(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
 int cmd_cache(int argc, char** argv);
+int cmd_advise(int argc, char** argv);
+int cmd_gate(int argc, char** argv);
 
 }  // namespace ember::cli

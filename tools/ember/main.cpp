@@ -23,6 +23,8 @@ const Command kCommands[] = {
     {"quantize", ember::cli::cmd_quantize, "re-type weights: quantize IN.ember -o OUT.ember --dtype q8_0|q4_0|f16"},
     {"synth", ember::cli::cmd_synth, "a synthetic model: synth --shape tiny|110m|0.5b|1.1b --dtype T -o FILE [--gguf]"},
     {"bench", ember::cli::cmd_bench, "prefill and decode speed: bench -m M [-p 64,512] [-n 128] [-r 5] [--json]"},
+    {"gate", ember::cli::cmd_gate, "quantization release gate: gate --baseline B --candidate C [--tasks T] [criteria]"},
+    {"advise", ember::cli::cmd_advise, "cost, replicas, SLO and placement: advise --bench B.json --hourly-cost USD [--gpu N:USD:TOK]"},
     {"perplexity", ember::cli::cmd_perplexity, "perplexity of a text: perplexity -m M -f TEXT [--ctx N]"},
     {"keygen", ember::cli::cmd_keygen, "a signing key pair: keygen --private K.pem --public P.pem"},
     {"sign", ember::cli::cmd_sign, "sign a model in place: sign M.ember --key K.pem"},

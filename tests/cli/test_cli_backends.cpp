@@ -1,0 +1,39 @@
+// `ember backends --json | --markdown`: the backend tracking table, one row
+// per backend with the device its probe found.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "backends/backend.h"
+#include "cli/cli_run.h"
+
+TEST_SUITE("cli") {
+
+TEST_CASE("backends --json and --markdown: a row per backend, every column of the tracking table") {
+  const auto j = ember::test::run_ember("backends --json");
+  REQUIRE_MESSAGE(j.code == 0, j.err);
+  for (const char* key : {"backend", "support_status", "device_type", "device", "memory_bytes", "quantizations",
+                          "families", "continuous_batching", "readiness", "why_not"}) {
+    CHECK_MESSAGE(j.out.find(std::string("\"") + key + "\":") != std::string::npos, key);
+  }
+  CHECK(j.out.find("\"backend\": \"cpu\"") != std::string::npos);
+  CHECK(j.out.find("\"backend\": \"vulkan\"") != std::string::npos);  // built in, or listed as not built
+  CHECK(j.out.find("\"continuous_batching\": \"no") != std::string::npos);
+  CHECK(j.out.find("q4_k") != std::string::npos);
+  // The cpu row says what the probe found: this machine's memory.
+  const ember::DeviceInfo cpu = ember::find_backend(ember::BackendKind::Cpu)->probe();
+  CHECK(j.out.find("\"memory_bytes\": " + std::to_string(cpu.memory_bytes)) != std::string::npos);
+
+  const auto md = ember::test::run_ember("backends --markdown");
+  REQUIRE(md.code == 0);
+  CHECK(md.out.rfind("| Backend | Device | Support status | Available quantization | Model families | "
+                     "Continuous batching | Production readiness |\n|---|", 0) == 0);
+  CHECK(md.out.find("\n| cpu | ") != std::string::npos);
+  CHECK(md.out.find("\n| vulkan | ") != std::string::npos);
+
+  const auto both = ember::test::run_ember("backends --json --markdown");
+  CHECK(both.code != 0);
+  CHECK(both.err.rfind("EMBER_ERR_INVALID_ARGUMENT: ", 0) == 0);
+}
+
+}  // TEST_SUITE
