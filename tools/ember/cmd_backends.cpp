@@ -30,6 +30,11 @@ int cmd_backends(int argc, char** argv) {
   // says why in supports(), and auto then takes the cpu.
   std::printf("\nmodel families (GGUF general.architecture): llama (incl. Llama 3.x rope_freqs), qwen2 - cpu and vulkan\n");
   std::printf("weight types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs - cpu and vulkan\n");
+#if EMBER_SERVE
+  std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; slots decoded round-robin, not yet batched)\n");
+#else
+  std::printf("ember serve: not built into this binary (%s)\n", EMBER_SERVE_MISSING);
+#endif
   std::printf(
       "\n--backend auto picks a discrete or integrated GPU that runs the model and whose memory holds the\n"
       "session's device bytes plus a margin (an eighth, at least 256 MiB), else the cpu.\n");

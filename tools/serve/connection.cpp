@@ -87,6 +87,20 @@ Connection::Connection(int fd, const TlsConfig* tls) : fd_(fd), tls_(tls != null
 Connection::~Connection() {
   if (tls_) mbedtls_ssl_close_notify(&ssl_);
   mbedtls_ssl_free(&ssl_);
+  // A lingering close: stop sending, then discard what the client still
+  // sends (a refused body) for a moment, so that closing with unread bytes
+  // does not reset the connection before the client reads our answer.
+  ::shutdown(fd_, SHUT_WR);
+  char sink[4096];
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  size_t drained = 0;
+  while (drained < (1u << 20) && std::chrono::steady_clock::now() < end) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) break;
+    const ssize_t r = ::recv(fd_, sink, sizeof sink, MSG_DONTWAIT);
+    if (r <= 0) break;
+    drained += static_cast<size_t>(r);
+  }
   ::close(fd_);
 }
 

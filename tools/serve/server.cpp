@@ -359,12 +359,15 @@ bool Server::generate(Connection& c, const HttpRequest& r, bool chat, const std:
   const int64_t created = std::time(nullptr);
   const std::string& model = config_.model_name;
   bool client_gone = false;
-  // Waits for text or the end; cancels the request when the client leaves.
+  // Waits for text or the end; cancels the request when the client leaves
+  // (looked at every 100 ms, also while text keeps coming).
+  auto last_check = std::chrono::steady_clock::now();
   auto next = [&](std::string* text) {
     std::unique_lock<std::mutex> lock(stream->mutex);
-    while (stream->text.empty() && !stream->done) {
-      stream->changed.wait_for(lock, std::chrono::milliseconds(100));
-      if (!client_gone && stream->text.empty() && !stream->done) {
+    while (true) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!client_gone && now - last_check >= std::chrono::milliseconds(100)) {
+        last_check = now;
         lock.unlock();
         if (c.peer_gone()) {
           client_gone = true;
@@ -372,6 +375,8 @@ bool Server::generate(Connection& c, const HttpRequest& r, bool chat, const std:
         }
         lock.lock();
       }
+      if (!stream->text.empty() || stream->done) break;
+      stream->changed.wait_for(lock, std::chrono::milliseconds(100));
     }
     text->swap(stream->text);
     stream->text.clear();
