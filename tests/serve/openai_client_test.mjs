@@ -218,6 +218,38 @@ async function mainTests() {
     const after = await client.completions.create({ model: modelName, prompt, max_tokens: 24, temperature: 0 });
     eq(after.choices[0].text, expected, 'after a disconnect: the server still answers, the same text');
 
+    // A bounded load: 48 requests, 16 at a time, every fourth client leaving
+    // after its first chunk. Every other one gets the whole greedy text.
+    const outcomes = [];
+    let nextJob = 0;
+    const worker = async () => {
+      while (nextJob < 48) {
+        const i = nextJob++;
+        if (i % 4 === 3) {
+          await new Promise((resolve) => {
+            const req = http.request({ host: '127.0.0.1', port: srv.port, method: 'POST', path: '/v1/completions',
+                                       headers: auth }, (res) => { res.once('data', () => { req.destroy(); resolve(); }); });
+            req.on('error', () => resolve());
+            req.end(JSON.stringify({ prompt, max_tokens: 200, stream: true }));
+          });
+          continue;
+        }
+        const r = await client.completions.create({ model: modelName, prompt, max_tokens: 24, temperature: 0,
+                                                    stream: i % 2 === 0 });
+        let text = '';
+        if (i % 2 === 0) {
+          for await (const ch of r) text += ch.choices[0].text;
+        } else {
+          text = r.choices[0].text;
+        }
+        outcomes.push(text === expected);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    eq(outcomes.length, 36, 'load: every staying client answered');
+    check(outcomes.every((x) => x), 'load: every answer is the whole greedy text');
+    eq((await raw(srv.port, 'GET', '/health')).status, 200, 'load: the server is up');
+
     const metrics = (await raw(srv.port, 'GET', '/metrics', { headers: auth })).body;
     for (const name of ['ember_requests_total{route="/v1/completions",status="200"}', 'ember_generated_tokens_total',
                         'ember_time_to_first_token_seconds_bucket', 'ember_inter_token_latency_seconds_count',
@@ -253,7 +285,6 @@ async function queueTests() {
     const results = await Promise.all(Array.from({ length: 12 }, () =>
       raw(srv.port, 'POST', '/v1/completions', { body, headers: { 'Content-Type': 'application/json' } })));
     const statuses = results.map((r) => r.status);
-    console.log(`queue test: ${statuses}`);
     check(statuses.every((s) => s === 200 || s === 429), `only 200 and 429: ${statuses}`);
     check(statuses.filter((s) => s === 200).length >= 2, `a slot and the queue were served: ${statuses}`);
     const limited = results.find((r) => r.status === 429);
