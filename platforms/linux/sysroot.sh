@@ -26,11 +26,13 @@ esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${2:-$root/build-$target/sysroot}
 
-# libmbedtls-dev holds libmbedcrypto.a (linked statically); its shared
-# runtime packages satisfy the -dev package's .so links.
+# libmbedtls-dev holds libmbedcrypto.a (and `ember serve`'s libmbedtls.a,
+# libmbedx509.a; linked statically); its shared runtime packages satisfy the
+# -dev package's .so links. libhttp-parser-dev: libhttp_parser.a (serve).
 packages=(
   libmbedtls-dev libmbedcrypto7 libmbedtls14 libmbedx509-1
   libflatbuffers-dev
+  libhttp-parser-dev libhttp-parser2.9
 )
 arch_all=(doctest-dev nlohmann-json3-dev)   # header-only, Architecture: all
 

@@ -134,6 +134,11 @@ int cmd_backends(int argc, char** argv) {
   }
   std::printf("\nmodel families (GGUF general.architecture): %s - cpu and vulkan\n", kFamilies);
   std::printf("weight types: %s - cpu and vulkan\n", kWeightTypes);
+#if EMBER_SERVE
+  std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; slots decoded round-robin, not yet batched)\n");
+#else
+  std::printf("ember serve: not built into this binary (%s)\n", EMBER_SERVE_MISSING);
+#endif
   std::printf(
       "\n--backend auto picks a discrete or integrated GPU that runs the model and whose memory holds the\n"
       "session's device bytes plus a margin (an eighth, at least 256 MiB), else the cpu.\n"

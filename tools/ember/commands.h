@@ -32,5 +32,6 @@ int cmd_verify(int argc, char** argv);
 int cmd_cache(int argc, char** argv);
 int cmd_advise(int argc, char** argv);
 int cmd_gate(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 
 }  // namespace ember::cli

@@ -30,6 +30,7 @@ const Command kCommands[] = {
     {"sign", ember::cli::cmd_sign, "sign a model in place: sign M.ember --key K.pem"},
     {"verify", ember::cli::cmd_verify, "check a model's structure, digest and signature: verify M.ember [--pubkey P.pem]"},
     {"cache", ember::cli::cmd_cache, "the GGUF files run converted: cache list|clear"},
+    {"serve", ember::cli::cmd_serve, "an OpenAI-compatible HTTP(S) server: serve -m M [--port P] [--parallel N]"},
 };
 
 void usage() {

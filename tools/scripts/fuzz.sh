@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api fuzz_serve_request)
 BUILD=${BUILD:-build-fuzz}
 JOBS=${JOBS:-2}
 DATA=${EMBER_TEST_DATA:-$(pwd)/../shared}
@@ -26,7 +26,7 @@ cmake --build "$BUILD" -j"$JOBS" --target ember_cli "${TARGETS[@]}"
 # Seed corpora, generated here (never committed).
 SEEDS=$BUILD/seeds
 rm -rf "$SEEDS"
-mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api} "$BUILD/artifacts"
+mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api,fuzz_serve_request} "$BUILD/artifacts"
 EMBER=$BUILD/ember
 if [ -f "$DATA/models/stories260K.bin" ]; then
   ASAN_OPTIONS=detect_leaks=0 "$EMBER" convert "$DATA/models/stories260K.bin" --tokenizer "$DATA/models/tok512.bin" \
@@ -58,6 +58,26 @@ for mode in (3, 4, 5):  # decode: a few ids, one out of range
     open(os.path.join(out, "ids%d" % mode), "wb").write(bytes([mode]) + struct.pack("<5i", 1, 2, 100, 300, 70000))
 PY
 head -c 512 /dev/zero > "$SEEDS/fuzz_c_api/zeros"
+# Serve seeds: a split byte, then requests of every route and field kind.
+python3 - "$SEEDS/fuzz_serve_request" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+bodies = [
+    {"model": "m", "prompt": "Once upon a time", "max_tokens": 16, "temperature": 0.7, "top_p": 0.9, "top_k": 40,
+     "min_p": 0.05, "seed": 1, "stop": ["\n", "."], "stream": True, "stream_options": {"include_usage": True}},
+    {"prompt": [1, 2, 3], "echo": True},
+    {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+     "max_completion_tokens": 8, "stop": "END"},
+]
+reqs = [b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n"]
+for b in bodies:
+    body = json.dumps(b).encode()
+    reqs.append(b"POST /v1/completions HTTP/1.1\r\nAuthorization: Bearer k\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    reqs.append(b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
+for i, r in enumerate(reqs):
+    for split in (0, 7, 40):
+        open(os.path.join(out, "r%d_%d" % (i, split)), "wb").write(bytes([split]) + r)
+PY
 head -c 512 /dev/urandom > "$SEEDS/fuzz_c_api/random" 2>/dev/null || true
 echo 'seed' > "$SEEDS/fuzz_model_semantic/seed"
 

@@ -1,0 +1,58 @@
+// libFuzzer target: `ember serve`'s request parsing and JSON fields. The
+// input is split by its first byte into HTTP bytes fed in two pieces (so
+// every split point of a request is reached), then the body of a complete
+// request (or the raw input) goes to the completion and chat field readers
+// and the stop-string scan. Nothing may crash, leak or read out of bounds;
+// every refusal carries a status and a message.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "tools/serve/http_request.h"
+#include "tools/serve/openai_api.h"
+#include "tools/serve/scheduler.h"
+
+using namespace ember::serve;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const char* bytes = reinterpret_cast<const char*>(data + 1);
+  const size_t n = size - 1;
+  const size_t split = n ? data[0] % (n + 1) : 0;
+  HttpLimits limits;
+  limits.max_body = 4096;
+  limits.max_header_bytes = 2048;
+  limits.max_headers = 16;
+  RequestParser parser(limits);
+  size_t used = 0, at = 0;
+  RequestParser::State st = parser.feed(bytes, split, &used);
+  at = used;
+  while (st == RequestParser::State::kComplete && at < n) {  // pipelined requests
+    parser.reset();
+    st = parser.feed(bytes + at, n - at, &used);
+    if (used == 0) break;
+    at += used;
+  }
+  if (st == RequestParser::State::kNeedMore && at < n) {
+    st = parser.feed(bytes + at, n - at, &used);
+  }
+  if (st == RequestParser::State::kNeedMore) st = parser.finish();
+  if (st == RequestParser::State::kError) {
+    if (parser.error_status() < 400 || parser.error_message().empty()) std::abort();
+  }
+  const std::string body =
+      st == RequestParser::State::kComplete ? parser.request().body : std::string(bytes, n);
+  std::string error;
+  for (bool chat : {false, true}) {
+    CompletionRequest r;
+    if (!parse_completion_request(body, chat, &r, &error) && error.empty()) std::abort();
+    if (!r.stop.empty()) {
+      size_t stop_at = 0;
+      const std::string text = r.prompt.empty() && !r.messages.empty() ? r.messages[0].content : r.prompt;
+      if (releasable_prefix(text, r.stop, &stop_at) > text.size()) std::abort();
+    }
+  }
+  (void)error_body(400, body);
+  return 0;
+}

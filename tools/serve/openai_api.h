@@ -1,0 +1,76 @@
+// The OpenAI-compatible request bodies of `ember serve`: JSON field
+// extraction with every error named (field and value), the chat fallback
+// format, and the response and error bodies. nlohmann-json is used with
+// exceptions off: parse(s, nullptr, false) and type checks before every get.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ember.h"
+
+namespace ember::serve {
+
+struct ChatMessage {
+  std::string role;     // system, user, assistant, tool, developer
+  std::string content;  // text parts joined
+};
+
+struct CompletionRequest {
+  bool chat = false;
+  std::string model;
+  std::string prompt;                 // /v1/completions with a text prompt
+  std::vector<int32_t> prompt_tokens; // /v1/completions with token ids
+  bool prompt_is_tokens = false;
+  std::vector<ChatMessage> messages;  // /v1/chat/completions
+  int32_t max_tokens = -1;            // -1: the default (16 for completions, the context for chat)
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int32_t top_k = 0;
+  float min_p = 0.0f;
+  bool has_seed = false;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;
+};
+
+// Reads a request body. On failure returns false with *error naming the
+// field and what is wrong (for a 400 response).
+bool parse_completion_request(std::string_view body, bool chat, CompletionRequest* out, std::string* error);
+
+// Chat messages to a prompt. FALLBACK until the chat-template engine
+// (ember_chat_format) lands: the integrator replaces this one function. It
+// writes a plain "role: text" transcript ending with "assistant:". *name is
+// the template used, printed at start.
+ember_status format_chat(const ember_model* model, const std::vector<ChatMessage>& messages, std::string* out);
+const char* chat_template_name(const ember_model* model);
+
+// {"error":{"message":...,"type":...,"param":null,"code":...}}
+std::string error_body(int http_status, std::string_view message);
+
+enum class Finish { kStop, kLength, kCancelled, kTimeout, kError };
+const char* finish_reason_name(Finish f);
+
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;
+};
+
+// Non-streaming response bodies.
+std::string completion_body(const CompletionRequest& r, const std::string& id, int64_t created,
+                            const std::string& model, const std::string& text, Finish finish, const Usage& usage);
+// One server-sent event ("data: {...}\n\n"): a text delta (finish null), the
+// final chunk with the finish reason (text empty), or the usage chunk.
+std::string stream_chunk(const CompletionRequest& r, const std::string& id, int64_t created, const std::string& model,
+                         const std::string& text, const Finish* finish, bool first);
+std::string stream_usage_chunk(const CompletionRequest& r, const std::string& id, int64_t created,
+                               const std::string& model, const Usage& usage);
+
+std::string models_body(const std::string& model, int64_t created);
+
+}  // namespace ember::serve
