@@ -91,21 +91,28 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
     for (int p = 0; p < 4; ++p) {
-      __m512i s0[T], s1[T];
-      for (int j = 0; j < T; ++j) s0[j] = s1[j] = _mm512_setzero_si512();
+      // Decode (T = 1): even and odd chunks in separate chains, halving the
+      // dependency chains (exact int32 sums: no result changes). More
+      // tokens are enough chains, and registers.
+      constexpr int kChains = T == 1 ? 2 : 1;
+      __m512i s0[2][T], s1[2][T];
+      for (int j = 0; j < T; ++j) s0[0][j] = s1[0][j] = s0[1][j] = s1[1][j] = _mm512_setzero_si512();
       const int64_t e = sb * 256 + 64 * p;
       for (int c = 0; c < 8; ++c) {
         __m512i lo, hi;
         W::quants(tile, p, c, &lo, &hi);
         for (int j = 0; j < T; ++j) {
-          s0[j] = _mm512_dpbusd_epi32(s0[j], lo, _mm512_set1_epi32(word(xa[j] + e + 4 * c)));
-          s1[j] = _mm512_dpbusd_epi32(s1[j], hi, _mm512_set1_epi32(word(xa[j] + e + 32 + 4 * c)));
+          const int k = c % kChains;
+          s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(xa[j] + e + 4 * c)));
+          s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(xa[j] + e + 32 + 4 * c)));
         }
       }
       const int64_t b = sb * 8 + 2 * p;
       for (int j = 0; j < T; ++j) {
-        __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(s0[j]), sc[2 * p]);
-        __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(s1[j]), sc[2 * p + 1]);
+        const __m512i i0 = kChains == 2 ? _mm512_add_epi32(s0[0][j], s0[1][j]) : s0[0][j];
+        const __m512i i1 = kChains == 2 ? _mm512_add_epi32(s1[0][j], s1[1][j]) : s1[0][j];
+        __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(i0), sc[2 * p]);
+        __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(i1), sc[2 * p + 1]);
         if constexpr (W::kHasMin) {
           f0 = _mm512_fnmadd_ps(mn[2 * p], _mm512_set1_ps(static_cast<float>(-(xb[j][b] / 8))), f0);
           f1 = _mm512_fnmadd_ps(mn[2 * p + 1], _mm512_set1_ps(static_cast<float>(-(xb[j][b + 1] / 8))), f1);
