@@ -349,6 +349,7 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
   CHECK(!layout_fits(Layout::Rows16, DType::Q4_K, 32, 128));  // not whole super-blocks
   CHECK(!layout_fits(Layout::Rows16, DType::Q4_K, 40, 256));
   CHECK(layout_fits(Layout::Rows16, DType::Q4_K, 32, 512));
+  CHECK(!layout_fits(Layout::Rows16, DType::Q6_K, 32, 512));  // no rows16 form (yet)
   CHECK(layout_fits(Layout::RowMajor, DType::F16, 3, 5));
 }
 
@@ -469,13 +470,16 @@ TEST_CASE("attention row kernels (dot_rows, axpy_rows) equal dot and axpy row by
 }
 
 TEST_CASE("logits are bit-identical for 1, 2 and 3 threads on every path and weight type") {
-  SynthShape shape;
-  REQUIRE(synth_shape("tiny", &shape));
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  // Q4_K (rows16) needs whole 256-element super-blocks: a 256-wide shape.
+  const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("kernels");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
     CAPTURE(dtype_name(t));
+    const SynthShape& shape = t == DType::Q4_K ? k256 : tiny;
     auto m = make_synthetic(shape, t, 5, "");
     REQUIRE(m.is_ok());
     const std::string path = dir + "/tiny-" + dtype_name(t) + ".ember";
