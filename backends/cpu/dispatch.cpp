@@ -15,8 +15,14 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
 #define EMBER_QUANT_ENTRIES(isa) q8_0_gemv__##isa, q8_0_gemm__##isa, q4_0_gemv__##isa, q4_0_gemm__##isa
 #define EMBER_ROWS16_ENTRIES(isa) \
   q8_0_rows16_gemv__##isa, q8_0_rows16_gemm__##isa, q4_0_rows16_gemv__##isa, q4_0_rows16_gemm__##isa
-// The GGUF types' Rows16 matmuls (Q5_0), last in CpuKernels.
-#define EMBER_GGUF_ROWS16_ENTRIES(isa) q5_0_rows16_gemv__##isa, q5_0_rows16_gemm__##isa
+// The GGUF types' Rows16 matmuls (EMBER_GGUF_ROWS16_TYPES), last in CpuKernels.
+#define EMBER_GGUF_ROWS16_PAIR_(t, isa) t##_rows16_gemv__##isa, t##_rows16_gemm__##isa,
+#define EMBER_GGUF_ROWS16_generic_(t) EMBER_GGUF_ROWS16_PAIR_(t, generic)
+#define EMBER_GGUF_ROWS16_avx2_(t) EMBER_GGUF_ROWS16_PAIR_(t, avx2)
+#define EMBER_GGUF_ROWS16_avx512vnni_(t) EMBER_GGUF_ROWS16_PAIR_(t, avx512vnni)
+#define EMBER_GGUF_ROWS16_neon_(t) EMBER_GGUF_ROWS16_PAIR_(t, neon)
+#define EMBER_GGUF_ROWS16_neondot_(t) EMBER_GGUF_ROWS16_PAIR_(t, neondot)
+#define EMBER_GGUF_ROWS16_ENTRIES(isa) EMBER_GGUF_ROWS16_TYPES(EMBER_GGUF_ROWS16_##isa##_)
 #define EMBER_FLOAT_MATMUL_ENTRIES(isa) f32_gemv__##isa, f32_gemm__##isa, f16_gemv__##isa, f16_gemm__##isa
 #define EMBER_VECTOR_ENTRIES(isa) \
   f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
@@ -207,8 +213,11 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
   k.t##_gemm = i.t##_gemm;
   EMBER_GGUF_QUANT_TYPES(EMBER_COPY_GGUF_)
 #undef EMBER_COPY_GGUF_
-  k.q5_0_rows16_gemv = i.q5_0_rows16_gemv;
-  k.q5_0_rows16_gemm = i.q5_0_rows16_gemm;
+#define EMBER_COPY_GGUF_ROWS16_(t)          \
+  k.t##_rows16_gemv = i.t##_rows16_gemv; \
+  k.t##_rows16_gemm = i.t##_rows16_gemm;
+  EMBER_GGUF_ROWS16_TYPES(EMBER_COPY_GGUF_ROWS16_)
+#undef EMBER_COPY_GGUF_ROWS16_
   return k;
 }
 
@@ -218,6 +227,7 @@ QMatmulPair cpu_quant_matmuls(const CpuKernels& k, DType dtype, Layout layout) {
       case DType::Q8_0: return {k.q8_0_rows16_gemv, k.q8_0_rows16_gemm};
       case DType::Q4_0: return {k.q4_0_rows16_gemv, k.q4_0_rows16_gemm};
       case DType::Q5_0: return {k.q5_0_rows16_gemv, k.q5_0_rows16_gemm};
+      case DType::Q4_K: return {k.q4_k_rows16_gemv, k.q4_k_rows16_gemm};
       default: return {};
     }
   }

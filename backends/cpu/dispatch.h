@@ -59,8 +59,13 @@ struct CpuKernels {
   QMatmulFn t##_gemm = nullptr;
   EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_KERNEL_MEMBERS_)
 #undef EMBER_GGUF_KERNEL_MEMBERS_
-  QMatmulFn q5_0_rows16_gemv = nullptr;  // Q5_0 in the Rows16 layout
-  QMatmulFn q5_0_rows16_gemm = nullptr;
+  // The GGUF types' matmuls in the Rows16 layout (EMBER_GGUF_ROWS16_TYPES:
+  // q5_0_rows16_gemv, ... q4_k_rows16_gemm).
+#define EMBER_GGUF_ROWS16_MEMBERS_(t)    \
+  QMatmulFn t##_rows16_gemv = nullptr; \
+  QMatmulFn t##_rows16_gemm = nullptr;
+  EMBER_GGUF_ROWS16_TYPES(EMBER_GGUF_ROWS16_MEMBERS_)
+#undef EMBER_GGUF_ROWS16_MEMBERS_
 };
 
 // A weight's int8-family matmuls on table k (decode, prefill), or nulls when

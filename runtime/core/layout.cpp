@@ -72,16 +72,78 @@ void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
   }
 }
 
+// ---- Super-block types (Q4_K): per 256 columns one tile of 16 x the
+// block's bytes. Each field of the GGUF block (source offset `off`, `n`
+// bytes) takes 16 x n bytes at 16 x off in the tile, arranged by `how`
+// (core/layout.h): the 16 rows' copies one after another, or transposed
+// (byte k of row i at 16k + i), or as 4-byte words (word c of row i at
+// 64c + 4i).
+enum class How : uint8_t { Copy, Transpose, Words };
+struct Field {
+  int off, n;
+  How how;
+};
+struct SuperShape {
+  int nfields;
+  Field f[4];
+};
+bool super_shape(DType t, SuperShape* s) {
+  switch (t) {
+    case DType::Q4_K: *s = {4, {{0, 2, How::Copy}, {2, 2, How::Copy}, {4, 12, How::Transpose}, {16, 128, How::Words}}}; return true;
+    default: return false;
+  }
+}
+bool is_super(DType t) {
+  SuperShape s;
+  return super_shape(t, &s);
+}
+
+// Byte `k` of row i's field f, in the tile: its offset.
+int64_t field_byte(const Field& f, int i, int k) {
+  const int64_t base = 16 * static_cast<int64_t>(f.off);
+  switch (f.how) {
+    case How::Copy: return base + static_cast<int64_t>(f.n) * i + k;
+    case How::Transpose: return base + 16 * k + i;
+    case How::Words: return base + 64 * (k / 4) + 4 * i + k % 4;
+  }
+  return 0;
+}
+
+void put_super(DType t, const uint8_t* blk, uint8_t* tile, int i) {
+  SuperShape s;
+  super_shape(t, &s);
+  for (int fi = 0; fi < s.nfields; ++fi) {
+    const Field& f = s.f[fi];
+    for (int k = 0; k < f.n; ++k) tile[field_byte(f, i, k)] = blk[f.off + k];
+  }
+}
+void get_super(DType t, const uint8_t* tile, int i, uint8_t* blk) {
+  SuperShape s;
+  super_shape(t, &s);
+  for (int fi = 0; fi < s.nfields; ++fi) {
+    const Field& f = s.f[fi];
+    for (int k = 0; k < f.n; ++k) blk[f.off + k] = tile[field_byte(f, i, k)];
+  }
+}
+
+// The storage block of t (elements, bytes) and its row's block count.
+int64_t elems_of(DType t) { return is_super(t) ? dtype_block_elements(t) : kQuantBlock; }
+int64_t bytes_of(DType t) { return is_super(t) ? dtype_block_bytes(t) : block_bytes(t); }
+
 }  // namespace
 
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out) {
-  const int64_t nb = cols / kQuantBlock;
-  const int block = block_bytes(t);
+  const int64_t nb = cols / elems_of(t);
+  const int64_t block = bytes_of(t);
   if (l == Layout::RowMajor) {
     std::memcpy(out, data + (r * nb + j) * block, block);
     return;
   }
   const uint8_t* group = data + r / kRows16 * kRows16 * nb * block;
+  if (is_super(t)) {
+    get_super(t, group + j * block * kRows16, static_cast<int>(r % kRows16), out);
+    return;
+  }
   get_block(t, tile_of(group, t, j), static_cast<int>(r % kRows16), out);
 }
 
@@ -102,32 +164,36 @@ bool layout_from_name(const char* name, Layout* out) {
 
 bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols) {
   if (l == Layout::RowMajor) return true;
-  return (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q5_0) && rows > 0 && rows % kRows16 == 0 && cols > 0 &&
-         cols % kQuantBlock == 0;
+  return (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q5_0 || is_super(t)) && rows > 0 &&
+         rows % kRows16 == 0 && cols > 0 && cols % elems_of(t) == 0;
 }
 
 void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
-  const int64_t nb = cols / kQuantBlock;
-  const int block = block_bytes(t);
+  const int64_t nb = cols / elems_of(t);
+  const int64_t block = bytes_of(t);
   for (int64_t r = 0; r < rows; ++r) {
     uint8_t* group = dst + r / kRows16 * kRows16 * nb * block;
     for (int64_t b = 0; b < nb; ++b) {
+      if (is_super(t)) {
+        put_super(t, src + (r * nb + b) * block, group + b * block * kRows16, static_cast<int>(r % kRows16));
+        continue;
+      }
       put_block(t, src + (r * nb + b) * block, tile_of(group, t, b), static_cast<int>(r % kRows16));
     }
   }
 }
 
 void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
-  const int64_t nb = cols / kQuantBlock;
-  const int block = block_bytes(t);
+  const int64_t nb = cols / elems_of(t);
+  const int64_t block = bytes_of(t);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < nb; ++b) layout_block(Layout::Rows16, t, src, cols, r, b, dst + (r * nb + b) * block);
   }
 }
 
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch) {
-  const int64_t nb = cols / kQuantBlock;
-  const int block = block_bytes(t);
+  const int64_t nb = cols / elems_of(t);
+  const int64_t block = bytes_of(t);
   if (l == Layout::RowMajor) {
     uint64_t row_bytes = 0;
     dtype_bytes(t, static_cast<uint64_t>(cols), &row_bytes);

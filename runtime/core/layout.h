@@ -3,7 +3,7 @@
 // RowMajor: shape [rows, cols], each row contiguous; quantized rows are runs
 // of 32-element blocks (as GGUF stores them).
 //
-// Rows16 (Q8_0, Q4_0 and Q5_0 matrices whose row count is a multiple of 16): the
+// Rows16 (Q8_0, Q4_0, Q5_0 and Q4_K matrices whose row count is a multiple of 16): the
 // same bytes regrouped so that a 64-byte load feeds one int8 dot-product
 // instruction per 16 rows, with no horizontal sums and no scale shuffling.
 // Rows are taken 16 at a time; group g occupies the bytes that rows
@@ -20,6 +20,19 @@
 //          Q8_0 (8 chunks): q_i[4c .. 4c+3] + 128, as u8
 //          Q4_0, Q5_0 (4 chunks): the nibble bytes q_i[4c .. 4c+3]
 //            (low nibble element j, high nibble element j + 16)
+//
+// Q4_K (matrices whose rows are a multiple of 16 and columns of 256): per
+// super-block of 256 columns one tile of 16 x 144 bytes (2304). Each field
+// of GGUF's block at byte offset o, n bytes long, takes 16n bytes at 16o in
+// the tile, so the tile is the 16 blocks' bytes regrouped (lossless, same
+// size: 4.5 bits per weight, plan figures unchanged):
+//   0     16 f16 d, rows 0..15          32    16 f16 dmin
+//   64    the 12 packed 6-bit scale/min bytes, transposed: byte k of row i
+//         at 64 + 16k + i, so one 16-byte load holds byte k of all 16 rows
+//         and the 8 scales and mins decode with byte-vector operations
+//   256   32 chunks of 64 bytes: row i's quant bytes 4c..4c+3 at
+//         256 + 64c + 4i (chunk c = 8p + j: low nibbles = elements
+//         64p + 4j.. of sub-block 2p, high nibbles = sub-block 2p + 1's)
 //
 // One stream per group: scales kept in a separate run read as a second
 // stream measured half the bandwidth on an AMD Zen core.
@@ -50,8 +63,9 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 // row itself for RowMajor, else gathered into `scratch` (row bytes).
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch);
 
-// Block j of row r, in RowMajor bytes (f16 scale, then the quants), into
-// `out` (34, 18 or 22 bytes). For a RowMajor tensor, a copy.
+// Storage block j of row r (32 elements; for Q4_K the 256-element
+// super-block), in RowMajor bytes, into `out` (34, 18, 22 or 144 bytes). For
+// a RowMajor tensor, a copy.
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out);
 
 }  // namespace ember

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -282,12 +283,14 @@ TEST_CASE("kernel block mirrors: the IQ4 levels equal core's") {
 }
 
 TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls match the reference on every path") {
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K}) {
     CAPTURE(dtype_name(t));
     std::mt19937 rng(23);
+    const int64_t block = dtype_block_elements(t);
     for (int64_t rows : {16, 32, 48, 80}) {
-      for (int32_t n = 1; n <= 17; n += (n < 6 ? 1 : 5)) {
-        const int64_t cols = 32 * (1 + static_cast<int64_t>(rng() % 9));
+      // n up to 37: past the gemm's 32-token chunk and every token remainder.
+      for (int32_t n = 1; n <= 37; n += (n < 6 ? 1 : (n < 17 ? 5 : 20))) {
+        const int64_t cols = block * (1 + static_cast<int64_t>(rng() % (block == 32 ? 9 : 3)));
         CAPTURE(rows);
         CAPTURE(cols);
         CAPTURE(n);
@@ -314,9 +317,11 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
           CAPTURE(cpu_isa_name(isa));
           const CpuKernels& k = cpu_kernels_for(isa);
           const QMatmulPair fns = cpu_quant_matmuls(k, t, Layout::Rows16);
+          std::vector<float> outs[2];
           for (QMatmulFn fn : {fns.gemv, fns.gemm}) {
             REQUIRE((fn != nullptr));
-            std::vector<float> out(n * rows, NAN);
+            std::vector<float>& out = outs[fn == fns.gemm];
+            out.assign(n * rows, NAN);
             const int64_t mid = rows / 16 / 2 * 16;
             fn(packed.data(), cols, 0, mid, acts.view, n, out.data(), rows);
             fn(packed.data(), cols, mid, rows, acts.view, n, out.data(), rows);
@@ -332,6 +337,8 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
               }
             }
           }
+          // Decode and prefill give each output bit for bit the same.
+          CHECK(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
         }
       }
     }
@@ -339,6 +346,10 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
   CHECK(!layout_fits(Layout::Rows16, DType::Q8_0, 24, 64));
   CHECK(!layout_fits(Layout::Rows16, DType::F16, 32, 64));
   CHECK(!layout_fits(Layout::Rows16, DType::Q4_1, 32, 64));
+  CHECK(!layout_fits(Layout::Rows16, DType::Q4_K, 32, 128));  // not whole super-blocks
+  CHECK(!layout_fits(Layout::Rows16, DType::Q4_K, 40, 256));
+  CHECK(layout_fits(Layout::Rows16, DType::Q4_K, 32, 512));
+  CHECK(!layout_fits(Layout::Rows16, DType::Q6_K, 32, 512));  // no rows16 form (yet)
   CHECK(layout_fits(Layout::RowMajor, DType::F16, 3, 5));
 }
 
@@ -459,13 +470,16 @@ TEST_CASE("attention row kernels (dot_rows, axpy_rows) equal dot and axpy row by
 }
 
 TEST_CASE("logits are bit-identical for 1, 2 and 3 threads on every path and weight type") {
-  SynthShape shape;
-  REQUIRE(synth_shape("tiny", &shape));
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  // Q4_K (rows16) needs whole 256-element super-blocks: a 256-wide shape.
+  const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("kernels");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
     CAPTURE(dtype_name(t));
+    const SynthShape& shape = t == DType::Q4_K ? k256 : tiny;
     auto m = make_synthetic(shape, t, 5, "");
     REQUIRE(m.is_ok());
     const std::string path = dir + "/tiny-" + dtype_name(t) + ".ember";

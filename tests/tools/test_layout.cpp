@@ -61,14 +61,17 @@ size_t argmax(const float* v, size_t n) {
 
 TEST_SUITE("tools") {
 
-TEST_CASE("rows16: the writer regroups q8_0/q4_0 matrices, reads back the same bytes, runs like row-major") {
-  SynthShape shape;
-  REQUIRE(synth_shape("tiny", &shape));
+TEST_CASE("rows16: the writer regroups q8_0/q4_0/q4_k matrices, reads back the same bytes, runs like row-major") {
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  // Q4_K needs whole 256-element super-blocks: a 256-wide shape.
+  const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("layout");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::Q8_0, DType::Q4_0}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
     CAPTURE(dtype_name(t));
+    const SynthShape& shape = t == DType::Q4_K ? k256 : tiny;
     auto m = make_synthetic(shape, t, 9, "");
     REQUIRE(m.is_ok());
     ModelSpec& spec = m.value()->spec;

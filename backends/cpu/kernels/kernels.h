@@ -183,13 +183,21 @@ constexpr int8_t kKIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1,
   void q4_0_rows16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
                                int32_t n, float* out, int64_t out_stride);
 
-// Rows16 matmuls of the GGUF types that have the layout (Q5_0), declared for
-// every path (generic, avx2, avx512vnni, neon, neondot).
-#define EMBER_DECLARE_GGUF_ROWS16_KERNELS(isa)                                                              \
-  void q5_0_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
-                               int32_t n, float* out, int64_t out_stride);                                 \
-  void q5_0_rows16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
-                               int32_t n, float* out, int64_t out_stride);
+// The GGUF types that have a Rows16 form (core/layout.h), in the order of
+// CpuKernels' members; their matmuls (q5_0_rows16_gemv, ...) are declared
+// for every path (generic, avx2, avx512vnni, neon, neondot).
+#define EMBER_GGUF_ROWS16_TYPES(X) X(q5_0) X(q4_k)
+#define EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, isa)                                                          \
+  void t##_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                              int32_t n, float* out, int64_t out_stride);                                 \
+  void t##_rows16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                              int32_t n, float* out, int64_t out_stride);
+#define EMBER_DECLARE_GGUF_ROWS16_GENERIC_(t) EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, generic)
+#define EMBER_DECLARE_GGUF_ROWS16_AVX2_(t) EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, avx2)
+#define EMBER_DECLARE_GGUF_ROWS16_AVX512VNNI_(t) EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, avx512vnni)
+#define EMBER_DECLARE_GGUF_ROWS16_NEON_(t) EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, neon)
+#define EMBER_DECLARE_GGUF_ROWS16_NEONDOT_(t) EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, neondot)
+#define EMBER_DECLARE_GGUF_ROWS16_KERNELS(isa) EMBER_GGUF_ROWS16_TYPES(EMBER_DECLARE_GGUF_ROWS16_##isa##_)
 
 #define EMBER_DECLARE_FLOAT_KERNELS(isa)                                                                    \
   void q8_quantize__##isa(const float* x, int64_t cols, int8_t* q, float* d, int32_t* bias);               \
@@ -226,14 +234,14 @@ EMBER_DECLARE_QUANT_KERNELS(generic)
 EMBER_DECLARE_ROWS16_KERNELS(generic)
 EMBER_DECLARE_FLOAT_KERNELS(generic)
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_GENERIC_)
-EMBER_DECLARE_GGUF_ROWS16_KERNELS(generic)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(GENERIC)
 #if defined(__x86_64__)
 // Declared for every type; defined for the types a path has its own kernel
 // for (dispatch.cpp's tables name only those).
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_AVX2_)
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_AVX512VNNI_)
-EMBER_DECLARE_GGUF_ROWS16_KERNELS(avx2)
-EMBER_DECLARE_GGUF_ROWS16_KERNELS(avx512vnni)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(AVX2)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(AVX512VNNI)
 // avx2: AVX2 + FMA + F16C (int8 products with vpmaddubsw).
 EMBER_DECLARE_QUANT_KERNELS(avx2)
 EMBER_DECLARE_ROWS16_KERNELS(avx2)
@@ -250,8 +258,8 @@ EMBER_DECLARE_ROWS16_KERNELS(neon)
 EMBER_DECLARE_FLOAT_KERNELS(neon)
 EMBER_DECLARE_QUANT_KERNELS(neondot)
 EMBER_DECLARE_ROWS16_KERNELS(neondot)
-EMBER_DECLARE_GGUF_ROWS16_KERNELS(neon)
-EMBER_DECLARE_GGUF_ROWS16_KERNELS(neondot)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(NEON)
+EMBER_DECLARE_GGUF_ROWS16_KERNELS(NEONDOT)
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_NEON_)
 EMBER_GGUF_QUANT_TYPES(EMBER_DECLARE_GGUF_KERNEL_NEONDOT_)
 #endif

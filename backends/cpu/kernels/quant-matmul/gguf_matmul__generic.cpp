@@ -8,9 +8,11 @@
 // same for the second 16), the integer sums exact. Super-block types (256
 // elements) give block b's part of super-block b / 8.
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/kernels/kernels.h"
 #include "core/dtype.h"
+#include "core/layout.h"
 
 namespace ember {
 namespace {
@@ -219,7 +221,24 @@ void matmul(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantA
   }
 }
 
+// Rows16 (core/layout.h): each row gathered back to GGUF's blocks, then the
+// row-major reference, so a path without its own rows16 kernel computes
+// exactly what generic's row-major one does.
+template <class W, DType kType>
+void rows16_matmul(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n,
+                   float* out, int64_t out_stride) {
+  const int64_t row_bytes = cols / (32 * W::kBlocksPer) * static_cast<int64_t>(sizeof(typename W::Block));
+  std::vector<uint8_t> scratch(static_cast<size_t>(row_bytes));
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = layout_row(Layout::Rows16, kType, w, cols, r, scratch.data());
+    for (int32_t t = 0; t < n; ++t) out[t * out_stride + r] = row_dot<W>(row, x, t);
+  }
+}
+
 }  // namespace
+
+EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, generic, (rows16_matmul<Q4_K, DType::Q4_K>))
+EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, generic, (rows16_matmul<Q4_K, DType::Q4_K>))
 
 #define EMBER_GGUF_GENERIC(t, W)                 \
   EMBER_DEFINE_QMATMUL(t##_gemv, generic, matmul<W>) \

@@ -1,0 +1,163 @@
+// The K-quant super-block types in the Rows16 layout (core/layout.h) x 8-bit
+// activations, AVX-512 VNNI. One zmm lane per row: a 64-byte chunk of a
+// tile is 16 rows x 4 quant bytes, so one vpdpbusd with the token's 4
+// activation bytes broadcast gives 16 rows' partial sums, no horizontal
+// sums. One template for the shape (8 sub-blocks of 32, each with its own
+// scale, optionally a min), a traits struct per type:
+//   W::scales(tile, sc, mn)  the 16 rows' float scale (d x 6-bit scale) and
+//                            min (dmin x 6-bit min) of each sub-block,
+//                            decoded once per super-block and tile of tokens
+//   W::quants(tile, p, c, lo, hi)  chunk c of sub-block pair p as vpdpbusd's
+//                            unsigned bytes: sub-block 2p's elements 4c..4c+3
+//                            in lo, 2p+1's in hi
+// Per (sub-block, 16 rows, token): 8 vpdpbusd, then one convert, one
+// multiply by the scales, one FMA of the mins by the activation block's
+// sum (-bias / 8, exact) and one FMA by the activation's scale.
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+
+// GCC 12 reports its own _mm512_undefined_* placeholders (inside the
+// intrinsic headers) as uninitialized; nothing here reads them.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "backends/cpu/kernels/kernels.h"
+
+namespace ember {
+namespace {
+
+inline int32_t word(const int8_t* p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+inline __m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m512 u8_to_ps(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)); }
+inline __m512 f16x16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Q4_K: tile = d[16] f16, dmin[16] f16, the 12 scale bytes transposed
+// (byte k of the 16 rows at 64 + 16k), the quant words at 256.
+struct Q4_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ4_K);
+  static constexpr bool kHasMin = true;
+  static void scales(const uint8_t* tile, __m512* sc, __m512* mn) {
+    __m128i b[12];
+    for (int k = 0; k < 12; ++k) b[k] = load16(tile + 64 + 16 * k);
+    const __m512 d = f16x16(tile), dmin = f16x16(tile + 32);
+    const __m128i m3f = _mm_set1_epi8(0x3f), m0f = _mm_set1_epi8(0x0f), m30 = _mm_set1_epi8(0x30);
+    for (int s = 0; s < 4; ++s) {
+      sc[s] = _mm512_mul_ps(d, u8_to_ps(_mm_and_si128(b[s], m3f)));
+      mn[s] = _mm512_mul_ps(dmin, u8_to_ps(_mm_and_si128(b[s + 4], m3f)));
+    }
+    for (int s = 4; s < 8; ++s) {
+      const __m128i u = _mm_or_si128(_mm_and_si128(b[s + 4], m0f), _mm_and_si128(_mm_srli_epi16(b[s - 4], 2), m30));
+      const __m128i v =
+          _mm_or_si128(_mm_and_si128(_mm_srli_epi16(b[s + 4], 4), m0f), _mm_and_si128(_mm_srli_epi16(b[s], 2), m30));
+      sc[s] = _mm512_mul_ps(d, u8_to_ps(u));
+      mn[s] = _mm512_mul_ps(dmin, u8_to_ps(v));
+    }
+  }
+  static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
+    const __m512i v = _mm512_loadu_si512(tile + 256 + 64 * (8 * p + c));
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    *lo = _mm512_and_si512(v, m0f);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+  }
+};
+
+constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
+
+// T tokens from t against the 16 rows of the group at `group`. Each output
+// lane: per sub-block, in order, f = float(isum) * sc - mn * sum(a), then
+// acc += f * d_act; the same whatever T, so gemv and gemm agree bit for bit.
+template <class W, int T>
+void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, float* out, int64_t os) {
+  const int64_t nb = nsb * 8;
+  const int8_t* xa[T];
+  const float* xd[T];
+  const int32_t* xb[T];
+  for (int j = 0; j < T; ++j) {
+    xa[j] = x.q + (t + j) * x.cols;
+    xd[j] = x.d + (t + j) * nb;
+    xb[j] = x.bias + (t + j) * nb;
+  }
+  __m512 acc[T];
+  for (int j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t* tile = group + sb * W::kTileBytes;
+    __m512 sc[8], mn[8];
+    W::scales(tile, sc, mn);
+    for (int p = 0; p < 4; ++p) {
+      // Decode (T = 1): even and odd chunks in separate chains, halving the
+      // dependency chains (exact int32 sums: no result changes). More
+      // tokens are enough chains, and registers.
+      constexpr int kChains = T == 1 ? 2 : 1;
+      __m512i s0[2][T], s1[2][T];
+      for (int j = 0; j < T; ++j) s0[0][j] = s1[0][j] = s0[1][j] = s1[1][j] = _mm512_setzero_si512();
+      const int64_t e = sb * 256 + 64 * p;
+      for (int c = 0; c < 8; ++c) {
+        __m512i lo, hi;
+        W::quants(tile, p, c, &lo, &hi);
+        for (int j = 0; j < T; ++j) {
+          const int k = c % kChains;
+          s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(xa[j] + e + 4 * c)));
+          s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(xa[j] + e + 32 + 4 * c)));
+        }
+      }
+      const int64_t b = sb * 8 + 2 * p;
+      for (int j = 0; j < T; ++j) {
+        const __m512i i0 = kChains == 2 ? _mm512_add_epi32(s0[0][j], s0[1][j]) : s0[0][j];
+        const __m512i i1 = kChains == 2 ? _mm512_add_epi32(s1[0][j], s1[1][j]) : s1[0][j];
+        __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(i0), sc[2 * p]);
+        __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(i1), sc[2 * p + 1]);
+        if constexpr (W::kHasMin) {
+          f0 = _mm512_fnmadd_ps(mn[2 * p], _mm512_set1_ps(static_cast<float>(-(xb[j][b] / 8))), f0);
+          f1 = _mm512_fnmadd_ps(mn[2 * p + 1], _mm512_set1_ps(static_cast<float>(-(xb[j][b + 1] / 8))), f1);
+        }
+        acc[j] = _mm512_fmadd_ps(f0, _mm512_set1_ps(xd[j][b]), acc[j]);
+        acc[j] = _mm512_fmadd_ps(f1, _mm512_set1_ps(xd[j][b + 1]), acc[j]);
+      }
+    }
+  }
+  for (int j = 0; j < T; ++j) _mm512_storeu_ps(out + (t + j) * os, acc[j]);
+}
+
+template <class W>
+void rows16_gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
+                 int64_t out_stride) {
+  const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
+  for (int32_t t = 0; t < n; ++t) {
+    for (int64_t r = r0; r < r1; r += 16) tile16<W, 1>(w + r / 16 * group_bytes, nsb, x, t, out + r, out_stride);
+  }
+}
+
+template <class W>
+void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
+                 int64_t out_stride) {
+  const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
+  for (int64_t t0 = 0; t0 < n; t0 += kTokenChunk) {
+    const int64_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
+    for (int64_t r = r0; r < r1; r += 16) {
+      const uint8_t* group = w + r / 16 * group_bytes;
+      int64_t t = t0;
+      for (; t + 4 <= t1; t += 4) tile16<W, 4>(group, nsb, x, t, out + r, out_stride);
+      switch (t1 - t) {
+        case 3: tile16<W, 3>(group, nsb, x, t, out + r, out_stride); break;
+        case 2: tile16<W, 2>(group, nsb, x, t, out + r, out_stride); break;
+        case 1: tile16<W, 1>(group, nsb, x, t, out + r, out_stride); break;
+        default: break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx512vnni, rows16_gemv<Q4_KRows16>)
+EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx512vnni, rows16_gemm<Q4_KRows16>)
+
+}  // namespace ember
+#endif  // __x86_64__

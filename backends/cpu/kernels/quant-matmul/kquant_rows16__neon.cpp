@@ -1,0 +1,14 @@
+// The K-quant super-block types in the Rows16 layout x 8-bit activations on
+// plain NEON (vmull / vmlal): the tile of
+// kquant_rows16_neon.inc, instantiated per type.
+#if defined(__aarch64__)
+#define EMBER_NEON_DOT 0
+#include "backends/cpu/kernels/quant-matmul/kquant_rows16_neon.inc"
+
+namespace ember {
+
+EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, neon, rows16_gemv<Q4_KRows16>)
+EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, neon, rows16_gemm<Q4_KRows16>)
+
+}  // namespace ember
+#endif  // __aarch64__
