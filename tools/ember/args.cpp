@@ -37,6 +37,14 @@ Args::Args(int argc, char** argv, std::vector<std::string> with_value) {
   }
 }
 
+std::vector<std::string> Args::get_all(const std::string& flag) const {
+  std::vector<std::string> out;
+  for (const auto& f : flags_) {
+    if (f.first == flag) out.push_back(f.second);
+  }
+  return out;
+}
+
 bool Args::has(const std::string& flag) const {
   for (const auto& f : flags_) {
     if (f.first == flag) return true;
