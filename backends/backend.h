@@ -53,6 +53,12 @@ class Backend {
   // down by end - start and their keys are re-rotated for their new
   // positions (context shifting).
   virtual Status remove_positions(int32_t start, int32_t end, int32_t n_pos) = 0;
+  // Copies the first `rows` rows of layer `layer`'s key (values: value) cache
+  // out to `out`, or in from `in`, in the CPU's row format (kv_row_bytes of
+  // the cache's type per row), for saved sessions. 0 < rows <= context.
+  // Default: EMBER_ERR_UNSUPPORTED.
+  virtual Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out);
+  virtual Status write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in);
   // One line on what runs where: "cpu (avx512vnni, 2 threads)".
   virtual std::string describe() const { return name(); }
 };

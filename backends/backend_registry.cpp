@@ -117,4 +117,12 @@ AutoChoice choose_auto(const std::vector<AutoCandidate>& candidates) {
   return choice;
 }
 
+Status Backend::read_kv(int32_t, bool, int32_t, uint8_t*) {
+  return Status::error(EMBER_ERR_UNSUPPORTED, "the %s backend cannot read its KV cache out (saved sessions)", name());
+}
+
+Status Backend::write_kv(int32_t, bool, int32_t, const uint8_t*) {
+  return Status::error(EMBER_ERR_UNSUPPORTED, "the %s backend cannot write its KV cache (saved sessions)", name());
+}
+
 }  // namespace ember

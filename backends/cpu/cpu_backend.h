@@ -87,6 +87,8 @@ class CpuBackend final : public Backend {
   Status prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) override;
   Status execute(const StepArgs& step) override;
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
+  Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out) override;       // cpu_kv_rows.cpp
+  Status write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in) override;  // cpu_kv_rows.cpp
   std::string describe() const override;
 
   // Threads this backend runs on (the host pool's size, else

@@ -170,6 +170,22 @@ void kv_row_to_host(KvType t, const uint32_t* words, uint32_t kv_dim, uint8_t* o
   }
 }
 
+void kv_row_from_host(KvType t, const uint8_t* row, uint32_t kv_dim, uint32_t* words) {
+  if (t != KvType::Q8_0) {
+    std::memcpy(words, row, t == KvType::F32 ? 4ull * kv_dim : 2ull * kv_dim);
+    return;
+  }
+  const uint32_t blocks = kv_dim / kQuantBlock;
+  uint8_t* quants = reinterpret_cast<uint8_t*>(words);
+  uint16_t* scales = reinterpret_cast<uint16_t*>(words + kv_dim / 4);
+  if (blocks % 2) scales[blocks] = 0;
+  const BlockQ8_0* in = reinterpret_cast<const BlockQ8_0*>(row);
+  for (uint32_t b = 0; b < blocks; ++b) {
+    scales[b] = in[b].scale;
+    std::memcpy(quants + b * kQuantBlock, in[b].q, kQuantBlock);
+  }
+}
+
 Uploader::~Uploader() {
   if (cb_) dev_.api().vkFreeCommandBuffers(dev_.device(), dev_.command_pool(), 1, &cb_);
   destroy_buffer(dev_, &staging_);

@@ -50,6 +50,9 @@ uint32_t kv_type_code(KvType t);
 // One device KV row (kv_row_words words) in the CPU's row format
 // (core/kv_type.h: kv_row_bytes bytes), for tests and debugging.
 void kv_row_to_host(KvType t, const uint32_t* words, uint32_t kv_dim, uint8_t* out);
+// The inverse: one row in the CPU's format as kv_row_words device words (the
+// padding of a last half-filled scale word zeroed). Saved sessions.
+void kv_row_from_host(KvType t, const uint8_t* row, uint32_t kv_dim, uint32_t* words);
 
 // Copies host bytes into device buffers through one staging buffer. Copies
 // are batched: each upload fills the staging buffer further and records its

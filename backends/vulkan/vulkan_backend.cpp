@@ -423,4 +423,21 @@ Status VulkanBackend::read_kv(int32_t layer, bool values, int32_t rows, uint8_t*
   return Status::ok();
 }
 
+Status VulkanBackend::write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in) {
+  State& s = *s_;
+  if (!s.graph || layer < 0 || layer >= static_cast<int32_t>(s.bufs.k.size()) || rows <= 0 ||
+      rows > s.graph->context) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: write_kv(%d, %d) outside the graph", layer, rows);
+  }
+  const KvType t = values ? s.graph->kv_type_v : s.graph->kv_type_k;
+  const uint32_t words = values ? s.bufs.v_row_words : s.bufs.k_row_words;
+  const uint32_t kv_dim = s.graph->hparams.kv_dim();
+  EMBER_ASSIGN_OR_RETURN(uint64_t row_bytes, kv_row_bytes(t, kv_dim));
+  std::vector<uint32_t> dev_rows(static_cast<size_t>(words) * rows);
+  for (int32_t r = 0; r < rows; ++r) vk::kv_row_from_host(t, in + r * row_bytes, kv_dim, dev_rows.data() + r * words);
+  vk::Uploader up(*s.dev);
+  EMBER_TRY(up.upload(dev_rows.data(), dev_rows.size() * 4, values ? s.bufs.v[layer] : s.bufs.k[layer], 0));
+  return up.flush();
+}
+
 }  // namespace ember

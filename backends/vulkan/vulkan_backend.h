@@ -85,9 +85,11 @@ class VulkanBackend final : public Backend {
 
   // Test hook: copies the first `rows` rows of activation `id` to `out`.
   Status read_activation(int32_t id, int32_t rows, float* out);
-  // Test hook: copies the first `rows` rows of layer `layer`'s key (or value)
-  // cache to `out` in the CPU's row format (kv_row_bytes per row).
-  Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out);
+  // Copies the first `rows` rows of layer `layer`'s key (or value) cache to
+  // `out`, or from `in`, in the CPU's row format (kv_row_bytes per row):
+  // saved sessions and tests. Each waits for the device.
+  Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out) override;
+  Status write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in) override;
   // Test hook: the submits prepare used to upload weights and tables.
   uint32_t upload_submits() const;
 

@@ -2,6 +2,7 @@
 // checks its arguments, converts failures into ember_status plus the
 // thread-local last error, and never lets anything escape the C boundary.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/session.h"
+#include "platforms/linux/mapped_file.h"
 #include "sampling/sampler.h"
 
 struct ember_model {
@@ -21,6 +23,7 @@ struct ember_session {
   std::unique_ptr<ember::Session> session;
   std::string piece;  // the current piece for the token callback (reserved once)
   ember::GenerateStats last_stats;  // of the last ember_generate call
+  ember::StopStrings stops;         // ember_generate's stop strings (buffers reused)
 };
 
 struct ember_sampler {
@@ -362,6 +365,75 @@ ember_status ember_session_reset(ember_session* session) {
   return EMBER_OK;
 }
 
+ember_status ember_session_tokens(const ember_session* session, int32_t* tokens, size_t capacity,
+                                  size_t* out_count) {
+  EMBER_API_ENTRY();
+  if (!out_count) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_count is NULL");
+  *out_count = 0;
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  const size_t n = static_cast<size_t>(session->session->position());
+  if (capacity < n || (n && !tokens)) {
+    *out_count = n;
+    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "the session holds %zu tokens, capacity is %zu", n,
+                                     tokens ? capacity : 0));
+  }
+  if (n) std::memcpy(tokens, session->session->history(), n * sizeof(int32_t));
+  *out_count = n;
+  return EMBER_OK;
+}
+
+ember_status ember_session_save_buffer(const ember_session* session, void* buffer, size_t capacity,
+                                       size_t* out_size) {
+  EMBER_API_ENTRY();
+  if (!out_size) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_size is NULL");
+  *out_size = 0;
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  auto total = session->session->state_bytes();
+  if (!total.is_ok()) return done(total.status());
+  if (total.value() > SIZE_MAX) return fail(EMBER_ERR_NO_MEMORY, "the saved state does not fit in memory");
+  if (!buffer || capacity < total.value()) {
+    *out_size = static_cast<size_t>(total.value());
+    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "the saved state needs %zu bytes, capacity is %zu",
+                                     *out_size, buffer ? capacity : 0));
+  }
+  ember::Status s = session->session->save_state(static_cast<uint8_t*>(buffer), capacity);
+  if (!s.is_ok()) return done(s);
+  *out_size = static_cast<size_t>(total.value());
+  return EMBER_OK;
+}
+
+ember_status ember_session_save(const ember_session* session, const char* path) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!path) return fail(EMBER_ERR_INVALID_ARGUMENT, "path is NULL");
+  auto total = session->session->state_bytes();
+  if (!total.is_ok()) return done(total.status());
+  std::vector<uint8_t> bytes;
+  if (total.value() > SIZE_MAX) return fail(EMBER_ERR_NO_MEMORY, "the saved state does not fit in memory");
+  bytes.resize(static_cast<size_t>(total.value()));  // std::bad_alloc is fatal under -fno-exceptions
+  ember::Status s = session->session->save_state(bytes.data(), bytes.size());
+  if (s.is_ok()) s = ember::write_file_atomic(path, bytes.data(), bytes.size());
+  return done(s);
+}
+
+ember_status ember_session_load_buffer(ember_session* session, const void* buffer, size_t size) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!buffer) return fail(EMBER_ERR_INVALID_ARGUMENT, "buffer is NULL");
+  return done(session->session->load_state(static_cast<const uint8_t*>(buffer), size));
+}
+
+ember_status ember_session_load(ember_session* session, const char* path) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!path) return fail(EMBER_ERR_INVALID_ARGUMENT, "path is NULL");
+  auto bytes = ember::read_file(path);
+  if (!bytes.is_ok()) return done(bytes.status());
+  const std::string& b = bytes.value();
+  return done(session->session->load_state(reinterpret_cast<const uint8_t*>(b.data()), b.size())
+                  .with_context(std::string("'") + path + "'"));
+}
+
 void ember_generate_options_default(ember_generate_options* o) {
   if (!o) return;
   std::memset(o, 0, sizeof *o);
@@ -399,6 +471,25 @@ ember_status ember_generate(ember_session* session, const char* prompt, const em
   if (o.max_new_tokens < 0) {
     return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_new_tokens = %d: must be >= 0", o.max_new_tokens));
   }
+  if (!o.stop_strings && o.n_stop_strings) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop_strings is NULL but n_stop_strings = %zu",
+                                     o.n_stop_strings));
+  }
+  if (o.n_stop_strings > EMBER_MAX_STOP_STRINGS) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_stop_strings = %zu: at most %d",
+                                     o.n_stop_strings, EMBER_MAX_STOP_STRINGS));
+  }
+  std::vector<std::string> stops;
+  for (size_t i = 0; i < o.n_stop_strings; ++i) {
+    const char* stop = o.stop_strings[i];
+    if (!stop) return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop_strings[%zu] is NULL", i));
+    const size_t len = strnlen(stop, EMBER_MAX_STOP_STRING_BYTES + 1);
+    if (len == 0 || len > EMBER_MAX_STOP_STRING_BYTES) {
+      return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop_strings[%zu] is %s: must be 1..%d bytes", i,
+                                       len ? "too long" : "empty", EMBER_MAX_STOP_STRING_BYTES));
+    }
+    stops.emplace_back(stop, len);
+  }
   const ember::Model& model = *session->owner->model;
   auto sampler = ember::Sampler::create(ember::sampler_params(o), static_cast<int32_t>(model.hparams().vocab_size));
   if (!sampler.is_ok()) return done(sampler.status());
@@ -434,6 +525,8 @@ ember_status ember_generate(ember_session* session, const char* prompt, const em
   gp.max_new_tokens = o.max_new_tokens;
   gp.context_shift = o.context_shift != 0;
   gp.prompt_logits = o.prompt_logits;
+  session->stops.set(std::move(stops));
+  gp.stop_strings = &session->stops;
   s = ember::generate(*session->session, *sampler, ids.data(), ids.size(), gp, &Sink::call, &sink, &session->piece,
                       &session->last_stats);
   if (!s.is_ok()) {
@@ -461,6 +554,8 @@ ember_status ember_generate_last_stats(const ember_session* session, ember_gener
   full.decode_ms = g.decode_ms;
   full.stop_reason = static_cast<int32_t>(g.stop);
   full.position = session->session->position();
+  full.sampled_tokens = g.sampled_tokens;
+  full.last_token = g.last_token;
   std::memcpy(stats, &full, stats->struct_size);
   return EMBER_OK;
 }

@@ -45,6 +45,7 @@ const char* ember_status_string(ember_status status) {
     case EMBER_ERR_BAD_HPARAMS: return "EMBER_ERR_BAD_HPARAMS";
     case EMBER_ERR_BAD_TOKENIZER: return "EMBER_ERR_BAD_TOKENIZER";
     case EMBER_ERR_MISSING_TENSOR: return "EMBER_ERR_MISSING_TENSOR";
+    case EMBER_ERR_STATE_MISMATCH: return "EMBER_ERR_STATE_MISMATCH";
     case EMBER_ERR_BACKEND: return "EMBER_ERR_BACKEND";
     case EMBER_ERR_INTERNAL: return "EMBER_ERR_INTERNAL";
     case EMBER_ERR_INTEGRITY: return "EMBER_ERR_INTEGRITY";

@@ -93,6 +93,8 @@ typedef enum ember_status {
   EMBER_ERR_BAD_HPARAMS = 305,      /* heads, dims, layers inconsistent */
   EMBER_ERR_BAD_TOKENIZER = 306,    /* vocabulary, special ids, pieces */
   EMBER_ERR_MISSING_TENSOR = 307,   /* the architecture needs a tensor absent */
+  EMBER_ERR_STATE_MISMATCH = 308,   /* a saved session state is for another model,
+                                       context length or KV type */
 
   EMBER_ERR_BACKEND = 400,          /* a backend failed (device error) */
   EMBER_ERR_INTERNAL = 401,         /* a bug in ember; please report */
@@ -371,6 +373,54 @@ EMBER_API ember_status ember_session_reset(ember_session* session);
  * [0, position]. */
 EMBER_API ember_status ember_session_remove(ember_session* session, int32_t start, int32_t end);
 
+/* The tokens the session holds, position by position (what prefill,
+ * decode, generate and load put there, after any removal). Buffer rules as
+ * ember_tokenize: when capacity is smaller than the count, returns
+ * EMBER_ERR_BUFFER_TOO_SMALL, writes nothing and sets *out_count to the
+ * count needed (tokens may be NULL with capacity 0 to ask). Errors:
+ * EMBER_ERR_INVALID_ARGUMENT for NULL session or out_count. */
+EMBER_API ember_status ember_session_tokens(const ember_session* session, int32_t* tokens, size_t capacity,
+                                            size_t* out_count);
+
+/* ---- Saved sessions -------------------------------------------------------
+ * A session's state is its positions, its token history and exactly the KV
+ * rows it uses, in its KV types, after a header naming the model (SHA-256 of
+ * the model file's metadata), the context length, the KV types, the layers
+ * and the row width; a SHA-256 of the whole state ends it. It loads only
+ * into a session on the same model with the same context_length and KV
+ * types (the backend may differ where both can move their cache):
+ * anything else is refused before the session is touched. Format:
+ * docs/decisions.md, "Sessions: multi-turn, stop strings, saved state". */
+
+/* Writes the session's state to `path` (through a temporary file renamed
+ * into place). Errors: EMBER_ERR_INVALID_ARGUMENT (NULL), EMBER_ERR_IO,
+ * EMBER_ERR_NO_MEMORY, EMBER_ERR_UNSUPPORTED (a backend that cannot read its
+ * cache). */
+EMBER_API ember_status ember_session_save(const ember_session* session, const char* path);
+
+/* Writes the state to a caller buffer. On success *out_size is the bytes
+ * written. When capacity is smaller, returns EMBER_ERR_BUFFER_TOO_SMALL,
+ * writes nothing and sets *out_size to the bytes needed (buffer may be NULL
+ * with capacity 0 to ask). Other errors as ember_session_save. */
+EMBER_API ember_status ember_session_save_buffer(const ember_session* session, void* buffer, size_t capacity,
+                                                 size_t* out_size);
+
+/* Replaces the session's positions, tokens and KV with a state saved by
+ * ember_session_save. Everything is checked first; on failure the session
+ * is unchanged (except EMBER_ERR_BACKEND while writing the cache, which
+ * leaves it reset). Errors: EMBER_ERR_INVALID_ARGUMENT (NULL), EMBER_ERR_IO,
+ * EMBER_ERR_TRUNCATED (shorter than its header says), EMBER_ERR_FORMAT (not
+ * a state, bad fields, trailing bytes), EMBER_ERR_VERSION,
+ * EMBER_ERR_INTEGRITY (its SHA-256 does not match: corrupt),
+ * EMBER_ERR_STATE_MISMATCH (another model, context length, KV type; the
+ * message names the field and both values), EMBER_ERR_UNSUPPORTED (a backend
+ * that cannot write its cache). */
+EMBER_API ember_status ember_session_load(ember_session* session, const char* path);
+
+/* As ember_session_load, from `size` bytes at `buffer` (read during the call
+ * only). */
+EMBER_API ember_status ember_session_load_buffer(ember_session* session, const void* buffer, size_t size);
+
 /* ---- Generation ----------------------------------------------------------- */
 
 typedef struct ember_generate_options {
@@ -398,23 +448,54 @@ typedef struct ember_generate_options {
    * only. Default NULL and 0. Ignored by ember_sampler_create. */
   const int32_t* prompt_tokens;
   size_t n_prompt_tokens;
+  /* Stop strings: generation ends when the generated text (not the prompt)
+   * contains one of these n_stop_strings NUL-terminated strings, wherever
+   * token boundaries fall; the stop string and anything after it are never
+   * passed to the callback (the stop reason is then EMBER_STOP_STRING).
+   * Text that could still be the start of a stop string is held back until
+   * it is decided: the callback then receives the held tokens in order,
+   * each with its whole piece, or (the token where a stop string begins)
+   * with the bytes before it. Held text is passed on when generation ends
+   * for another reason. At most EMBER_MAX_STOP_STRINGS strings of 1 to
+   * EMBER_MAX_STOP_STRING_BYTES bytes (else EMBER_ERR_INVALID_ARGUMENT
+   * naming the index). Not owned; read during ember_generate only. Default
+   * NULL and 0. Ignored by ember_sampler_create. */
+  const char* const* stop_strings;
+  size_t n_stop_strings;
 } ember_generate_options;
+
+/* Limits on ember_generate_options.stop_strings. */
+#define EMBER_MAX_STOP_STRINGS 64
+#define EMBER_MAX_STOP_STRING_BYTES 1024
 
 /* Fills *options with the defaults (NULL is a no-op). */
 EMBER_API void ember_generate_options_default(ember_generate_options* options);
 
 /* Called for each generated token with its printable piece (may be empty,
- * not NUL-terminated). Return non-zero to stop generation. */
+ * not NUL-terminated). With stop strings, a token is passed once its text is
+ * decided, and a piece may be cut short where a stop string begins (see
+ * ember_generate_options.stop_strings). Return non-zero to stop generation. */
 typedef int (*ember_token_callback)(void* user_data, int32_t token, const char* piece,
                                     size_t piece_len);
 
 /* Tokenizes the prompt (a NUL-terminated string, read during the call; or
  * takes options->prompt_tokens as they are, with prompt NULL),
  * prefills it as a batch at the session's next position, then samples up to
- * max_new_tokens tokens, stopping early at end of sequence (EOS, or BOS for
- * llama2.c vocabularies), when the callback returns non-zero, or when the
- * context is full (which is not an error here; see context_shift). The
- * prompt's own pieces are not passed to the callback; callback may be NULL.
+ * max_new_tokens tokens, stopping early at the end of generation (any of
+ * the vocabulary's end-of-generation tokens: EOS, end of turn, ...; or BOS
+ * for llama2.c vocabularies), at a stop string, when the callback returns
+ * non-zero, or when the context is full (which is not an error here; see
+ * context_shift). The prompt's own pieces are not passed to the callback;
+ * callback may be NULL.
+ *
+ * Multi-turn: the session keeps its positions and KV between calls, so a
+ * later call runs only its own prompt (set add_bos 0 after the first turn)
+ * and generates from there. Every sampled token but the last has been run
+ * through the model; the last one (ember_generate_stats.last_token: the
+ * end-of-generation token, the one that completed a stop string, or the
+ * max_new_tokens-th) has not, so a conversation that keeps it passes it
+ * first in the next prompt. ember_session_tokens lists what the session
+ * holds.
  * ember_generate_last_stats() tells how it went. This is the loop `ember
  * run` uses. max_new_tokens 0 only prefills (prompt_logits, if set, is
  * still written). Errors: EMBER_ERR_INVALID_ARGUMENT (bad options, an empty
@@ -434,7 +515,8 @@ typedef enum ember_stop_reason {
   EMBER_STOP_MAX_TOKENS = 1,   /* max_new_tokens were generated */
   EMBER_STOP_END = 2,          /* the model ended the sequence */
   EMBER_STOP_CALLBACK = 3,     /* the callback returned non-zero */
-  EMBER_STOP_CONTEXT_FULL = 4  /* no room left and context_shift was off */
+  EMBER_STOP_CONTEXT_FULL = 4, /* no room left and context_shift was off */
+  EMBER_STOP_STRING = 5        /* the text reached one of the stop strings */
 } ember_stop_reason;
 
 /* What the last ember_generate call on a session did. Times are
@@ -448,11 +530,16 @@ typedef struct ember_generate_stats {
   double decode_ms;         /* from the first sampled token to the end */
   int32_t stop_reason;      /* ember_stop_reason */
   int32_t position;         /* the session's position at the end */
+  int32_t sampled_tokens;   /* tokens sampled: those passed to the callback,
+                               held-back or stop-string tokens, the end token */
+  int32_t last_token;       /* the last sampled token, which generation never
+                               runs through the model (see ember_generate); -1
+                               when none was sampled */
 } ember_generate_stats;
 
 /* Fills *stats (stats->struct_size set by the caller; a smaller, older
  * struct receives the fields it has) from the session's last
- * ember_generate call; all zero before the first. Errors:
+ * ember_generate call; all zero (last_token -1) before the first. Errors:
  * EMBER_ERR_INVALID_ARGUMENT for NULL or a bad struct_size. */
 EMBER_API ember_status ember_generate_last_stats(const ember_session* session, ember_generate_stats* stats);
 

@@ -34,11 +34,28 @@ Status generate(Session& session, Sampler& sampler, const int32_t* prompt, size_
   }
 
   stats->stop = StopReason::MaxTokens;
+  // Every released token goes through here: counted, then to the sink.
+  struct Counted {
+    TokenSink sink;
+    void* user;
+    GenerateStats* stats;
+    static bool call(void* self, int32_t token, const std::string& piece) {
+      Counted* c = static_cast<Counted*>(self);
+      ++c->stats->generated_tokens;
+      return c->sink && c->sink(c->user, token, piece);
+    }
+  } counted{sink, user, stats};
+  StopStrings no_stops;
+  StopStrings& stops = params.stop_strings ? *params.stop_strings : no_stops;
+  stops.clear();
+  bool ended = false;  // the sink or a stop string ended it: nothing held is released
   double t_first = t_prefilled;
   int32_t prev = prompt[count - 1];
   for (int32_t i = 0; i < params.max_new_tokens; ++i) {
     const int32_t next = sampler.sample(session.logits(), session.history(), static_cast<size_t>(session.position()));
     if (i == 0) t_first = now_ms();
+    ++stats->sampled_tokens;
+    stats->last_token = next;
     // End of generation (eos, eot, <|im_end|>, ...: Tokenizer::is_eog);
     // llama2.c-style vocabularies also end a story at BOS.
     if (tokenizer.is_eog(next) || next == vocab.bos_id) {
@@ -47,9 +64,10 @@ Status generate(Session& session, Sampler& sampler, const int32_t* prompt, size_
     }
     piece->clear();
     EMBER_TRY(tokenizer.decode_token(prev, next, piece));
-    ++stats->generated_tokens;
-    if (sink && sink(user, next, *piece)) {
-      stats->stop = StopReason::Callback;
+    const StopStrings::Step step = stops.push(next, *piece, &Counted::call, &counted);
+    if (step != StopStrings::Step::Go) {
+      stats->stop = step == StopStrings::Step::Matched ? StopReason::StopString : StopReason::Callback;
+      ended = true;
       break;
     }
     prev = next;
@@ -64,6 +82,10 @@ Status generate(Session& session, Sampler& sampler, const int32_t* prompt, size_
       EMBER_TRY(session.remove(1, keep_from));
     }
     EMBER_TRY(session.decode(next, nullptr));
+  }
+  // Text held back for a stop string that never came is released now.
+  if (!ended && stops.flush(&Counted::call, &counted) == StopStrings::Step::SinkStopped) {
+    stats->stop = StopReason::Callback;
   }
   const double t_end = now_ms();
   stats->first_token_ms = t_first - t0;

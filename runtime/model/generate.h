@@ -1,7 +1,8 @@
 // The generation loop, in one place: prefill the prompt, then sample,
 // report and decode one token at a time, stopping at the end of the
-// sequence, at max_new_tokens, when the caller says so or when the context
-// is full (or shifting the context and going on). ember_generate and
+// sequence, at max_new_tokens, at a stop string, when the caller says so or
+// when the context is full (or shifting the context and going on). The last
+// sampled token is never run through the model (GenerateStats::last_token). ember_generate and
 // `ember run` (through it) both run this loop.
 #pragma once
 
@@ -11,6 +12,7 @@
 
 #include "core/status.h"
 #include "model/session.h"
+#include "model/stop_strings.h"
 #include "sampling/sampler.h"
 
 namespace ember {
@@ -23,13 +25,20 @@ struct GenerateParams {
   // When not null, receives vocab_size floats: the logits after the last
   // prompt token, before the sampler modifies them.
   float* prompt_logits = nullptr;
+  // Stop strings (model/stop_strings.h): generation ends when the generated
+  // text contains one; it and what follows are never passed to the sink.
+  // Null or empty: none. The filter's held text is per call (cleared at the
+  // start); the caller keeps the object so that its buffers are reused.
+  StopStrings* stop_strings = nullptr;
 };
 
-enum class StopReason : int32_t { None = 0, MaxTokens = 1, End = 2, Callback = 3, ContextFull = 4 };
+enum class StopReason : int32_t { None = 0, MaxTokens = 1, End = 2, Callback = 3, ContextFull = 4, StopString = 5 };
 
 struct GenerateStats {
   int32_t prompt_tokens = 0;
   int32_t generated_tokens = 0;  // tokens passed to the callback
+  int32_t sampled_tokens = 0;    // tokens sampled (held-back and end tokens too)
+  int32_t last_token = -1;       // the last sampled token: never run through the model
   double prefill_ms = 0;
   double first_token_ms = 0;  // from the start to the first sampled token
   double decode_ms = 0;       // from the first sampled token to the end

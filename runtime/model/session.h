@@ -14,6 +14,7 @@
 #include "core/kv_type.h"
 #include "memory/plan.h"
 #include "model/model.h"
+#include "security/sha256.h"
 
 namespace ember {
 
@@ -74,6 +75,27 @@ class Session {
   void reset() { pos_ = 0; }
   // Forgets positions [start, end); later ones move down (context shifting).
   Status remove(int32_t start, int32_t end);
+
+  // Saved state (session_state.cpp; format in docs/decisions.md "Sessions:
+  // multi-turn, stop strings, saved state"): the positions, the token
+  // history and exactly the used KV rows, in the session's KV types, with
+  // the model's identity, the context and the cache's shape.
+  // Bytes save_state writes now.
+  Result<uint64_t> state_bytes() const;
+  // Writes the state to `out` (capacity >= state_bytes(), else
+  // EMBER_ERR_BUFFER_TOO_SMALL). EMBER_ERR_UNSUPPORTED: the backend cannot
+  // read its cache.
+  Status save_state(uint8_t* out, uint64_t capacity) const;
+  // Replaces the session's positions, history and KV with a saved state.
+  // Everything is checked before anything changes: EMBER_ERR_TRUNCATED,
+  // EMBER_ERR_FORMAT, EMBER_ERR_VERSION, EMBER_ERR_INTEGRITY (the checksum),
+  // EMBER_ERR_STATE_MISMATCH (another model, context, KV type or cache
+  // shape: the message names the field and both values). A backend failing
+  // while writing its cache leaves the session reset (position 0).
+  Status load_state(const uint8_t* data, uint64_t size);
+  // The model's identity in saved states: SHA-256 of the file's bytes
+  // before its data segment (the metadata, which records the data's digest).
+  Sha256Digest model_identity() const;
 
   int32_t position() const { return pos_; }
   int32_t context() const { return graph_.context; }

@@ -112,6 +112,7 @@ TEST_CASE("status strings and version") {
       {EMBER_ERR_BAD_HPARAMS, "EMBER_ERR_BAD_HPARAMS"},
       {EMBER_ERR_BAD_TOKENIZER, "EMBER_ERR_BAD_TOKENIZER"},
       {EMBER_ERR_MISSING_TENSOR, "EMBER_ERR_MISSING_TENSOR"},
+      {EMBER_ERR_STATE_MISMATCH, "EMBER_ERR_STATE_MISMATCH"},
       {EMBER_ERR_BACKEND, "EMBER_ERR_BACKEND"},
       {EMBER_ERR_INTERNAL, "EMBER_ERR_INTERNAL"},
       {EMBER_ERR_INTEGRITY, "EMBER_ERR_INTEGRITY"},
@@ -264,6 +265,18 @@ TEST_CASE("NULL handles and out-pointers are EMBER_ERR_INVALID_ARGUMENT") {
   CHECK(ember_session_position(nullptr) == 0);
   CHECK(ember_session_position(s) == 0);
   EXPECT_INVALID(ember_session_remove(nullptr, 0, 0));
+  size_t count = 7;
+  EXPECT_INVALID(ember_session_tokens(nullptr, nullptr, 0, &count));
+  CHECK(count == 0);
+  EXPECT_INVALID(ember_session_tokens(s, nullptr, 0, nullptr));
+  EXPECT_INVALID(ember_session_save(nullptr, "/tmp/x"));
+  EXPECT_INVALID(ember_session_save(s, nullptr));
+  EXPECT_INVALID(ember_session_save_buffer(nullptr, nullptr, 0, &count));
+  EXPECT_INVALID(ember_session_save_buffer(s, nullptr, 0, nullptr));
+  EXPECT_INVALID(ember_session_load(nullptr, "/tmp/x"));
+  EXPECT_INVALID(ember_session_load(s, nullptr));
+  EXPECT_INVALID(ember_session_load_buffer(nullptr, "x", 1));
+  EXPECT_INVALID(ember_session_load_buffer(s, nullptr, 1));
   ember_memory_plan plan{};
   plan.struct_size = sizeof plan;
   EXPECT_INVALID(ember_plan(nullptr, nullptr, &plan));
@@ -290,6 +303,22 @@ TEST_CASE("NULL handles and out-pointers are EMBER_ERR_INVALID_ARGUMENT") {
   ember_sampler_free(nullptr);
 
   ember_sampler_free(sampler);
+  ember_session_free(s);
+}
+
+TEST_CASE("an ember_generate_options from before stop strings runs without them") {
+  Fixture f;
+  ember_session* s = f.session(16);
+  ember_generate_options go;
+  ember_generate_options_default(&go);
+  go.max_new_tokens = 3;
+  const char* stops[] = {""};  // would be refused, but lies past the old struct's end
+  go.stop_strings = stops;
+  go.n_stop_strings = 1;
+  go.struct_size = offsetof(ember_generate_options, stop_strings);
+  CHECK(ember_generate(s, "hi", &go, nullptr, nullptr) == EMBER_OK);
+  go.struct_size = sizeof go;
+  EXPECT_INVALID(ember_generate(s, "hi", &go, nullptr, nullptr));
   ember_session_free(s);
 }
 

@@ -426,6 +426,70 @@ int main(int argc, char** argv) {
     free(lo);
   }
 
+  /* ---- stop strings, the session's tokens, a saved state, from C ---- */
+  {
+    collector c;
+    memset(&c, 0, sizeof c);
+    ember_generate_options sg = gopt;
+    /* the first two bytes of the third greedy token's piece onwards: cut there */
+    const char* stops[2];
+    char stop[3];
+    size_t len = 0;
+    char piece[64];
+    if (n_greedy >= 3) CHECK_OK(ember_token_to_piece(model, greedy[1], greedy[2], piece, sizeof piece, &len));
+    if (len >= 2) {
+      size_t cut = 0;
+      while (cut + 2 <= story_len && memcmp(story + cut, piece, 2) != 0) ++cut;
+      stop[0] = piece[0];
+      stop[1] = piece[1];
+      stop[2] = '\0';
+      stops[0] = "never in a story";
+      stops[1] = stop;
+      sg.stop_strings = stops;
+      sg.n_stop_strings = 2;
+      sg.max_new_tokens = 50;
+      CHECK_OK(ember_session_reset(session));
+      CHECK_OK(ember_generate(session, text, &sg, on_token, &c));
+      {
+        ember_generate_stats stats;
+        memset(&stats, 0, sizeof stats);
+        stats.struct_size = sizeof stats;
+        CHECK_OK(ember_generate_last_stats(session, &stats));
+        CHECK(stats.stop_reason == EMBER_STOP_STRING);
+        CHECK(c.text_len == cut && memcmp(c.text, story, cut) == 0);
+        CHECK(strstr(c.text, stop) == NULL);
+      }
+    }
+    /* the tokens the session holds, then a saved state loaded elsewhere */
+    {
+      size_t n = 0, size = 0, wrote = 0;
+      CHECK_STATUS(ember_session_tokens(session, NULL, 0, &n), ember_session_position(session)
+                                                                      ? EMBER_ERR_BUFFER_TOO_SMALL
+                                                                      : EMBER_OK);
+      CHECK(n == (size_t)ember_session_position(session));
+      CHECK_STATUS(ember_session_save_buffer(session, NULL, 0, &size), EMBER_ERR_BUFFER_TOO_SMALL);
+      CHECK(size > 128);
+      void* state = malloc(size);
+      ember_session* other = NULL;
+      CHECK_OK(ember_session_create(model, &sopt, &other));
+      if (state && other) {
+        CHECK_OK(ember_session_save_buffer(session, state, size, &wrote));
+        CHECK(wrote == size);
+        CHECK_OK(ember_session_load_buffer(other, state, size));
+        CHECK(ember_session_position(other) == ember_session_position(session));
+        ((unsigned char*)state)[size - 1] ^= 1;
+        CHECK_STATUS(ember_session_load_buffer(other, state, size), EMBER_ERR_INTEGRITY);
+        CHECK_STATUS(ember_session_load_buffer(other, state, 10), EMBER_ERR_TRUNCATED);
+        CHECK_STATUS(ember_session_load_buffer(NULL, state, size), EMBER_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(ember_session_load(other, NULL), EMBER_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(ember_session_save(NULL, "x"), EMBER_ERR_INVALID_ARGUMENT);
+        CHECK(ember_session_position(other) == ember_session_position(session));
+      }
+      ember_session_free(other);
+      free(state);
+    }
+  }
+
 done:
   ember_sampler_free(sampler);
   ember_session_free(session);

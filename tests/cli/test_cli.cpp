@@ -161,6 +161,26 @@ TEST_CASE("run: the timing line on stderr starts on its own line after the text"
   CHECK(plain.err.find("12 tokens generated") != std::string::npos);
 }
 
+TEST_CASE("run: --stop ends the text before the first stop string, which is never printed") {
+  const std::string model = ember::test::stories_model("llama2c");
+  if (model.empty()) return;
+  const std::string base = "run -m " + model + " -p 'Lily had a' -n 40";
+  const Run plain = run(base);
+  REQUIRE(plain.code == 0);
+  REQUIRE(plain.out.rfind("Lily had a", 0) == 0);
+  const std::string text = plain.out.substr(10, plain.out.size() - 11);  // without the prompt and the newline
+  REQUIRE(text.size() > 30);
+  std::string stop = text.substr(20, 5);
+  REQUIRE(stop.find('\'') == std::string::npos);
+  const Run r = run(base + " --stop never-there --stop '" + stop + "'");
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "Lily had a" + text.substr(0, text.find(stop)) + "\n");
+  const Run empty = run(base + " --stop ''");
+  CHECK(empty.code != 0);
+  CHECK(empty.err.find("EMBER_ERR_INVALID_ARGUMENT: ") != std::string::npos);
+  CHECK(empty.err.find("stop_strings[0] is empty") != std::string::npos);
+}
+
 TEST_CASE("run: --verify-digest and --dump-logits go through ember_generate") {
   const std::string model = ember::test::stories_model("llama2c");
   if (model.empty()) return;

@@ -210,6 +210,55 @@ TEST_CASE("vulkan: stories260K context shift agrees with the CPU, f32, f16 and q
   }
 }
 
+TEST_CASE("vulkan: save -> load -> continue equals continuing directly; a CPU session's state loads too") {
+  Model model;
+  if (!model.open()) return;
+  if (!ember::test::open_vulkan()) return;
+  AllowCpuDevice allow;
+  for (ember_kv_type kv : {EMBER_KV_F32, EMBER_KV_F16, EMBER_KV_Q8_0}) {
+    CAPTURE(static_cast<int>(kv));
+    Sess a, b, cpu, from_cpu;
+    REQUIRE(a.open(model.m, EMBER_BACKEND_VULKAN, kv, 64, model.vocab));
+    REQUIRE(b.open(model.m, EMBER_BACKEND_VULKAN, kv, 64, model.vocab));
+    REQUIRE(cpu.open(model.m, EMBER_BACKEND_CPU, kv, 64, model.vocab));
+    REQUIRE(from_cpu.open(model.m, EMBER_BACKEND_VULKAN, kv, 64, model.vocab));
+    const std::vector<int32_t> prompt = model.tokenize("Lily and Tom went to the");
+    a.feed(prompt);
+    cpu.feed(prompt);
+    for (int i = 0; i < 6; ++i) {
+      a.feed({argmax(a.logits)});
+      cpu.feed({argmax(cpu.logits)});
+    }
+    auto save = [](const Sess& s) {
+      size_t n = 0;
+      CHECK(ember_session_save_buffer(s.s, nullptr, 0, &n) == EMBER_ERR_BUFFER_TOO_SMALL);
+      std::vector<uint8_t> state(n);
+      REQUIRE_MESSAGE(ember_session_save_buffer(s.s, state.data(), n, &n) == EMBER_OK, ember_last_error());
+      return state;
+    };
+    const std::vector<uint8_t> state = save(a);
+    REQUIRE_MESSAGE(ember_session_load_buffer(b.s, state.data(), state.size()) == EMBER_OK, ember_last_error());
+    CHECK(ember_session_position(b.s) == ember_session_position(a.s));
+    CHECK(save(b) == state);  // the device rows came back as they went in
+    const std::vector<uint8_t> cpu_state = save(cpu);
+    REQUIRE_MESSAGE(ember_session_load_buffer(from_cpu.s, cpu_state.data(), cpu_state.size()) == EMBER_OK,
+                    ember_last_error());
+    CHECK(save(from_cpu) == cpu_state);
+    int32_t next = argmax(a.logits);
+    int32_t next_cpu = argmax(cpu.logits);
+    for (int i = 0; i < 8; ++i) {
+      a.feed({next});
+      b.feed({next});
+      CHECK(std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(float)) == 0);
+      cpu.feed({next_cpu});
+      from_cpu.feed({next_cpu});
+      CHECK(max_abs_diff(cpu.logits, from_cpu.logits) < 1e-3);
+      next = argmax(a.logits);
+      next_cpu = argmax(cpu.logits);
+    }
+  }
+}
+
 TEST_CASE("vulkan: removing a tail then continuing equals a fresh session fed the same history") {
   Model model;
   if (!model.open()) return;

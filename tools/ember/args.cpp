@@ -37,6 +37,14 @@ Args::Args(int argc, char** argv, std::vector<std::string> with_value) {
   }
 }
 
+std::vector<std::string> Args::get_all(const std::string& flag) const {
+  std::vector<std::string> out;
+  for (const auto& f : flags_) {
+    if (f.first == flag) out.push_back(f.second);
+  }
+  return out;
+}
+
 bool Args::has(const std::string& flag) const {
   for (const auto& f : flags_) {
     if (f.first == flag) return true;
@@ -50,14 +58,6 @@ std::string Args::get(const std::string& flag, const std::string& fallback) cons
     if (f.first == flag) v = f.second;  // the last one wins
   }
   return v;
-}
-
-std::vector<std::string> Args::get_all(const std::string& flag) const {
-  std::vector<std::string> all;
-  for (const auto& f : flags_) {
-    if (f.first == flag) all.push_back(f.second);
-  }
-  return all;
 }
 
 int64_t Args::get_int(const std::string& flag, int64_t fallback, int64_t min, int64_t max) {

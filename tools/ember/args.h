@@ -18,7 +18,7 @@ class Args {
   const std::string& error() const { return error_; }
   bool has(const std::string& flag) const;
   std::string get(const std::string& flag, const std::string& fallback = "") const;
-  // Every value of a flag given more than once, in order.
+  // Every value of a flag given more than once (--stop A --stop B), in order.
   std::vector<std::string> get_all(const std::string& flag) const;
   // Numeric values; on a malformed or out-of-range value sets error().
   int64_t get_int(const std::string& flag, int64_t fallback, int64_t min, int64_t max);

@@ -86,6 +86,8 @@ const char* kRunHelp =
     "  --kv-type T        KV cache type f32|f16|q8_0 (or --kv-type-k / --kv-type-v)\n"
     "  --max-bytes N      refuse to start if the session needs more private memory\n"
     "  --context-shift    when the context is full, drop the older half and go on\n"
+    "  --stop S           stop when the generated text contains S (repeatable; matched across\n"
+    "                     tokens, never printed; S is taken literally: in bash, --stop $'\\n\\n')\n"
     "  --backend B        cpu|vulkan|auto (default cpu)\n"
     "  --dump-logits FILE write the logits after the last prompt token, one per line (works with -n 0)\n"
     "  --verify-digest    check the data segment's SHA-256 before running (integrity policy DIGEST)\n"
@@ -97,7 +99,7 @@ const char* kRunHelp =
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
                                          "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
-                                         "--require-signature", "--tokens"};
+                                         "--require-signature", "--tokens", "--stop"};
   std::vector<std::string> known = with_value;
   known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids"});
   for (int i = 0; kSessionFlags[i]; ++i) {
@@ -204,6 +206,11 @@ int cmd_run(int argc, char** argv) {
   }
   g.max_new_tokens = static_cast<int32_t>(n_new > INT32_MAX ? INT32_MAX : n_new);
   g.context_shift = context_shift ? 1 : 0;
+  const std::vector<std::string> stops = args.get_all("--stop");
+  std::vector<const char*> stop_ptrs;
+  for (const std::string& x : stops) stop_ptrs.push_back(x.c_str());
+  g.stop_strings = stop_ptrs.data();
+  g.n_stop_strings = stop_ptrs.size();
   if (exact) {
     g.prompt_tokens = ids.data();
     g.n_prompt_tokens = ids.size();
@@ -222,6 +229,8 @@ int cmd_run(int argc, char** argv) {
     st = ember_generate(session, exact ? nullptr : prompt.c_str(), &g,
                         print_ids ? static_cast<ember_token_callback>(on_id) : on_token, nullptr);
   }
+  // Kept before the stats call below clears the last error.
+  const std::string generate_error = st != EMBER_OK ? ember_last_error() : "";
   ember_generate_stats stats;
   stats.struct_size = sizeof stats;
   ember_generate_last_stats(session, &stats);
@@ -244,7 +253,7 @@ int cmd_run(int argc, char** argv) {
   if (st == EMBER_OK && stats.stop_reason == EMBER_STOP_CONTEXT_FULL) {
     std::fprintf(stderr, "[context full at %d positions: stopping; --context-shift goes on]\n", stats.position);
   }
-  if (st != EMBER_OK && code == 0) code = tokenized ? report_last(st) : 1;  // else reported above
+  if (st != EMBER_OK && code == 0) code = tokenized ? report(st, generate_error) : 1;  // else reported above
   if (code == 0) {
     const int generated = stats.generated_tokens;
     const double decode_ms = stats.decode_ms;

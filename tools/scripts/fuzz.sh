@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api fuzz_serve_request)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api fuzz_serve_request fuzz_session_state)
 BUILD=${BUILD:-build-fuzz}
 JOBS=${JOBS:-2}
 DATA=${EMBER_TEST_DATA:-$(pwd)/../shared}
@@ -26,7 +26,7 @@ cmake --build "$BUILD" -j"$JOBS" --target ember_cli "${TARGETS[@]}"
 # Seed corpora, generated here (never committed).
 SEEDS=$BUILD/seeds
 rm -rf "$SEEDS"
-mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api,fuzz_serve_request} "$BUILD/artifacts"
+mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api,fuzz_serve_request,fuzz_session_state} "$BUILD/artifacts"
 EMBER=$BUILD/ember
 if [ -f "$DATA/models/stories260K.bin" ]; then
   ASAN_OPTIONS=detect_leaks=0 "$EMBER" convert "$DATA/models/stories260K.bin" --tokenizer "$DATA/models/tok512.bin" \
@@ -80,6 +80,10 @@ for i, r in enumerate(reqs):
 PY
 head -c 512 /dev/urandom > "$SEEDS/fuzz_c_api/random" 2>/dev/null || true
 echo 'seed' > "$SEEDS/fuzz_model_semantic/seed"
+# Session-state seeds: one per mode (raw bytes, a mutated valid state, a cut one).
+printf '\000EMBRSESS\001\000\000\000\140\000\000\000' > "$SEEDS/fuzz_session_state/raw"
+printf '\001\000\000\000\000\030\000\000\000\007' > "$SEEDS/fuzz_session_state/mutated"
+printf '\002\000\000\000\000\000\000\001\000' > "$SEEDS/fuzz_session_state/cut"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
