@@ -2,7 +2,8 @@
 # Installs what ember needs to build and test on Debian bookworm (as root, or
 # through sudo): the compiler and build tools, FlatBuffers, mbedTLS,
 # Vulkan headers/loader, glslc and SPIR-V tools, Mesa's lavapipe (a CPU
-# Vulkan device for tests), doctest, and clang for the sanitizer/fuzz builds;
+# Vulkan device for tests), doctest, nlohmann-json (the CLI's JSON input),
+# and clang for the sanitizer/fuzz builds;
 # for ARM boards, Debian's cross compilers (aarch64, armhf: with their own
 # glibc and libstdc++, static archives included) and qemu-user to run the
 # cross-built tests (platforms/linux/cross-test.sh; no binfmt_misc needed).
@@ -14,7 +15,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git file
   libflatbuffers-dev flatbuffers-compiler libmbedtls-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
-  doctest-dev clang libclang-rt-14-dev
+  doctest-dev clang libclang-rt-14-dev nlohmann-json3-dev
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 )
 

@@ -30,5 +30,6 @@ int cmd_keygen(int argc, char** argv);
 int cmd_sign(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
 int cmd_cache(int argc, char** argv);
+int cmd_template(int argc, char** argv);
 
 }  // namespace ember::cli
