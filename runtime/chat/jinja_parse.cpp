@@ -3,6 +3,7 @@
 // Hugging Face renders chat templates.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -170,8 +171,8 @@ class Lexer {
           t.f = std::strtod(num.c_str(), nullptr);
         } else {
           t.kind = Token::Int;
-          if (num.size() > 18) return error(p, EMBER_ERR_UNSUPPORTED, "integer literal wider than 64 bits");
-          t.i = std::strtoll(num.c_str(), nullptr, 10);
+          auto r = std::from_chars(num.data(), num.data() + num.size(), t.i);
+          if (r.ec != std::errc()) return error(p, EMBER_ERR_UNSUPPORTED, "integer literal wider than 64 bits");
         }
         p = q;
       } else if (c == '\'' || c == '"') {
@@ -646,7 +647,9 @@ class Parser {
   Status parse_math2(Expr** out) { return parse_binary_level(out, {"*", "/", "//", "%"}, &Parser::parse_pow); }
   Status parse_pow(Expr** out) { return parse_binary_level(out, {"**"}, &Parser::parse_unary); }
 
-  Status parse_unary(Expr** out) {
+  Status parse_unary(Expr** out) { return parse_unary_impl(out, true); }
+  // Jinja2: `-x | f` is `(-x) | f`: the operand of a sign takes no filters.
+  Status parse_unary_impl(Expr** out, bool with_filter) {
     EMBER_TRY(enter());
     Expr* e;
     if (is_op("-") || is_op("+")) {
@@ -654,13 +657,13 @@ class Parser {
       e->name = cur().text;
       ++tp_;
       Expr* a;
-      EMBER_TRY(parse_unary(&a));
+      EMBER_TRY(parse_unary_impl(&a, false));
       e->args.push_back(a);
     } else {
       EMBER_TRY(parse_primary(&e));
       EMBER_TRY(parse_postfix(e, &e));
     }
-    EMBER_TRY(parse_filter_chain(e, &e));
+    if (with_filter) EMBER_TRY(parse_filter_chain(e, &e));
     --depth_;
     *out = e;
     return Status::ok();
