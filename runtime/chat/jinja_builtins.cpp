@@ -261,21 +261,6 @@ bool arg_bool(const Args& a, size_t i, const char* name, bool def) {
   return v ? truthy(*v) : def;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 Result<Value> str_format(const std::string& fmt, const Args& a, const Expr& at) {
   std::string out;
   size_t auto_index = 0;
@@ -392,10 +377,12 @@ Result<bool> apply_test(const std::string& name, const Value& v, const Args& a, 
 Result<Value> apply_filter(const std::string& name, const Value& v, const Args& a, const Expr& at,
                            const Limits& limits) {
   using K = Value::Kind;
-  if (name == "safe" || (name == "list" && v.is_list())) {
-    if (name == "list") return Value::make_list(*v.list);
-    return v;
+  if (name == "safe") {
+    Value m = v.is_string() ? v : Value::string(to_str(v));
+    m.safe = true;
+    return m;
   }
+  if (name == "list" && v.is_list()) return Value::make_list(*v.list);
   if (name == "list") {
     EMBER_ASSIGN_OR_RETURN(List items, iterate(v, "list", at));
     return Value::make_list(std::move(items));
@@ -403,7 +390,9 @@ Result<Value> apply_filter(const std::string& name, const Value& v, const Args& 
   if (name == "string") return v.is_string() ? v : Value::string(to_str(v));
   if (name == "trim") {
     if (v.is_undefined()) return Value::string("");
-    return Value::string(strip(v.is_string() ? v.s : to_str(v), a.get(0, "chars"), true, true));
+    Value m = Value::string(strip(v.is_string() ? v.s : to_str(v), a.get(0, "chars"), true, true));
+    m.safe = v.is_string() && v.safe;  // Markup.strip() stays a Markup
+    return m;
   }
   if (name == "length" || name == "count") {
     switch (v.kind) {
@@ -603,7 +592,13 @@ Result<Value> apply_filter(const std::string& name, const Value& v, const Args& 
     EMBER_TRY(check_size(out, limits, at));
     return Value::string(std::move(out));
   }
-  if (name == "escape" || name == "e") return Value::string(html_escape(to_str(v)));
+  if (name == "escape" || name == "e") {
+    if (v.is_string() && v.safe) return v;
+    Value m = Value::string(html_escape(to_str(v)));
+    m.safe = true;
+    return m;
+  }
+
   if (name == "map" || name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
     // Jinja2 walks these only `if value`: none and other false values give nothing.
     List items;

@@ -578,9 +578,12 @@ class Renderer {
     bool lnum = l.is_number() || l.kind == K::Bool, rnum = r.is_number() || r.kind == K::Bool;
     if (op == "+") {
       if (l.is_string() && r.is_string()) {
-        std::string s = l.s + r.s;
+        // Markup + str escapes the str (markupsafe), and stays a Markup.
+        std::string s = (l.safe || !r.safe ? l.s : html_escape(l.s)) + (r.safe || !l.safe ? r.s : html_escape(r.s));
         EMBER_TRY(check_string(s, e));
-        return Value::string(std::move(s));
+        Value v = Value::string(std::move(s));
+        v.safe = l.safe || r.safe;
+        return v;
       }
       if (l.is_list() && r.is_list()) {
         EMBER_TRY(check_list(l.list->size() + r.list->size(), e));

@@ -21,6 +21,21 @@ void Value::set(const std::string& key, Value v) {
   dict->emplace_back(key, std::move(v));
 }
 
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 const char* kind_name(Value::Kind k) {
   switch (k) {
     case Value::Kind::Undefined: return "undefined";

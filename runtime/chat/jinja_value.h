@@ -24,6 +24,9 @@ struct Value {
   enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace, Macro };
   Kind kind = Kind::Undefined;
   bool b = false;
+  // String: a Markup (from `safe` or `escape`). Python's Markup escapes the
+  // plain string it is joined with by `+`; templates rely on it.
+  bool safe = false;
   int64_t i = 0;
   double f = 0;
   std::string s;                 // String; the name of an undefined value
@@ -56,6 +59,9 @@ struct Value {
   // Sets (or appends) `key` in a mapping.
   void set(const std::string& key, Value v);
 };
+
+// HTML escaping as markupsafe.escape (& < > ' ").
+std::string html_escape(const std::string& s);
 
 // Python's name for the kind ("str", "list", "dict", ...), for messages.
 const char* kind_name(Value::Kind k);

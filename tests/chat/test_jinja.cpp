@@ -200,7 +200,11 @@ TEST_CASE("jinja: filters") {
   CHECK(R("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}") == "a\n  b\n\n  c|  a\n  b");
   CHECK(R("{{ ['a', 'A', 'b', 'a'] | unique | list }} {{ [3, 1, 3] | unique | list }} {{ xs | sum }} {{ xs | max }}") ==
         "['a', 'b'] [3, 1] 6 3");
-  CHECK(R("{{ '<&>' | safe }} {{ '<&>' | e }} {{ xs | reverse | list }}") == "<&> &lt;&amp;&gt; [2, 1, 3]");
+  CHECK(R("{{ '<&>' | safe }} {{ '<&>' | e }} {{ '<&>' | e | e }} {{ xs | reverse | list }}") ==
+        "<&> &lt;&amp;&gt; &lt;&amp;&gt; [2, 1, 3]");
+  // Markup (safe) + str escapes the str, as markupsafe does; `~` joins plain strings.
+  CHECK(R("{{ '<b>'|safe + '\"x\"' + 'y' }} {{ 'a<' + '<b>'|safe }} {{ '<b>'|safe ~ '<' }} {{ '<'|safe|trim + '>' }}") ==
+        "<b>&#34;x&#34;y a&lt;<b> <b>< <&gt;");
   check_error("{{ xs | shuffle }}", EMBER_ERR_UNSUPPORTED, "filter 'shuffle' is not supported");
   check_error("{{ 'é' | upper }}", EMBER_ERR_UNSUPPORTED, "non-ASCII");
 }
