@@ -18,6 +18,8 @@ struct ember_model {
   std::unique_ptr<ember::Model> model;
 };
 
+const ember::Vocab& ember::model_vocab(const ember_model* m) { return m->model->tokenizer().vocab(); }
+
 struct ember_session {
   ember_model* owner = nullptr;
   std::unique_ptr<ember::Session> session;

@@ -3,6 +3,7 @@
 
 #include "core/status.h"
 #include "ember.h"
+#include "tokenizer/vocab.h"
 
 namespace ember {
 
@@ -10,5 +11,8 @@ namespace ember {
 ember_status set_last_error(const Status& status);
 void clear_last_error();
 const char* g_last_error_ptr();
+// The vocabulary of an open model (its special pieces and chat template),
+// for the C API's files that do not see ember_model's definition.
+const Vocab& model_vocab(const ember_model* m);
 
 }  // namespace ember

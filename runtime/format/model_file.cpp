@@ -329,6 +329,7 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   if (tk->pre()) vocab.pre.assign(tk->pre()->data(), tk->pre()->size());
   vocab.eot_id = tk->eot_id();
   vocab.eom_id = tk->eom_id();
+  if (tk->chat_template()) vocab.chat_template.assign(tk->chat_template()->data(), tk->chat_template()->size());
   EMBER_TRY(check_vocab(vocab, hp.vocab_size));
 
   // 6. Tensor table.

@@ -227,6 +227,39 @@ EMBER_API ember_status ember_detokenize(const ember_model* model, const int32_t*
 EMBER_API ember_status ember_token_to_piece(const ember_model* model, int32_t prev, int32_t token, char* piece,
                                             size_t capacity, size_t* out_len);
 
+/* ---- Chat formatting ----------------------------------------------------- */
+
+/* One message of a conversation: NUL-terminated UTF-8 strings, borrowed for
+ * the call only. */
+typedef struct ember_chat_message {
+  const char* role;    /* "system", "user", "assistant", ... */
+  const char* content;
+} ember_chat_message;
+
+/* Renders a conversation into the prompt text the model was trained on, as
+ * Hugging Face's apply_chat_template does (a Jinja2 subset; docs/
+ * decisions.md "Chat templates"). `chat_template`: NULL for the model's own
+ * (GGUF tokenizer.chat_template, kept by `ember convert`), a built-in name
+ * ("chatml", "llama2", "llama3", "phi3", "gemma", "mistral", "mistral-v7",
+ * "zephyr", "deepseek", "vicuna", "qwen"), or Jinja template text (anything
+ * holding "{{" or "{%"). `model` may be NULL when chat_template is given;
+ * with a model, bos_token and eos_token are its BOS and EOS pieces, else "".
+ * add_generation_prompt: end with the assistant turn's opening. No NUL is
+ * appended. Buffer rules as ember_detokenize: EMBER_ERR_BUFFER_TOO_SMALL
+ * with *out_len set to the bytes needed (text may be NULL with capacity 0
+ * to ask). Errors (*out_len 0): EMBER_ERR_INVALID_ARGUMENT (NULL out_len;
+ * NULL text with capacity > 0; NULL messages with n_messages > 0; a NULL
+ * role or content, naming the message; NULL model and NULL chat_template;
+ * an unknown built-in name; the template's raise_exception, with its
+ * message), EMBER_ERR_UNSUPPORTED (the model has no template; a construct
+ * the subset does not render, named), EMBER_ERR_FORMAT (a template syntax
+ * error, with line:column), EMBER_ERR_NO_MEMORY (a template past its bounds:
+ * output size, loop iterations, nesting). */
+EMBER_API ember_status ember_chat_format(const ember_model* model, const char* chat_template,
+                                         const ember_chat_message* messages, size_t n_messages,
+                                         int add_generation_prompt, char* text, size_t capacity,
+                                         size_t* out_len);
+
 /* ---- Sessions ------------------------------------------------------------ */
 
 typedef struct ember_session ember_session;

@@ -37,6 +37,9 @@ struct Vocab {
   bool add_eos = false;
   bool add_space_prefix = true;
   bool byte_fallback = true;
+  // The model's chat template (Jinja text, GGUF tokenizer.chat_template;
+  // runtime/chat renders it); "" when the file has none.
+  std::string chat_template;
 };
 
 }  // namespace ember

@@ -136,6 +136,10 @@ Result<Vocab> vocab_from_gguf(const GgufFile& g) {
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_bos_token", &v.add_bos));
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_eos_token", &v.add_eos));
   EMBER_TRY(read_flag(g, "tokenizer.ggml.add_space_prefix", &v.add_space_prefix));
+  if (g.find("tokenizer.chat_template") != nullptr) {
+    EMBER_ASSIGN_OR_RETURN(std::string_view tmpl, g.get_string("tokenizer.chat_template"));
+    v.chat_template = std::string(tmpl);
+  }
   // llama.cpp adds BOS for Gemma 4 even where the file says not to (its
   // converter wrote add_bos_token=false for models that need it).
   if (v.pre == "gemma4") v.add_bos = true;

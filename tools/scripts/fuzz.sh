@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api fuzz_serve_request fuzz_session_state)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api fuzz_serve_request fuzz_session_state fuzz_chat_template)
 BUILD=${BUILD:-build-fuzz}
 JOBS=${JOBS:-2}
 DATA=${EMBER_TEST_DATA:-$(pwd)/../shared}
@@ -26,7 +26,7 @@ cmake --build "$BUILD" -j"$JOBS" --target ember_cli "${TARGETS[@]}"
 # Seed corpora, generated here (never committed).
 SEEDS=$BUILD/seeds
 rm -rf "$SEEDS"
-mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api,fuzz_serve_request,fuzz_session_state} "$BUILD/artifacts"
+mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api,fuzz_serve_request,fuzz_session_state,fuzz_chat_template} "$BUILD/artifacts"
 EMBER=$BUILD/ember
 if [ -f "$DATA/models/stories260K.bin" ]; then
   ASAN_OPTIONS=detect_leaks=0 "$EMBER" convert "$DATA/models/stories260K.bin" --tokenizer "$DATA/models/tok512.bin" \
@@ -84,6 +84,13 @@ echo 'seed' > "$SEEDS/fuzz_model_semantic/seed"
 printf '\000EMBRSESS\001\000\000\000\140\000\000\000' > "$SEEDS/fuzz_session_state/raw"
 printf '\001\000\000\000\000\030\000\000\000\007' > "$SEEDS/fuzz_session_state/mutated"
 printf '\002\000\000\000\000\000\000\001\000' > "$SEEDS/fuzz_session_state/cut"
+# Chat-template seeds: the built-ins' kind of text, and llama.cpp's model
+# templates when tools/scripts/fetch_llama_vocabs.sh has fetched them.
+printf '%s' "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] | trim + '<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}" \
+  > "$SEEDS/fuzz_chat_template/chatml"
+printf '%s' "{%- set ns = namespace(x=0) -%}{% macro f(a, b=2) %}{{ a ~ b }}{% endmacro %}{% for k, v in {'a': [1, 2]}.items() if v %}{{ f(k) }}{{ v | tojson(indent=2) }}{{ loop.index }}{% set ns.x = ns.x + 1 %}{% endfor %}{{ messages[1:][::-1] | map(attribute='role') | join(', ') }}{{ ns.x is defined and 'a b'.split()[0].upper() }}" \
+  > "$SEEDS/fuzz_chat_template/constructs"
+for f in "${EMBER_LLAMA_VOCAB_DIR:-build/_deps/llama-vocab}"/templates/*.jinja; do [ -f "$f" ] && cp "$f" "$SEEDS/fuzz_chat_template/"; done
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

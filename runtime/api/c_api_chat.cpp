@@ -1,0 +1,74 @@
+// ember_chat_format: the C face of runtime/chat.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/c_api_internal.h"
+#include "chat/chat_template.h"
+
+namespace {
+
+ember_status fail(ember_status code, const std::string& message) {
+  return ember::set_last_error(ember::Status::error(code, "%s", message.c_str()));
+}
+
+bool looks_like_template(const char* s) { return std::strstr(s, "{{") || std::strstr(s, "{%"); }
+
+}  // namespace
+
+extern "C" ember_status ember_chat_format(const ember_model* model, const char* chat_template,
+                                          const ember_chat_message* messages, size_t n_messages,
+                                          int add_generation_prompt, char* text, size_t capacity,
+                                          size_t* out_len) {
+  ember::clear_last_error();
+  if (!out_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_len is NULL");
+  *out_len = 0;
+  if (!text && capacity) return fail(EMBER_ERR_INVALID_ARGUMENT, "text is NULL but capacity > 0");
+  if (!messages && n_messages) return fail(EMBER_ERR_INVALID_ARGUMENT, "messages is NULL but n_messages > 0");
+  if (!model && !chat_template)
+    return fail(EMBER_ERR_INVALID_ARGUMENT, "model and chat_template are both NULL: one names the template");
+  std::vector<ember::chat::ChatMessage> msgs(n_messages);
+  for (size_t i = 0; i < n_messages; ++i) {
+    if (!messages[i].role || !messages[i].content)
+      return fail(EMBER_ERR_INVALID_ARGUMENT,
+                  "messages[" + std::to_string(i) + "]." + (messages[i].role ? "content" : "role") + " is NULL");
+    msgs[i].role = messages[i].role;
+    msgs[i].content = messages[i].content;
+  }
+  ember::chat::ChatOptions opt;
+  opt.add_generation_prompt = add_generation_prompt != 0;
+  std::string tmpl;
+  if (model) {
+    const ember::Vocab& v = ember::model_vocab(model);
+    auto piece = [&](int32_t id) {
+      return id >= 0 && size_t(id) < v.pieces.size() ? v.pieces[size_t(id)] : std::string();
+    };
+    opt.bos_token = piece(v.bos_id);
+    opt.eos_token = piece(v.eos_id);
+  }
+  if (!chat_template) {
+    tmpl = ember::model_vocab(model).chat_template;
+    if (tmpl.empty())
+      return fail(EMBER_ERR_UNSUPPORTED, "the model has no chat template (tokenizer.chat_template); name a built-in one");
+  } else if (looks_like_template(chat_template)) {
+    tmpl = chat_template;
+  } else {
+    const char* b = ember::chat::builtin_chat_template(chat_template);
+    if (!b) {
+      std::string names;
+      for (const auto& n : ember::chat::builtin_chat_template_names()) names += (names.empty() ? "" : ", ") + n;
+      return fail(EMBER_ERR_INVALID_ARGUMENT,
+                  std::string("chat_template '") + chat_template + "' is not a built-in template (" + names + ")");
+    }
+    tmpl = b;
+  }
+  std::string out;
+  ember::Status s = ember::chat::render_chat(tmpl, msgs, opt, &out);
+  if (!s.is_ok()) return ember::set_last_error(s);
+  *out_len = out.size();
+  if (out.size() > capacity)
+    return ember::set_last_error(ember::Status::error(
+        EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu bytes but the text needs %zu", capacity, out.size()));
+  if (!out.empty()) std::memcpy(text, out.data(), out.size());
+  return EMBER_OK;
+}

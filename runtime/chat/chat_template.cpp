@@ -1,0 +1,127 @@
+#include "chat/chat_template.h"
+
+#include <utility>
+
+namespace ember::chat {
+namespace {
+
+// Built-in templates for files without one, written for ember in the
+// families' published formats. A system message goes where the family puts
+// it (its own turn, or folded into the first user turn).
+struct Builtin {
+  const char* name;
+  const char* text;
+};
+
+const char kChatml[] =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+const Builtin kBuiltins[] = {
+    {"chatml", kChatml},
+    {"qwen", kChatml},
+    {"qwen2", kChatml},
+    {"qwen3", kChatml},
+    {"llama2",
+     "{% if messages and messages[0]['role'] == 'system' %}{% set rest = messages[1:] %}"
+     "{% set sys = messages[0]['content'] %}{% else %}{% set rest = messages %}{% set sys = none %}{% endif %}"
+     "{% for message in rest %}"
+     "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+     "{{ raise_exception('llama2: roles must alternate user/assistant after an optional system message') }}"
+     "{% endif %}"
+     "{% if message['role'] == 'user' %}"
+     "{% set text = message['content'] %}"
+     "{% if loop.first and sys is not none %}{% set text = '<<SYS>>\\n' + sys + '\\n<</SYS>>\\n\\n' + text %}"
+     "{% endif %}"
+     "{{ bos_token + '[INST] ' + text | trim + ' [/INST]' }}"
+     "{% else %}{{ ' ' + message['content'] | trim + ' ' + eos_token }}{% endif %}"
+     "{% endfor %}"},
+    {"llama3",
+     "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
+     "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"},
+    {"phi3",
+     "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + '<|end|>\\n' }}"
+     "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"},
+    {"gemma",
+     "{{ bos_token }}{% set ns = namespace(sys='') %}"
+     "{% for message in messages %}"
+     "{% if message['role'] == 'system' %}{% set ns.sys = ns.sys + message['content'] | trim + '\\n\\n' %}"
+     "{% else %}"
+     "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+     "{{ '<start_of_turn>' + role + '\\n' + ns.sys + message['content'] | trim + '<end_of_turn>\\n' }}"
+     "{% set ns.sys = '' %}"
+     "{% endif %}{% endfor %}"
+     "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"},
+    {"mistral",
+     "{{ bos_token }}{% set ns = namespace(sys='') %}"
+     "{% for message in messages %}"
+     "{% if message['role'] == 'system' %}{% set ns.sys = message['content'] + '\\n\\n' %}"
+     "{% elif message['role'] == 'user' %}{{ ' [INST] ' + ns.sys + message['content'] + ' [/INST]' }}"
+     "{% set ns.sys = '' %}"
+     "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}"
+     "{% endfor %}"},
+    {"mistral-v7",
+     "{{ bos_token }}{% for message in messages %}"
+     "{% if message['role'] == 'system' %}{{ '[SYSTEM_PROMPT] ' + message['content'] + '[/SYSTEM_PROMPT]' }}"
+     "{% elif message['role'] == 'user' %}{{ '[INST] ' + message['content'] + '[/INST]' }}"
+     "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}"
+     "{% endfor %}"},
+    {"zephyr",
+     "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + eos_token + '\\n' }}"
+     "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"},
+    {"deepseek",
+     "{{ bos_token }}{% for message in messages %}"
+     "{% if message['role'] == 'user' %}{{ 'User: ' + message['content'] + '\\n\\n' }}"
+     "{% elif message['role'] == 'assistant' %}{{ 'Assistant: ' + message['content'] + eos_token }}"
+     "{% else %}{{ message['content'] + '\\n\\n' }}{% endif %}"
+     "{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"},
+    {"vicuna",
+     "{% for message in messages %}"
+     "{% if message['role'] == 'system' %}{{ message['content'] + '\\n\\n' }}"
+     "{% elif message['role'] == 'user' %}{{ 'USER: ' + message['content'] + '\\n' }}"
+     "{% else %}{{ 'ASSISTANT: ' + message['content'] + '</s>\\n' }}{% endif %}"
+     "{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"},
+};
+
+}  // namespace
+
+const char* builtin_chat_template(const std::string& name) {
+  for (const auto& b : kBuiltins)
+    if (name == b.name) return b.text;
+  return nullptr;
+}
+
+const std::vector<std::string>& builtin_chat_template_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& b : kBuiltins) out.push_back(b.name);
+    return out;
+  }();
+  return names;
+}
+
+Status render_chat(const std::string& tmpl, const Value& messages, const ChatOptions& opt, const Value& extra,
+                   std::string* out) {
+  Program prog;
+  EMBER_TRY(parse_template(tmpl, opt.env.limits, &prog));
+  Value ctx = Value::make_dict();
+  if (extra.is_mapping())
+    for (const auto& kv : *extra.dict) ctx.set(kv.first, kv.second);
+  ctx.set("messages", messages);
+  ctx.set("add_generation_prompt", Value::boolean(opt.add_generation_prompt));
+  ctx.set("bos_token", Value::string(opt.bos_token));
+  ctx.set("eos_token", Value::string(opt.eos_token));
+  return render_program(prog, ctx, opt.env, out);
+}
+
+Status render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages, const ChatOptions& opt,
+                   std::string* out) {
+  List list;
+  list.reserve(messages.size());
+  for (const auto& m : messages)
+    list.push_back(Value::make_dict({{"role", Value::string(m.role)}, {"content", Value::string(m.content)}}));
+  return render_chat(tmpl, Value::make_list(std::move(list)), opt, Value::undefined(), out);
+}
+
+}  // namespace ember::chat
