@@ -67,6 +67,10 @@ struct CpuStep {
   RmsNormFn rmsnorm = nullptr;
   AddFn binary = nullptr;   // add or swiglu (same signature)
   float eps = 0.0f;
+  // RmsNorm: each row of `a` is `groups` chunks of `cols` floats, normalized
+  // one by one with the same weight (1: the whole row; Qwen3's Q/K norm:
+  // its heads).
+  int32_t groups = 1;
   // MatMuls: matmuls_[first, first + count), all reading `a`.
   int32_t first = 0;
   int32_t count = 0;

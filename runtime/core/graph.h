@@ -30,7 +30,8 @@ struct WeightRef {
 
 enum class OpKind : uint8_t {
   Embed,      // out[i] = weight row tokens[i]
-  RmsNorm,    // out[i] = a[i] / rms(a[i]) * weight
+  RmsNorm,    // out[i] = a[i] / rms(a[i]) * weight, or per group-wide chunk
+              // of a[i] with a group-long weight (out may be a)
   MatMul,     // out[i] = weight · a[i]   (weight [rows, cols]: out has rows cols)
   Rope,       // a[i] rotated in place for position pos + i
   Attention,  // k = b, v = c stored at pos + i in the layer's cache, then
@@ -49,6 +50,10 @@ const char* op_name(OpKind kind);
 // member (a few bytes per op).
 struct RmsNormParams {
   float eps = 0.0f;
+  // 0: normalize the whole row with a row-long weight. Otherwise each
+  // `group`-wide chunk of the row on its own, every chunk with the same
+  // group-long weight: Qwen3's per-head Q/K norm (group = head_dim).
+  uint32_t group = 0;
 };
 struct RopeParams {
   uint32_t head_dim = 0;

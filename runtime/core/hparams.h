@@ -11,10 +11,27 @@ enum class RopeStyle : uint8_t { Adjacent = 0, Half = 1 };
 // the file needs. Stored in files: append, never renumber.
 //   Llama: the llama2/3 graph (Mistral, SmolLM2, TinyLlama are llama too).
 //   Qwen2: llama plus Q/K/V biases (blk.N.attn_{q,k,v}.bias), half-split RoPE.
-enum class ModelArch : uint8_t { Llama = 0, Qwen2 = 1 };
-constexpr int kModelArchCount = 2;
-// GGUF's general.architecture names ("llama", "qwen2").
-inline const char* model_arch_name(ModelArch a) { return a == ModelArch::Qwen2 ? "qwen2" : "llama"; }
+//   Qwen3: llama plus a per-head RMSNorm of Q and K before RoPE
+//          (blk.N.attn_{q,k}_norm.weight, head_dim wide), half-split RoPE.
+//   Phi3: llama with half-split RoPE; GGUF fuses Q/K/V and gate/up, which
+//         the importer splits into llama's tensors (lossless: whole rows).
+// Gemma2 = 4 and Gemma3 = 5 are taken (another branch).
+enum class ModelArch : uint8_t { Llama = 0, Qwen2 = 1, Qwen3 = 2, Phi3 = 3 };
+constexpr int kModelArchCount = 4;
+// GGUF's general.architecture names ("llama", "qwen2", "qwen3", "phi3").
+inline const char* model_arch_name(ModelArch a) {
+  switch (a) {
+    case ModelArch::Qwen2: return "qwen2";
+    case ModelArch::Qwen3: return "qwen3";
+    case ModelArch::Phi3: return "phi3";
+    default: return "llama";
+  }
+}
+// The rotation llama.cpp applies to an architecture (fixed per architecture
+// in its llama_model_rope_type): halves (NEOX) for qwen2, qwen3 and phi3.
+inline RopeStyle model_arch_rope_style(ModelArch a) {
+  return a == ModelArch::Llama ? RopeStyle::Adjacent : RopeStyle::Half;
+}
 
 struct HParams {
   uint32_t dim = 0;

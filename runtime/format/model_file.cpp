@@ -253,7 +253,7 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
                          m->schema_version(), kSchemaVersion);
   }
   if (static_cast<unsigned>(m->arch()) >= static_cast<unsigned>(kModelArchCount)) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "arch = %u is not a model family this ember runs (0 llama, 1 qwen2)",
+    return Status::error(EMBER_ERR_UNSUPPORTED, "arch = %u is not a model family this ember runs (0 llama, 1 qwen2, 2 qwen3, 3 phi3)",
                          static_cast<unsigned>(m->arch()));
   }
   // 3. Data segment bounds.

@@ -9,7 +9,8 @@
 namespace ember {
 
 // GGUF-style tensor names (blk.N.attn_q.weight ...), shapes [rows, cols];
-// biases blk.N.attn_q.bias (qwen2).
+// biases blk.N.attn_q.bias (qwen2); per-head norms blk.N.attn_q_norm.weight
+// (qwen3). phi3's fused GGUF tensors arrive split (tools/convert/gguf_import).
 std::string llama_tensor_name(const char* base, int layer);
 std::string llama_bias_name(const char* base, int layer);
 

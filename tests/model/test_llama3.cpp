@@ -253,6 +253,14 @@ TEST_CASE("llama GGUF: keys and tensors that change the arithmetic are refused b
     cases.push_back(c);
   }
   {
+    // A key width of 32 is now a head width (explicit_head_dim, as Qwen3's),
+    // so what this file says is RoPE on 16 of each head's 32 dims: refused
+    // by the rotary width's key.
+    Case c{{}, "llama.rope.dimension_count"};
+    c.options.extra_u32 = {{"llama.attention.key_length", 32}};
+    cases.push_back(c);
+  }
+  {
     Case c{{}, "llama.logit_scale"};
     c.options.extra_f32 = {{"llama.logit_scale", 0.5f}};
     cases.push_back(c);

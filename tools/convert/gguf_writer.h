@@ -1,5 +1,6 @@
-// Writes a model as a GGUF v3 file that llama.cpp loads (llama
-// architecture), for side-by-side runs on the same weights. Tensors keep
+// Writes a model as a GGUF v3 file that llama.cpp loads (the model's
+// architecture; phi3's q/k/v and gate/up fused as llama.cpp reads them), for
+// side-by-side runs on the same weights. Tensors keep
 // their bytes (ember's Q8_0/Q4_0 blocks are GGUF's); GGUF dims are
 // innermost first, so shapes are written reversed. ember's GGUF importer
 // reads the file back to the same tensors.
@@ -26,7 +27,7 @@ struct GgufWriteOptions {
 };
 
 // Errors: EMBER_ERR_UNSUPPORTED (a byte-level BPE vocabulary without
-// merges, half-split RoPE, which llama.cpp's llama arch does not rotate),
+// merges, a RoPE style other than the architecture's in llama.cpp),
 // EMBER_ERR_BAD_TENSOR (a tensor that is not 1-D or 2-D), EMBER_ERR_IO.
 Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options = {});
 

@@ -25,7 +25,9 @@ struct ImportedModel {
 // llama2.c checkpoint (`model.bin`, legacy v0 layout) with its tokenizer.bin.
 Result<std::unique_ptr<ImportedModel>> import_llama2c(const std::string& checkpoint, const std::string& tokenizer);
 
-// GGUF v2/v3, llama architecture; tensors F32/F16/BF16/Q8_0/Q4_0 kept as they are.
+// GGUF v2/v3, architectures llama, qwen2, qwen3, phi3; tensors kept byte for
+// byte in their GGUF type (fused attn_qkv and phi3's gate/up ffn_up split into
+// whole rows).
 Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path);
 
 // True when the file starts with the GGUF magic.
