@@ -155,6 +155,19 @@ Status vulkan_supports(const Graph& graph) {
   // floats); the rope table and the kv shift's angles are sized from the
   // model's head_dim (device_sizes).
   for (const Op& op : graph.ops) {
+    // Gemma's ops have no shaders yet: refused by name, so `auto` runs the
+    // model on the CPU and says why.
+    const bool gemma_op = op.kind == OpKind::GeGLU || op.kind == OpKind::Softcap ||
+                          (op.kind == OpKind::Embed && op.params.embed.scale != 0.0f) ||
+                          (op.kind == OpKind::RmsNorm && op.params.rmsnorm.group != 0) ||
+                          (op.kind == OpKind::Attention &&
+                           (op.params.attention.window != 0 || op.params.attention.softcap != 0.0f));
+    if (gemma_op) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "vulkan: the %s op with gemma's parameters (scaled embedding, per-head norm, sliding "
+                           "window, soft-capping, GELU) has no shader yet",
+                           op_name(op.kind));
+    }
     // Context shifting re-rotates the keys with the shared angle table.
     if (op.kind == OpKind::Attention && key_rope(graph, op.layer).head_dim == 0) {
       return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: attention of layer %d reads keys no rope op rotated",
