@@ -116,9 +116,13 @@ std::vector<const Op*> rope_tables(const Graph& graph) {
 
 int rope_table_index(const Graph& graph, const Op& op) {
   if (op.kind != OpKind::Rope) return -1;
+  return rope_table_of(graph, op.params.rope);
+}
+
+int rope_table_of(const Graph& graph, const RopeParams& rope) {
   const std::vector<const Op*> tables = rope_tables(graph);
   for (size_t i = 0; i < tables.size(); ++i) {
-    if (same_table(tables[i]->params.rope, op.params.rope)) return static_cast<int>(i);
+    if (same_table(tables[i]->params.rope, rope)) return static_cast<int>(i);
   }
   return -1;
 }

@@ -145,6 +145,8 @@ bool rope_ops_share_table(const Graph& graph);
 // rope_table_index gives an op's table in that list (-1 when not a Rope).
 std::vector<const Op*> rope_tables(const Graph& graph);
 int rope_table_index(const Graph& graph, const Op& op);
+// The table of a rope's parameters (key_rope's, for context shifting), or -1.
+int rope_table_of(const Graph& graph, const RopeParams& rope);
 constexpr int kMaxRopeTables = 4;
 // The angle per position of pair j (0 <= j < head_dim / 2) of a rope:
 // theta^(-2j / head_dim) (float powf, as the reference computes it), divided
