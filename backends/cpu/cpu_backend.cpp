@@ -276,7 +276,10 @@ Status CpuBackend::lower(const Graph& g) {
         st.weight = &g.weights[op.weight];
         st.rmsnorm = k_.rmsnorm;
         st.eps = op.params.rmsnorm.eps;
-        st.group = op.params.rmsnorm.group;
+        if (op.params.rmsnorm.group != 0) {  // check_op_params: it divides the row
+          st.groups = static_cast<int32_t>(st.cols / op.params.rmsnorm.group);
+          st.cols = op.params.rmsnorm.group;
+        }
         st.one_row = op.last_row;
         st.split = 1;
         break;
@@ -505,26 +508,21 @@ Status CpuBackend::execute(const StepArgs& step) {
         break;
       }
       case CpuStepKind::RmsNorm: {
+        // Rows of `cols` floats: the step's rows, or their groups (every
+        // group is a row of its own to the kernel).
         const float* wf = reinterpret_cast<const float*>(s.weight->data);
         const int64_t cols = s.cols;
-        if (s.group != 0) {
-          // Per-head norms: every group of a row on its own, one thread
-          // (head_dim-wide rows of q and k).
-          const int64_t rows = s.one_row ? 1 : n;
-          const int64_t first = s.one_row ? n - 1 : 0;
-          for (int64_t i = 0; i < rows; ++i) {
-            for (int64_t c = 0; c < cols; c += s.group) {
-              s.rmsnorm(s.out + i * cols + c, s.a + (first + i) * cols + c, wf, s.group, s.eps);
-            }
+        const int64_t rows = static_cast<int64_t>(n) * s.groups;
+        if (s.one_row) {
+          for (int32_t j = 0; j < s.groups; ++j) {
+            s.rmsnorm(s.out + j * cols, s.a + (rows - s.groups + j) * cols, wf, cols, s.eps);
           }
-        } else if (s.one_row) {
-          s.rmsnorm(s.out, s.a + (n - 1) * cols, wf, cols, s.eps);
-        } else if (n * cols < kParallelElements) {
-          for (int32_t i = 0; i < n; ++i) s.rmsnorm(s.out + i * cols, s.a + i * cols, wf, cols, s.eps);
+        } else if (rows * cols < kParallelElements) {
+          for (int64_t i = 0; i < rows; ++i) s.rmsnorm(s.out + i * cols, s.a + i * cols, wf, cols, s.eps);
         } else {
           pool_->run(pool_->size(), [&](int chunk, int n_chunks, int) {
             int64_t b, e;
-            split_range(n, s.split, chunk, n_chunks, &b, &e);
+            split_range(rows, s.split, chunk, n_chunks, &b, &e);
             for (int64_t i = b; i < e; ++i) s.rmsnorm(s.out + i * cols, s.a + i * cols, wf, cols, s.eps);
           });
         }

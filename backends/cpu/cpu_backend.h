@@ -67,8 +67,10 @@ struct CpuStep {
   RmsNormFn rmsnorm = nullptr;
   AddFn binary = nullptr;   // add or swiglu (same signature)
   float eps = 0.0f;
-  // RmsNorm: normalize each `group` floats of a row on its own (0: the row).
-  int64_t group = 0;
+  // RmsNorm: each row of `a` is `groups` chunks of `cols` floats, normalized
+  // one by one with the same weight (1: the whole row; Qwen3's and Gemma 3's
+  // Q/K norm: its heads).
+  int32_t groups = 1;
   // Embed: scale of the rows (0: none); Softcap: the cap.
   float scale = 0.0f;
   // Rope: which angle table (core/graph.h rope_tables).

@@ -171,21 +171,15 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       break;
     }
     case OpKind::RmsNorm: {
-      if (op.params.rmsnorm.group != 0) {
-        // Per-head norms: each group-wide chunk is a row of its own, with
-        // the group-long weight (vulkan_supports: not on the last row only).
-        const uint32_t cols = static_cast<uint32_t>(graph.activations[op.a].cols);
-        const uint32_t group = op.params.rmsnorm.group;
-        push.p[0] = group;
-        push.p[1] = 0;
-        push.p[2] = f32_bits(op.params.rmsnorm.eps);
-        dispatch(dev, layout, cb, p.pipeline[0], p.set[0], push, nu * (cols / group), 1, 1);
-        break;
-      }
-      push.p[0] = static_cast<uint32_t>(graph.activations[op.a].cols);
-      push.p[1] = op.last_row ? nu - 1 : 0;
+      // Groups (check_op_params: the group divides the row) are rows of
+      // their own to the shader: x walks a row's groups, y the rows.
+      const uint32_t cols = static_cast<uint32_t>(graph.activations[op.a].cols);
+      const uint32_t group = op.params.rmsnorm.group ? op.params.rmsnorm.group : cols;
+      const uint32_t groups = cols / group;
+      push.p[0] = group;
+      push.p[1] = op.last_row ? (nu - 1) * groups : 0;
       push.p[2] = f32_bits(op.params.rmsnorm.eps);
-      dispatch(dev, layout, cb, p.pipeline[0], p.set[0], push, op.last_row ? 1 : nu, 1, 1);
+      dispatch(dev, layout, cb, p.pipeline[0], p.set[0], push, groups, op.last_row ? 1 : nu, 1);
       break;
     }
     case OpKind::MatMul: {

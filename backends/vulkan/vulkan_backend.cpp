@@ -157,11 +157,6 @@ Status vulkan_supports(const Graph& graph) {
   // floats); the rope table and the kv shift's angles are sized from the
   // model's head_dim (device_sizes).
   for (const Op& op : graph.ops) {
-    // Per-head norms dispatch each group as a row (ops.cpp), never on the
-    // last row only.
-    if (op.kind == OpKind::RmsNorm && op.params.rmsnorm.group != 0 && op.last_row) {
-      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: a grouped rmsnorm on the last row only");
-    }
     // Context shifting re-rotates the keys with the shared angle table.
     if (op.kind == OpKind::Attention && key_rope(graph, op.layer).head_dim == 0) {
       return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: attention of layer %d reads keys no rope op rotated",

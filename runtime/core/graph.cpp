@@ -33,6 +33,19 @@ Status check_op_params(const Graph& graph) {
                              "op %zu (rope): %u heads of head_dim %u do not fill its row of %lld (head_dim must be even)",
                              i, p.n_heads, p.head_dim, static_cast<long long>(cols(op.a)));
       }
+    } else if (op.kind == OpKind::RmsNorm) {
+      const uint32_t group = op.params.rmsnorm.group;
+      const int64_t width = group ? group : cols(op.a);
+      const bool ok = width > 0 && cols(op.a) % width == 0 && cols(op.out) == cols(op.a) && op.weight >= 0 &&
+                      op.weight < static_cast<int32_t>(graph.weights.size()) &&
+                      graph.weights[op.weight].dtype == DType::F32 &&
+                      graph.weights[op.weight].rows * graph.weights[op.weight].cols == width;
+      if (!ok) {
+        return Status::error(EMBER_ERR_BAD_TENSOR,
+                             "op %zu (rmsnorm): group %u does not divide its row of %lld, or the weight is not an f32 "
+                             "vector of the group's width",
+                             i, group, static_cast<long long>(cols(op.a)));
+      }
     } else if (op.kind == OpKind::BiasAdd) {
       const bool ok = op.weight >= 0 && op.weight < static_cast<int32_t>(graph.weights.size()) &&
                       graph.weights[op.weight].dtype == DType::F32 &&
@@ -41,19 +54,6 @@ Status check_op_params(const Graph& graph) {
       if (!ok) {
         return Status::error(EMBER_ERR_BAD_TENSOR, "op %zu (bias-add): the bias is not an f32 vector of its row's %lld",
                              i, static_cast<long long>(cols(op.a)));
-      }
-    } else if (op.kind == OpKind::RmsNorm) {
-      const uint32_t group = op.params.rmsnorm.group;
-      const int64_t width = group ? group : cols(op.a);
-      const bool ok = op.weight >= 0 && op.weight < static_cast<int32_t>(graph.weights.size()) &&
-                      graph.weights[op.weight].dtype == DType::F32 &&
-                      graph.weights[op.weight].rows * graph.weights[op.weight].cols == width && width > 0 &&
-                      cols(op.a) % width == 0 && cols(op.out) == cols(op.a);
-      if (!ok) {
-        return Status::error(EMBER_ERR_BAD_TENSOR,
-                             "op %zu (rmsnorm): the weight is not an f32 vector of its group's %lld, or the group "
-                             "does not divide the row's %lld",
-                             i, static_cast<long long>(width), static_cast<long long>(cols(op.a)));
       }
     } else if (op.kind == OpKind::Softcap) {
       if (!(op.params.softcap.cap > 0.0f) || cols(op.out) != cols(op.a)) {

@@ -30,7 +30,8 @@ struct WeightRef {
 
 enum class OpKind : uint8_t {
   Embed,      // out[i] = weight row tokens[i] (* params.embed.scale when set)
-  RmsNorm,    // out[i] = a[i] / rms(a[i]) * weight (per group of params.rmsnorm.group)
+  RmsNorm,    // out[i] = a[i] / rms(a[i]) * weight, or per group-wide chunk
+              // of a[i] with a group-long weight (out may be a)
   MatMul,     // out[i] = weight · a[i]   (weight [rows, cols]: out has rows cols)
   Rope,       // a[i] rotated in place for position pos + i
   Attention,  // k = b, v = c stored at pos + i in the layer's cache, then
@@ -51,9 +52,9 @@ const char* op_name(OpKind kind);
 // member (a few bytes per op).
 struct RmsNormParams {
   float eps = 0.0f;
-  // 0: the whole row is one vector (weight as long as the row). Otherwise
-  // each `group`-wide chunk of the row is normalized on its own with the
-  // same group-long weight (per-head Q/K norms: group = head_dim).
+  // 0: normalize the whole row with a row-long weight. Otherwise each
+  // `group`-wide chunk of the row on its own, every chunk with the same
+  // group-long weight: Qwen3's and Gemma 3's per-head Q/K norm (group = head_dim).
   uint32_t group = 0;
 };
 struct EmbedParams {

@@ -11,26 +11,38 @@ enum class RopeStyle : uint8_t { Adjacent = 0, Half = 1 };
 // the file needs. Stored in files: append, never renumber.
 //   Llama: the llama2/3 graph (Mistral, SmolLM2, TinyLlama are llama too).
 //   Qwen2: llama plus Q/K/V biases (blk.N.attn_{q,k,v}.bias), half-split RoPE.
+//   Qwen3: llama plus a per-head RMSNorm of Q and K before RoPE
+//          (blk.N.attn_{q,k}_norm.weight, head_dim wide), half-split RoPE.
+//   Phi3: llama with half-split RoPE; GGUF fuses Q/K/V and gate/up, which
+//         the importer splits into llama's tensors (lossless: whole rows).
 //   Gemma2: embeddings scaled by sqrt(dim), GELU(tanh)-gated FFN, norms after
 //     the attention and FFN sublayers too (blk.N.post_attention_norm,
 //     blk.N.post_ffw_norm), attention and final-logit soft-capping, sliding-
 //     window layers (HParams below), half-split RoPE.
 //   Gemma3: Gemma2 plus per-head Q/K RMSNorm (blk.N.attn_{q,k}_norm), a RoPE
 //     base of its own for the sliding-window layers, no attention soft-cap.
-// (2 and 3 are Qwen3 and Phi3 on another branch.)
-enum class ModelArch : uint8_t { Llama = 0, Qwen2 = 1, Gemma2 = 4, Gemma3 = 5 };
+enum class ModelArch : uint8_t { Llama = 0, Qwen2 = 1, Qwen3 = 2, Phi3 = 3, Gemma2 = 4, Gemma3 = 5 };
+constexpr int kModelArchCount = 6;
 // Whether a stored value names a family this build runs.
-inline bool model_arch_known(unsigned v) { return v == 0 || v == 1 || v == 4 || v == 5; }
-// GGUF's general.architecture names ("llama", "qwen2", "gemma2", "gemma3").
+inline bool model_arch_known(unsigned v) { return v < static_cast<unsigned>(kModelArchCount); }
+// GGUF's general.architecture names ("llama", "qwen2", "qwen3", "phi3",
+// "gemma2", "gemma3").
 inline const char* model_arch_name(ModelArch a) {
   switch (a) {
     case ModelArch::Qwen2: return "qwen2";
+    case ModelArch::Qwen3: return "qwen3";
+    case ModelArch::Phi3: return "phi3";
     case ModelArch::Gemma2: return "gemma2";
     case ModelArch::Gemma3: return "gemma3";
     default: return "llama";
   }
 }
 inline bool model_arch_is_gemma(ModelArch a) { return a == ModelArch::Gemma2 || a == ModelArch::Gemma3; }
+// The rotation llama.cpp applies to an architecture (fixed per architecture
+// in its llama_model_rope_type): halves (NEOX) for all but llama.
+inline RopeStyle model_arch_rope_style(ModelArch a) {
+  return a == ModelArch::Llama ? RopeStyle::Adjacent : RopeStyle::Half;
+}
 
 struct HParams {
   uint32_t dim = 0;

@@ -284,7 +284,8 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   }
   if (!model_arch_known(static_cast<unsigned>(m->arch()))) {
     return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "arch = %u is not a model family this ember runs (0 llama, 1 qwen2, 4 gemma2, 5 gemma3)",
+                         "arch = %u is not a model family this ember runs (0 llama, 1 qwen2, 2 qwen3, 3 phi3, 4 gemma2, "
+                         "5 gemma3)",
                          static_cast<unsigned>(m->arch()));
   }
   // 3. Data segment bounds.

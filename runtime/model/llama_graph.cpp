@@ -28,7 +28,7 @@ std::vector<Expect> expected_tensors(const HParams& hp) {
       e.push_back({llama_bias_name("attn_k", li), 0, kv, true});
       e.push_back({llama_bias_name("attn_v", li), 0, kv, true});
     }
-    if (hp.arch == ModelArch::Gemma3) {
+    if (hp.arch == ModelArch::Qwen3 || hp.arch == ModelArch::Gemma3) {
       e.push_back({llama_tensor_name("attn_q_norm", li), 0, hp.head_dim(), true});
       e.push_back({llama_tensor_name("attn_k_norm", li), 0, hp.head_dim(), true});
     }
@@ -259,8 +259,9 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
       op(OpKind::BiasAdd, k, k, -1, -1, weight(llama_bias_name("attn_k", li)));
       op(OpKind::BiasAdd, v, v, -1, -1, weight(llama_bias_name("attn_v", li)));
     }
-    if (hp.arch == ModelArch::Gemma3) {
-      // Per-head RMSNorm of the queries and keys, before RoPE (in place).
+    if (hp.arch == ModelArch::Qwen3 || hp.arch == ModelArch::Gemma3) {
+      // Each head of q and k RMS-normalized on its own (one head_dim-wide
+      // weight for all heads), before RoPE.
       op(OpKind::RmsNorm, q, q, -1, -1, weight(llama_tensor_name("attn_q_norm", li)));
       g.ops.back().params.rmsnorm.group = hp.head_dim();
       op(OpKind::RmsNorm, k, k, -1, -1, weight(llama_tensor_name("attn_k_norm", li)));

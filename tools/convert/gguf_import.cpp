@@ -1,4 +1,4 @@
-// GGUF (llama, qwen2, gemma2 and gemma3 architectures) to ember: hyper-parameters from the
+// GGUF (llama, qwen2, qwen3, phi3, gemma2 and gemma3 architectures) to ember: hyper-parameters from the
 // ARCH.* keys, the
 // vocabulary from tokenizer.ggml.*, tensors byte for byte (GGUF's blocks are
 // ember's for every type ember stores; core/dtype.h). GGUF dims are innermost first; ember shapes are
@@ -98,6 +98,11 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
     for (const char* k : kScalingOnly) ok |= name == k;
     for (const char* k : kGemmaRead) ok |= gemma && name == k;
     ok |= hp.arch == ModelArch::Gemma2 && name == "attn_logit_softcapping";
+    // llama.cpp reads phi3's sliding window and then turns it off (n_swa = 0,
+    // every layer global; its phi3 loader warns "Phi SWA is currently
+    // disabled"): the file's arithmetic there is full causal attention,
+    // which ember runs. Gemma's windows are read; others' are refused below.
+    if (hp.arch == ModelArch::Phi3 && name == "attention.sliding_window") ok = true;
     // Gemma 3's linear scaling of the global layers (read by import_gguf).
     const bool gemma3_linear = hp.arch == ModelArch::Gemma3 && kv.value.type == GgufType::String &&
                                kv.value.str == "linear";
@@ -131,6 +136,62 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
     }
   }
   return Status::ok();
+}
+
+// One part of a GGUF tensor: its ember name and how many rows (elements of
+// a vector) it takes, in order from the first.
+struct Piece {
+  std::string name;
+  int64_t rows = 0;
+};
+
+bool ends_with(const std::string& s, const char* tail) {
+  const size_t n = std::strlen(tail);
+  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+// The separate tensors a fused GGUF tensor holds, or the tensor itself.
+//   blk.N.attn_qkv.{weight,bias}: q (q_dim rows), k, v (kv_dim each), as
+//     llama.cpp's build_qkv views them.
+//   phi3's blk.N.ffn_up.weight: [2 * hidden, dim], gate first (llama.cpp's
+//     swiglu takes silu of the first half times the second).
+Result<std::vector<Piece>> split_fused(const HParams& hp, const std::string& name, const std::vector<int64_t>& shape,
+                                       const std::string& path) {
+  const size_t dot = name.find('.', 4);
+  const bool block = name.rfind("blk.", 0) == 0 && dot != std::string::npos;
+  const std::string base = block ? name.substr(0, dot + 1) : "";  // "blk.N."
+  const std::string kind = block ? name.substr(dot + 1) : "";
+  const int64_t q = hp.q_dim(), kv = hp.kv_dim();
+  if (kind == "attn_qkv.weight" || kind == "attn_qkv.bias") {
+    const bool bias = kind == "attn_qkv.bias";
+    const size_t want_dims = bias ? 1 : 2;
+    if (shape.size() != want_dims || shape[0] != q + 2 * kv || (!bias && shape[1] != hp.dim)) {
+      return Status::error(EMBER_ERR_BAD_TENSOR,
+                           "'%s': fused tensor '%s': expected %zu dims, %lld rows (q %lld + k and v %lld each) of %u",
+                           path.c_str(), name.c_str(), want_dims, static_cast<long long>(q + 2 * kv),
+                           static_cast<long long>(q), static_cast<long long>(kv), bias ? 1u : hp.dim);
+    }
+    const char* tail = bias ? ".bias" : ".weight";
+    return std::vector<Piece>{{base + "attn_q" + tail, q}, {base + "attn_k" + tail, kv}, {base + "attn_v" + tail, kv}};
+  }
+  if (hp.arch == ModelArch::Phi3 && kind == "ffn_up.weight") {
+    const int64_t hidden = hp.hidden_dim;
+    if (shape.size() != 2 || shape[0] != 2 * hidden || shape[1] != hp.dim) {
+      return Status::error(EMBER_ERR_BAD_TENSOR,
+                           "'%s': tensor '%s': phi3 fuses gate and up, expected [%lld, %u] (2 x feed_forward_length), "
+                           "got %zu dims [%lld, ...]",
+                           path.c_str(), name.c_str(), static_cast<long long>(2 * hidden), hp.dim, shape.size(),
+                           static_cast<long long>(shape.empty() ? 0 : shape[0]));
+    }
+    return std::vector<Piece>{{base + "ffn_gate.weight", hidden}, {base + "ffn_up.weight", hidden}};
+  }
+  if (hp.arch == ModelArch::Phi3 && kind == "ffn_gate.weight") {
+    // llama.cpp's phi3 has no separate gate: it would not load this file.
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "'%s': tensor '%s': phi3 keeps the gate fused in ffn_up; a separate gate is not phi3's graph",
+                         path.c_str(), name.c_str());
+  }
+  return std::vector<Piece>{{name, shape.empty() ? 0 : shape[0]}};
 }
 
 // Gemma's hyper-parameters as llama.cpp reads them (src/models/gemma2.cpp,
@@ -213,22 +274,24 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
   HParams& hp = model->spec.hparams;
   if (arch == "llama") {
     hp.arch = ModelArch::Llama;
-    // GGUF "llama" files rotate adjacent pairs (their converter permutes the
-    // Hugging Face Q/K rows to make it so).
-    hp.rope_style = RopeStyle::Adjacent;
   } else if (arch == "qwen2") {
     hp.arch = ModelArch::Qwen2;
-    // llama.cpp rotates qwen2's halves (NEOX style), the Hugging Face order.
-    hp.rope_style = RopeStyle::Half;
+  } else if (arch == "qwen3") {
+    hp.arch = ModelArch::Qwen3;
+  } else if (arch == "phi3") {
+    hp.arch = ModelArch::Phi3;
   } else if (arch == "gemma2" || arch == "gemma3") {
     hp.arch = arch == "gemma2" ? ModelArch::Gemma2 : ModelArch::Gemma3;
-    // llama.cpp rotates gemma's halves (NEOX style).
-    hp.rope_style = RopeStyle::Half;
   } else {
     return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "'%s': general.architecture = '%s'; ember converts 'llama', 'qwen2', 'gemma2' and 'gemma3'",
+                         "'%s': general.architecture = '%s'; ember converts 'llama', 'qwen2', 'qwen3', 'phi3', 'gemma2' "
+                         "and 'gemma3'",
                          path.c_str(), arch.c_str());
   }
+  // GGUF "llama" files rotate adjacent pairs (their converter permutes the
+  // Hugging Face Q/K rows to make it so); llama.cpp rotates qwen2's, qwen3's
+  // and phi3's halves (NEOX style), the Hugging Face order.
+  hp.rope_style = model_arch_rope_style(hp.arch);
   const std::string p = arch + ".";
   EMBER_ASSIGN_OR_RETURN(hp.dim, gguf.get_u32(p + "embedding_length"));
   EMBER_ASSIGN_OR_RETURN(hp.hidden_dim, gguf.get_u32(p + "feed_forward_length"));
@@ -266,30 +329,69 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
   EMBER_TRY(check_arch_keys(gguf, hp, arch, path));
 
   for (const GgufTensorInfo& t : gguf.tensors()) {
-    if (!is_llama_tensor(hp, std::string(t.name))) {
-      return Status::error(EMBER_ERR_UNSUPPORTED,
-                           "'%s': tensor '%.*s' is not part of the llama graph ember runs (refused rather than "
-                           "ignored: it would change the model's arithmetic)",
-                           path.c_str(), static_cast<int>(t.name.size()), t.name.data());
-    }
+    const std::string name(t.name);
     EMBER_ASSIGN_OR_RETURN(DType dtype, dtype_from_ggml(t));
-    TensorSource s;
-    s.name.assign(t.name.data(), t.name.size());
-    s.dtype = dtype;
-    for (int d = static_cast<int>(t.n_dims) - 1; d >= 0; --d) s.shape.push_back(static_cast<int64_t>(t.dims[d]));
-    s.data = t.data;
-    s.size = t.size;
-    // Norm vectors run in f32 (tiny; ember's kernels read them as f32).
-    const bool is_vector = t.n_dims == 1;
-    if (is_vector && dtype != DType::F32) {
-      std::vector<uint8_t> f32(t.n_elements * sizeof(float));
-      dequantize_row(dtype, t.data, reinterpret_cast<float*>(f32.data()), static_cast<int64_t>(t.n_elements));
-      s.dtype = DType::F32;
-      s.data = f32.data();
-      s.size = f32.size();
-      model->owned.push_back(std::move(f32));
+    std::vector<int64_t> shape;
+    for (int d = static_cast<int>(t.n_dims) - 1; d >= 0; --d) shape.push_back(static_cast<int64_t>(t.dims[d]));
+    // Fused tensors (phi3's Q/K/V and gate/up; llama.cpp accepts a fused
+    // QKV for the others too) become llama's separate ones: whole rows, in
+    // the order llama.cpp splits them, so the split is lossless.
+    std::vector<Piece> pieces;
+    EMBER_ASSIGN_OR_RETURN(pieces, split_fused(hp, name, shape, path));
+    uint64_t row_bytes = 0;
+    if (pieces.size() > 1 && shape.size() == 2 && !dtype_bytes(dtype, static_cast<uint64_t>(shape.back()), &row_bytes)) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "'%s': tensor '%s' rows of %lld are not whole %s blocks", path.c_str(),
+                           name.c_str(), static_cast<long long>(shape.back()), dtype_name(dtype));
     }
-    model->spec.tensors.push_back(std::move(s));
+    int64_t row0 = 0;
+    for (const Piece& piece : pieces) {
+      if (!is_llama_tensor(hp, piece.name)) {
+        if (name.find("rope_factors_") != std::string::npos) {
+          return Status::error(EMBER_ERR_UNSUPPORTED,
+                               "'%s': tensor '%s': LongRoPE frequency factors (Phi-3.5/Phi-4-mini 128k) are not "
+                               "implemented (refused rather than ignored)",
+                               path.c_str(), name.c_str());
+        }
+        return Status::error(EMBER_ERR_UNSUPPORTED,
+                             "'%s': tensor '%s' is not part of the %s graph ember runs (refused rather than "
+                             "ignored: it would change the model's arithmetic)",
+                             path.c_str(), piece.name == name ? name.c_str() : (name + " -> " + piece.name).c_str(),
+                             arch.c_str());
+      }
+      TensorSource s;
+      s.name = piece.name;
+      s.dtype = dtype;
+      s.shape = shape;
+      s.data = t.data;
+      s.size = t.size;
+      if (pieces.size() > 1) {
+        // Rows of a matrix; elements of a vector (a fused bias).
+        uint64_t at = 0, size = 0;
+        const bool ok = shape.size() == 1
+                            ? dtype_bytes(dtype, static_cast<uint64_t>(row0), &at) &&
+                                  dtype_bytes(dtype, static_cast<uint64_t>(piece.rows), &size)
+                            : (at = row_bytes * static_cast<uint64_t>(row0), size = row_bytes * piece.rows, true);
+        if (!ok) {
+          return Status::error(EMBER_ERR_BAD_TENSOR, "'%s': tensor '%s' (%s) cannot be split at element %lld",
+                               path.c_str(), name.c_str(), dtype_name(dtype), static_cast<long long>(row0));
+        }
+        s.data = t.data + at;
+        s.size = size;
+        s.shape[0] = piece.rows;
+        row0 += piece.rows;
+      }
+      // Norm vectors run in f32 (tiny; ember's kernels read them as f32).
+      const bool is_vector = s.shape.size() == 1;
+      if (is_vector && dtype != DType::F32) {
+        std::vector<uint8_t> f32(static_cast<size_t>(s.shape[0]) * sizeof(float));
+        dequantize_row(dtype, s.data, reinterpret_cast<float*>(f32.data()), s.shape[0]);
+        s.dtype = DType::F32;
+        s.data = f32.data();
+        s.size = f32.size();
+        model->owned.push_back(std::move(f32));
+      }
+      model->spec.tensors.push_back(std::move(s));
+    }
   }
   set_provenance(model.get(), path);
   return model;

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <string>
 #include <unistd.h>
 
 #include "tools/convert/gguf.h"
@@ -91,14 +93,69 @@ uint32_t llama_file_type(DType t) {
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+const TensorSource* find_tensor(const ModelSpec& spec, const std::string& name) {
+  for (const TensorSource& t : spec.tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+// The model's tensors with each layer's q, k, v joined into attn_qkv and
+// gate, up into ffn_up (whole rows, one after the other: a fused matrix is
+// its parts' rows in order). `owned` keeps the joined bytes.
+Result<std::vector<TensorSource>> fuse_phi3(const ModelSpec& spec, std::vector<std::vector<uint8_t>>* owned) {
+  std::vector<TensorSource> out;
+  auto join = [&](const std::string& name, std::initializer_list<std::string> parts) -> Status {
+    TensorSource f;
+    f.name = name;
+    std::vector<uint8_t> bytes;
+    int64_t rows = 0;
+    for (const std::string& part : parts) {
+      const TensorSource* t = find_tensor(spec, part);
+      if (!t || t->shape.size() != 2 || t->layout != Layout::RowMajor ||
+          (rows != 0 && (t->dtype != f.dtype || t->shape[1] != f.shape[1]))) {
+        return Status::error(EMBER_ERR_BAD_TENSOR,
+                             "phi3 GGUF: '%s' is missing, or not a row-major matrix of its siblings' type and width "
+                             "(it is fused into '%s')",
+                             part.c_str(), name.c_str());
+      }
+      f.dtype = t->dtype;
+      f.shape = {0, t->shape[1]};
+      rows += t->shape[0];
+      const uint8_t* p = static_cast<const uint8_t*>(t->data);
+      bytes.insert(bytes.end(), p, p + t->size);
+    }
+    f.shape[0] = rows;
+    f.size = bytes.size();
+    owned->push_back(std::move(bytes));
+    f.data = owned->back().data();
+    out.push_back(std::move(f));
+    return Status::ok();
+  };
+  owned->reserve(2 * spec.hparams.n_layers);
+  for (const TensorSource& t : spec.tensors) {
+    const size_t dot = t.name.find('.', 4);
+    const std::string kind = t.name.rfind("blk.", 0) == 0 && dot != std::string::npos ? t.name.substr(dot + 1) : "";
+    const std::string base = t.name.substr(0, dot + 1);
+    if (kind == "attn_q.weight") {
+      EMBER_TRY(join(base + "attn_qkv.weight", {base + "attn_q.weight", base + "attn_k.weight", base + "attn_v.weight"}));
+    } else if (kind == "ffn_gate.weight") {
+      EMBER_TRY(join(base + "ffn_up.weight", {base + "ffn_gate.weight", base + "ffn_up.weight"}));
+    } else if (kind != "attn_k.weight" && kind != "attn_v.weight" && kind != "ffn_up.weight") {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options) {
   const HParams& hp = spec.hparams;
   const Vocab& v = spec.vocab;
   // llama.cpp's rotation is fixed per architecture: adjacent pairs for
-  // llama, halves (NEOX) for qwen2.
-  const RopeStyle arch_rope = hp.arch == ModelArch::Llama ? RopeStyle::Adjacent : RopeStyle::Half;
+  // llama, halves (NEOX) for the others.
+  const RopeStyle arch_rope = model_arch_rope_style(hp.arch);
   if (hp.rope_style != arch_rope) {
     return Status::error(EMBER_ERR_UNSUPPORTED,
                          "'%s': the model rotates %s RoPE pairs; llama.cpp's %s architecture rotates %s pairs "
@@ -125,9 +182,17 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   if (v.kind == TokenizerKind::BytePairBPE && v.merges.empty()) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': a byte-level BPE vocabulary without merges", path.c_str());
   }
+  // phi3's GGUF tensors are fused: Q/K/V in attn_qkv, gate and up in
+  // ffn_up (gate first), as llama.cpp's phi3 graph reads them.
+  std::vector<std::vector<uint8_t>> fused_bytes;
+  std::vector<TensorSource> fused;
+  if (hp.arch == ModelArch::Phi3) {
+    EMBER_ASSIGN_OR_RETURN(fused, fuse_phi3(spec, &fused_bytes));
+  }
+  const std::vector<TensorSource>& tensors = hp.arch == ModelArch::Phi3 ? fused : spec.tensors;
   // The type most matrix bytes have: llama.cpp's general.file_type.
   uint64_t bytes_by_type[kDTypeCount] = {};
-  for (const auto& t : spec.tensors) {
+  for (const auto& t : tensors) {
     if (t.shape.size() != 1 && t.shape.size() != 2) {
       return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s' has %zu dims; GGUF llama weights have 1 or 2",
                            t.name.c_str(), t.shape.size());
@@ -199,13 +264,13 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   Out head;
   head.raw("GGUF", 4);
   head.u32(kGgufVersion);
-  head.u64(spec.tensors.size());
+  head.u64(tensors.size());
   head.u64(kv.n_kv);
   head.raw(kv.bytes.data(), kv.bytes.size());
-  std::vector<uint64_t> offsets(spec.tensors.size());
+  std::vector<uint64_t> offsets(tensors.size());
   uint64_t data_size = 0;
-  for (size_t i = 0; i < spec.tensors.size(); ++i) {
-    const TensorSource& t = spec.tensors[i];
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorSource& t = tensors[i];
     offsets[i] = align_up(data_size, kGgufAlignment);
     data_size = offsets[i] + t.size;
     head.str(t.name);
@@ -224,8 +289,8 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   bool ok = std::fwrite(head.bytes.data(), 1, head.bytes.size(), f) == head.bytes.size();
   static const uint8_t kZeros[kGgufAlignment] = {};
   uint64_t at = 0;
-  for (size_t i = 0; ok && i < spec.tensors.size(); ++i) {
-    const TensorSource& t = spec.tensors[i];
+  for (size_t i = 0; ok && i < tensors.size(); ++i) {
+    const TensorSource& t = tensors[i];
     if (offsets[i] > at) ok = std::fwrite(kZeros, 1, offsets[i] - at, f) == offsets[i] - at;
     if (ok && t.size) ok = std::fwrite(t.data, 1, t.size, f) == t.size;
     at = offsets[i] + t.size;

@@ -67,7 +67,8 @@ Vocab builtin_vocab() {
 }
 
 bool synth_arch_known(const std::string& arch) {
-  return arch == "llama" || arch == "llama3" || arch == "qwen2" || arch == "gemma2" || arch == "gemma3";
+  return arch == "llama" || arch == "llama3" || arch == "qwen2" || arch == "qwen3" || arch == "phi3" ||
+         arch == "gemma2" || arch == "gemma3";
 }
 
 std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float factor, float low_freq_factor,
@@ -95,10 +96,12 @@ std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float fac
 Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
                                                       const std::string& vocab_path) {
   if (!synth_arch_known(shape.arch)) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "synthetic arch '%s' is not one of llama, llama3, qwen2, gemma2, gemma3",
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3",
                          shape.arch.c_str());
   }
-  const bool llama3 = shape.arch == "llama3", qwen2 = shape.arch == "qwen2";
+  const bool llama3 = shape.arch == "llama3", qwen2 = shape.arch == "qwen2", qwen3 = shape.arch == "qwen3",
+             phi3 = shape.arch == "phi3";
   const bool gemma2 = shape.arch == "gemma2", gemma3 = shape.arch == "gemma3", gemma = gemma2 || gemma3;
   auto model = std::make_unique<ImportedModel>();
   ModelSpec& spec = model->spec;
@@ -118,6 +121,13 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
     const int32_t n = shape.vocab_size ? static_cast<int32_t>(shape.vocab_size) : 32000;
     EMBER_ASSIGN_OR_RETURN(vocab, vocab_from_llama2c(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), n));
   }
+  if (phi3) {
+    // Phi-3's added control piece: llama.cpp marks it on loading a model
+    // whose name says phi3, and fails when the vocabulary lacks it.
+    vocab.pieces.push_back("<|endoftext|>");
+    vocab.scores.push_back(0.0f);
+    vocab.types.push_back(static_cast<uint8_t>(TokenType::Control));
+  }
   HParams& hp = spec.hparams;
   hp.dim = shape.dim;
   hp.hidden_dim = shape.hidden_dim;
@@ -127,12 +137,11 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   hp.explicit_head_dim = shape.head_dim;
   hp.vocab_size = static_cast<uint32_t>(vocab.pieces.size());
   hp.max_seq_len = shape.context;
-  hp.tied_embeddings = llama3 || qwen2 || gemma;
+  hp.tied_embeddings = llama3 || qwen2 || qwen3 || gemma;
   if (llama3) hp.rope_theta = 500000.0f;
-  if (qwen2) {
-    hp.arch = ModelArch::Qwen2;
+  if (qwen2 || qwen3) {
+    hp.arch = qwen2 ? ModelArch::Qwen2 : ModelArch::Qwen3;
     hp.rope_theta = 1000000.0f;
-    hp.rope_style = RopeStyle::Half;
   }
   if (gemma) {
     // Heads twice dim / n_heads wide (Gemma's are 256 on dims of 1152..),
@@ -155,6 +164,8 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
       hp.rope_scale_global = 8.0f;
     }
   }
+  if (phi3) hp.arch = ModelArch::Phi3;
+  hp.rope_style = model_arch_rope_style(hp.arch);
   spec.vocab = std::move(vocab);
   const uint32_t block = static_cast<uint32_t>(dtype_block_elements(dtype));
   if (hp.dim % block || hp.hidden_dim % block) {
@@ -205,7 +216,7 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
       bias(llama_bias_name("attn_k", li), kv);
       bias(llama_bias_name("attn_v", li), kv);
     }
-    if (gemma3) {
+    if (qwen3 || gemma3) {
       norm(llama_tensor_name("attn_q_norm", li), hp.head_dim());
       norm(llama_tensor_name("attn_k_norm", li), hp.head_dim());
     }

@@ -22,15 +22,18 @@ struct SynthShape {
   // "llama3" (theta 500000, tied embeddings, a rope_freqs tensor of Llama
   // 3.1-style frequency factors: scale 8, low/high frequency factors 1 and
   // 4, original context 8192) or "qwen2" (theta 1000000, tied embeddings,
-  // half-split RoPE, Q/K/V biases) or "gemma2" / "gemma3" (heads 2 x dim /
-  // n_heads wide unless head_dim says, tied embeddings, post norms, a window
-  // of 8 on even layers; gemma2: soft-caps 1.5 (scores) and 2 (logits);
-  // gemma3: Q/K norms, theta 1e6 (global, linear factor 8) and 10000 (sliding)).
+  // half-split RoPE, Q/K/V biases) or "qwen3" (qwen2's theta, tied
+  // embeddings and RoPE, per-head Q/K RMSNorm instead of biases) or "phi3"
+  // (llama with half-split RoPE and an output matrix; its GGUF fuses Q/K/V
+  // and gate/up) or "gemma2" / "gemma3" (heads 2 x dim / n_heads wide unless
+  // head_dim says, tied embeddings, post norms, a window of 8 on even layers;
+  // gemma2: soft-caps 1.5 (scores) and 2 (logits); gemma3: Q/K norms, theta
+  // 1e6 (global, linear factor 8) and 10000 (sliding)).
   std::string arch = "llama";
 };
 
-// The synthetic families ("llama", "llama3", "qwen2", "gemma2", "gemma3");
-// false for another name.
+// The synthetic families ("llama", "llama3", "qwen2", "qwen3", "phi3",
+// "gemma2", "gemma3"); false for another name.
 bool synth_arch_known(const std::string& arch);
 
 // Llama 3.1-style RoPE frequency factors for head_dim / 2 pairs (what

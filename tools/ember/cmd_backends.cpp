@@ -28,7 +28,8 @@ int cmd_backends(int argc, char** argv) {
   // Every backend runs every family's ops and every weight type today (the
   // tests hold both to the same logits); a backend that cannot run a model
   // says why in supports(), and auto then takes the cpu.
-  std::printf("\nmodel families (GGUF general.architecture): llama (incl. Llama 3.x rope_freqs), qwen2, gemma2, gemma3 (text) - cpu and vulkan\n");
+  std::printf("\nmodel families (GGUF general.architecture): llama (incl. Llama 3.x rope_freqs), qwen2, qwen3, phi3 "
+      "(not LongRoPE), gemma2, gemma3 (text) - cpu and vulkan\n");
   std::printf("weight types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs - cpu and vulkan\n");
   std::printf(
       "\n--backend auto picks a discrete or integrated GPU that runs the model and whose memory holds the\n"

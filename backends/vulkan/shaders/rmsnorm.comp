@@ -1,6 +1,9 @@
 #version 450
-// out[i] = w * a[i + row0] / rms(a[i + row0]); one workgroup per row. The sum
-// of squares is reduced by subgroupAdd (SUBGROUP) or a shared-memory tree.
+// out[i] = w * a[i + row0] / rms(a[i + row0]); one workgroup per row of COLS
+// floats. A row may be one group of a wider activation row (Qwen3's per-head
+// norm): the dispatch is (groups per row, rows), and every group is a row of
+// COLS here with the same COLS-long weight. The sum of squares is reduced by
+// subgroupAdd (SUBGROUP) or a shared-memory tree.
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -12,7 +15,7 @@
 shared float red[64];
 
 void main() {
-  uint i = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
+  uint i = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint in_base = (i + ROW0) * COLS, out_base = i * COLS;
   float ss = 0.0;
   for (uint c = tid; c < COLS; c += 64u) ss += a[in_base + c] * a[in_base + c];
