@@ -247,8 +247,9 @@ TEST_CASE("llama GGUF: keys and tensors that change the arithmetic are refused b
     cases.push_back(c);
   }
   {
-    Case c{{}, "llama.attention.key_length"};
-    c.options.extra_u32 = {{"llama.attention.key_length", 32}};
+    // A key width is read (explicit_head_dim); a value width other than it is not.
+    Case c{{}, "llama.attention.value_length"};
+    c.options.extra_u32 = {{"llama.attention.value_length", 32}};
     cases.push_back(c);
   }
   {
