@@ -51,24 +51,32 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
   float* krow = scratch + static_cast<int64_t>(head_end - head_begin) * context;
   float* vrow = krow + kv_dim;
   for (int32_t i = row_begin; i < row_end; ++i) {
-    const int32_t n_pos = pos + i + 1;
+    // Keys t0 .. pos + i: all of them, or a sliding window's last p.window.
+    const int32_t n_all = pos + i + 1;
+    const int32_t t0 = p.window != 0 && n_all > static_cast<int32_t>(p.window) ? n_all - static_cast<int32_t>(p.window) : 0;
+    const int32_t n_pos = n_all - t0;
     const float* qi = q + i * q_dim;
     if (kv.k_type == KvType::F32) {
       const float* k = reinterpret_cast<const float*>(kv.k);
       const int64_t stride = static_cast<int64_t>(kv.k_row_bytes / sizeof(float));
       for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        kern.dot_rows(qi + hh * head_dim, k + (hh / group) * head_dim, stride, n_pos, head_dim, scale,
+        kern.dot_rows(qi + hh * head_dim, k + t0 * stride + (hh / group) * head_dim, stride, n_pos, head_dim, scale,
                       scores + hh * context);
       }
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
-        kv_load_row(kv.k_type, kv.k + t * kv.k_row_bytes, krow, kv_dim);
+        kv_load_row(kv.k_type, kv.k + (t0 + t) * kv.k_row_bytes, krow, kv_dim);
         for (int32_t hh = head_begin; hh < head_end; ++hh) {
           scores[hh * context + t] = kern.dot(qi + hh * head_dim, krow + (hh / group) * head_dim, head_dim) * scale;
         }
       }
     }
     for (int32_t hh = head_begin; hh < head_end; ++hh) {
+      if (p.softcap != 0.0f) {
+        // Gemma 2: scores = cap * tanh(scores / cap) before the softmax.
+        float* sc = scores + hh * context;
+        for (int32_t t = 0; t < n_pos; ++t) sc[t] = p.softcap * std::tanh(sc[t] / p.softcap);
+      }
       kern.softmax(scores + hh * context, n_pos);
       std::memset(out + i * q_dim + hh * head_dim, 0, head_dim * sizeof(float));
     }
@@ -76,12 +84,12 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
       const float* v = reinterpret_cast<const float*>(kv.v);
       const int64_t stride = static_cast<int64_t>(kv.v_row_bytes / sizeof(float));
       for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        kern.axpy_rows(out + i * q_dim + hh * head_dim, scores + hh * context, v + (hh / group) * head_dim, stride,
-                       n_pos, head_dim);
+        kern.axpy_rows(out + i * q_dim + hh * head_dim, scores + hh * context, v + t0 * stride + (hh / group) * head_dim,
+                       stride, n_pos, head_dim);
       }
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
-        kv_load_row(kv.v_type, kv.v + t * kv.v_row_bytes, vrow, kv_dim);
+        kv_load_row(kv.v_type, kv.v + (t0 + t) * kv.v_row_bytes, vrow, kv_dim);
         for (int32_t hh = head_begin; hh < head_end; ++hh) {
           kern.axpy(out + i * q_dim + hh * head_dim, scores[hh * context + t], vrow + (hh / group) * head_dim,
                     head_dim);

@@ -38,7 +38,8 @@ void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const fl
 
 // For query rows i in [row_begin, row_end) of the step (position pos + i) and
 // heads [head_begin, head_end): out = softmax(q k^T * p.scale) v over
-// positions 0 .. pos + i, with the dispatched f32 kernels (an f32 cache is
+// positions 0 .. pos + i (the last p.window of them when p.window is set;
+// scores soft-capped first when p.softcap is set), with the dispatched f32 kernels (an f32 cache is
 // read in place, one kernel call per head and row; other types are
 // converted a row at a time and shared by the heads that read it).
 struct AttentionKernels {

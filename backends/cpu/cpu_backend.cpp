@@ -20,10 +20,22 @@ constexpr int32_t kElementwiseSplit = 64;
 
 int64_t round64(int64_t floats) { return (floats * 4 + 63) / 64 * 16; }
 
+// out = gelu(a) * b with GELU's tanh approximation (Gemma's FFN), in f32.
+// Scalar on every ISA: a few hidden_dim-wide rows per layer.
+void cpu_geglu(float* out, const float* a, const float* b, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  constexpr float kCoef = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = a[i];
+    const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+    out[i] = g * b[i];
+  }
+}
+
 // Everything the backend takes from the scratch region, in floats (64-byte
 // aligned pieces), for a graph and a thread count.
 struct ScratchSizes {
-  int64_t half, attention, row, rows, act_q, act_blocks, act_sum16, total;
+  int64_t half, tables, attention, row, rows, act_q, act_blocks, act_sum16, total;
 };
 
 // Quantized activations only for graphs with weights of the int8 family;
@@ -43,6 +55,8 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   }
   const int32_t heads = static_cast<int32_t>((graph.hparams.n_heads + n_threads - 1) / n_threads);
   s.half = graph.hparams.head_dim() / 2;
+  // One angle table per distinct Rope (Gemma's sliding and global layers: two).
+  s.tables = std::max<int64_t>(1, static_cast<int64_t>(rope_tables(graph).size()));
   s.attention = round64(cpu_attention_scratch_floats(graph.hparams, graph.context, heads));
   s.row = round64(max_cols);
   s.rows = fallback ? n_threads : 1;
@@ -50,7 +64,7 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   s.act_blocks = max_qcols ? round64(static_cast<int64_t>(graph.max_batch) * (max_qcols / 32)) : 0;
   // int16 per 16 activations: two per float.
   s.act_sum16 = sum16 ? round64((static_cast<int64_t>(graph.max_batch) * (max_qcols / 16) + 1) / 2) : 0;
-  s.total = 2 * round64(s.half * graph.max_batch) + round64(s.half) + n_threads * s.attention + s.rows * s.row +
+  s.total = s.tables * (2 * round64(s.half * graph.max_batch) + round64(s.half)) + n_threads * s.attention + s.rows * s.row +
             s.act_q + 2 * s.act_blocks + s.act_sum16;
   return s;
 }
@@ -120,10 +134,11 @@ Status cpu_supports(const Graph& graph) {
     }
   }
   // Every OpKind runs on the cpu (the execute switch covers them all), with
-  // one RoPE angle table.
+  // a few RoPE angle tables.
   EMBER_TRY(check_op_params(graph));
-  if (!rope_ops_share_table(graph)) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: rope ops with different head_dim or theta in one graph");
+  if (rope_tables(graph).size() > static_cast<size_t>(kMaxRopeTables)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: rope ops with %zu different theta/scaling in one graph (at most %d)",
+                         rope_tables(graph).size(), kMaxRopeTables);
   }
   // The scratch (scratch_sizes) is planned from the model's head_dim and
   // n_heads: the ops may not need more.
@@ -187,9 +202,12 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
     p += floats;
     return f;
   };
-  scratch_.rope_cos = take(round64(s.half * graph.max_batch));
-  scratch_.rope_sin = take(round64(s.half * graph.max_batch));
-  scratch_.rope_freq = take(round64(s.half));
+  rope_tables_ = static_cast<int32_t>(s.tables);
+  rope_stride_ = round64(s.half * graph.max_batch);
+  rope_freq_stride_ = round64(s.half);
+  scratch_.rope_cos = take(s.tables * rope_stride_);
+  scratch_.rope_sin = take(s.tables * rope_stride_);
+  scratch_.rope_freq = take(s.tables * rope_freq_stride_);
   scratch_.attention = take(n_threads_ * s.attention);
   scratch_.row = take(s.rows * s.row);
   scratch_.act_q = reinterpret_cast<int8_t*>(take(s.act_q));
@@ -201,15 +219,18 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
     return Status::error(EMBER_ERR_INTERNAL, "cpu scratch layout exceeds the plan");
   }
   // Inverse frequencies, computed as the reference does (float powf) so that
-  // f32 logits match it closely; one table for every Rope op (cpu_supports
-  // checks they share head_dim and theta).
+  // f32 logits match it closely; one table per distinct Rope (cpu_supports
+  // checks every Rope has the model's head_dim).
   EMBER_TRY(cpu_supports(graph));
-  const Op* rope = rope_table_op(graph);
-  const int64_t head_dim = rope ? rope->params.rope.head_dim : 0;
+  const std::vector<const Op*> tables = rope_tables(graph);
+  const int64_t head_dim = tables.empty() ? 0 : tables[0]->params.rope.head_dim;
   rope_half_ = std::min<int64_t>(head_dim / 2, s.half);
-  for (int64_t j = 0; j < rope_half_; ++j) {
-    scratch_.rope_freq[j] = rope_inv_freq(rope->params.rope, j);
+  for (size_t t = 0; t < tables.size(); ++t) {
+    for (int64_t j = 0; j < rope_half_; ++j) {
+      scratch_.rope_freq[t * rope_freq_stride_ + j] = rope_inv_freq(tables[t]->params.rope, j);
+    }
   }
+  rope_tables_ = static_cast<int32_t>(tables.size());
   return lower(graph);
 }
 
@@ -238,6 +259,17 @@ Status CpuBackend::lower(const Graph& g) {
       case OpKind::Embed:
         st.kind = CpuStepKind::Embed;
         st.weight = &g.weights[op.weight];
+        st.scale = op.params.embed.scale;
+        break;
+      case OpKind::Softcap:
+        st.kind = CpuStepKind::Softcap;
+        st.scale = op.params.softcap.cap;
+        st.one_row = g.activations[op.a].rows == 1;
+        st.split = kElementwiseSplit;
+        break;
+      case OpKind::GeGLU:
+        st.kind = CpuStepKind::GeGLU;
+        st.split = kElementwiseSplit;
         break;
       case OpKind::RmsNorm:
         st.kind = CpuStepKind::RmsNorm;
@@ -317,6 +349,7 @@ Status CpuBackend::lower(const Graph& g) {
       case OpKind::Rope:
         st.kind = CpuStepKind::Rope;
         st.rope = op.params.rope;
+        st.rope_table = rope_table_index(g, op);
         break;
       case OpKind::Attention:
         st.kind = CpuStepKind::Attention;
@@ -431,14 +464,19 @@ Status CpuBackend::execute(const StepArgs& step) {
   }
   // Sessions sharing a host pool take turns, a whole step at a time.
   std::lock_guard<std::mutex> lock(pool_->callers());
-  // RoPE angles for this step's positions, shared by every Rope op.
+  // RoPE angles for this step's positions, one table per distinct Rope.
   const int64_t half = rope_half_;
-  for (int32_t i = 0; i < n; ++i) {
-    const float pos = static_cast<float>(step.pos + i);
-    for (int64_t j = 0; j < half; ++j) {
-      const float angle = pos * scratch_.rope_freq[j];
-      scratch_.rope_cos[i * half + j] = std::cos(angle);
-      scratch_.rope_sin[i * half + j] = std::sin(angle);
+  for (int32_t t = 0; t < rope_tables_; ++t) {
+    const float* freq = scratch_.rope_freq + t * rope_freq_stride_;
+    float* cs = scratch_.rope_cos + t * rope_stride_;
+    float* sn = scratch_.rope_sin + t * rope_stride_;
+    for (int32_t i = 0; i < n; ++i) {
+      const float pos = static_cast<float>(step.pos + i);
+      for (int64_t j = 0; j < half; ++j) {
+        const float angle = pos * freq[j];
+        cs[i * half + j] = std::cos(angle);
+        sn[i * half + j] = std::sin(angle);
+      }
     }
   }
   // Element-wise ops over `count` floats: split in runs of `split` when large.
@@ -462,6 +500,10 @@ Status CpuBackend::execute(const StepArgs& step) {
           const uint8_t* row = layout_row(w.layout, w.dtype, w.data, w.cols, step.tokens[i],
                                           reinterpret_cast<uint8_t*>(scratch_.row));
           dequantize_row(w.dtype, row, s.out + i * w.cols, w.cols);
+          if (s.scale != 0.0f) {
+            float* o = s.out + i * w.cols;
+            for (int64_t c = 0; c < w.cols; ++c) o[c] *= s.scale;
+          }
         }
         break;
       }
@@ -490,7 +532,8 @@ Status CpuBackend::execute(const StepArgs& step) {
         run_matmuls(s, s.one_row ? 1 : n);
         break;
       case CpuStepKind::Rope:
-        cpu_rope(s.rope, s.a, s.cols, n, scratch_.rope_cos, scratch_.rope_sin);
+        cpu_rope(s.rope, s.a, s.cols, n, scratch_.rope_cos + s.rope_table * rope_stride_,
+                 scratch_.rope_sin + s.rope_table * rope_stride_);
         break;
       case CpuStepKind::Attention: {
         // Keys and values of this step first; the causal bound keeps each
@@ -515,6 +558,22 @@ Status CpuBackend::execute(const StepArgs& step) {
         const float* b = s.b;
         const AddFn fn = s.binary;
         elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { fn(o + i0, a + i0, b + i0, i1 - i0); });
+        break;
+      }
+      case CpuStepKind::GeGLU: {
+        float* o = s.out;
+        const float* a = s.a;
+        const float* b = s.b;
+        elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { cpu_geglu(o + i0, a + i0, b + i0, i1 - i0); });
+        break;
+      }
+      case CpuStepKind::Softcap: {
+        // The logits row (or rows): cap * tanh(x / cap).
+        float* o = s.out;
+        const float* a = s.a;
+        const float cap = s.scale;
+        const int64_t count = s.cols * (s.one_row ? 1 : n);
+        for (int64_t i = 0; i < count; ++i) o[i] = cap * std::tanh(a[i] / cap);
         break;
       }
       case CpuStepKind::BiasAdd: {

@@ -34,7 +34,7 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout);
 // One step of the lowered graph (prepare turns graph.ops into a flat list;
 // execute walks it with only n_tokens and pos changing). Everything a step
 // needs is here: arena pointers, kernels, sizes and op parameters.
-enum class CpuStepKind : uint8_t { Embed, RmsNorm, MatMuls, Rope, Attention, Add, SwiGLU, BiasAdd };
+enum class CpuStepKind : uint8_t { Embed, RmsNorm, MatMuls, Rope, Attention, Add, SwiGLU, BiasAdd, GeGLU, Softcap };
 
 // One matmul of a fused group. Exactly one of the kernel pairs is set; none
 // for a weight whose (dtype, layout) has no kernel family: its rows are
@@ -68,9 +68,13 @@ struct CpuStep {
   AddFn binary = nullptr;   // add or swiglu (same signature)
   float eps = 0.0f;
   // RmsNorm: each row of `a` is `groups` chunks of `cols` floats, normalized
-  // one by one with the same weight (1: the whole row; Qwen3's Q/K norm:
-  // its heads).
+  // one by one with the same weight (1: the whole row; Qwen3's and Gemma 3's
+  // Q/K norm: its heads).
   int32_t groups = 1;
+  // Embed: scale of the rows (0: none); Softcap: the cap.
+  float scale = 0.0f;
+  // Rope: which angle table (core/graph.h rope_tables).
+  int32_t rope_table = 0;
   // MatMuls: matmuls_[first, first + count), all reading `a`.
   int32_t first = 0;
   int32_t count = 0;
@@ -103,9 +107,9 @@ class CpuBackend final : public Backend {
 
  private:
   struct Scratch {
-    float* rope_cos = nullptr;   // [max_batch, head_dim / 2]
+    float* rope_cos = nullptr;   // per angle table: [max_batch, head_dim / 2], rope_stride_ apart
     float* rope_sin = nullptr;
-    float* rope_freq = nullptr;  // [head_dim / 2]
+    float* rope_freq = nullptr;  // per angle table: [head_dim / 2], rope_freq_stride_ apart
     float* attention = nullptr;  // per thread: attention_floats_
     float* row = nullptr;        // per thread: [max weight cols], rows without a kernel family converted
     int8_t* act_q = nullptr;     // [max_batch, max cols]: quantized activations
@@ -136,6 +140,9 @@ class CpuBackend final : public Backend {
   AttentionKernels attention_k_{};  // the float family's (prepare)
   int64_t attention_floats_ = 0;   // per thread, rounded to 64 bytes
   int64_t rope_half_ = 0;          // angles per position in the rope table (head_dim / 2)
+  int32_t rope_tables_ = 0;        // angle tables (one per distinct Rope: core/graph.h rope_tables)
+  int64_t rope_stride_ = 0;        // floats between tables' cos (and sin) blocks
+  int64_t rope_freq_stride_ = 0;   // floats between tables' frequencies
   int64_t row_stride_ = 0;         // floats between threads' conversion rows
 };
 

@@ -27,7 +27,7 @@ int32_t KvShift::chunk_rows(const Graph& graph) { return std::max(1, std::min(gr
 
 uint64_t KvShift::device_bytes(const Graph& graph, uint32_t k_row_words, uint32_t v_row_words) {
   return static_cast<uint64_t>(chunk_rows(graph)) * (k_row_words + v_row_words) * 4 +
-         static_cast<uint64_t>(graph.hparams.head_dim()) * 4;
+         static_cast<uint64_t>(graph.hparams.head_dim()) * 4 * std::max<size_t>(1, rope_tables(graph).size());
 }
 
 KvShift::~KvShift() {
@@ -45,7 +45,9 @@ Status KvShift::prepare(Device& dev, Pipelines& pipes, VkDescriptorPool pool, co
   rows_ = chunk_rows(graph);
   EMBER_ASSIGN_OR_RETURN(k_chunk_, create_buffer(dev, 4ull * rows_ * bufs.k_row_words, false, "the kv shift scratch"));
   EMBER_ASSIGN_OR_RETURN(v_chunk_, create_buffer(dev, 4ull * rows_ * bufs.v_row_words, false, "the kv shift scratch"));
-  EMBER_ASSIGN_OR_RETURN(table_, create_buffer(dev, 4ull * graph.hparams.head_dim(), true, "the kv shift angles"));
+  EMBER_ASSIGN_OR_RETURN(table_, create_buffer(dev, 4ull * graph.hparams.head_dim() *
+                                                        std::max<size_t>(1, rope_tables(graph).size()),
+                                               true, "the kv shift angles"));
   EMBER_ASSIGN_OR_RETURN(pipeline_, pipes.get("kv_shift"));
   sets_.resize(graph.hparams.n_layers);
   for (uint32_t l = 0; l < graph.hparams.n_layers; ++l) {
@@ -77,7 +79,8 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
   // The last step's cache writes come before this submit's reads.
   full_barrier(a, cb);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
-    // The keys' RoPE (graph.h key_rope); the angles are shared (one table:
+    // The keys' RoPE (graph.h key_rope) and its angle table (one per
+    // distinct RoPE, head_dim floats each).
     // vulkan_supports holds every Rope op to one head_dim and theta).
     const RopeParams rope = key_rope(*graph_, static_cast<int32_t>(l));
     for (int32_t c0 = 0; c0 < moved; c0 += rows_) {
@@ -98,6 +101,7 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
       push.p[5] = static_cast<uint32_t>(start + c0);
       push.p[6] = rope.head_dim;
       push.p[7] = rope.style == RopeStyle::Adjacent ? 1 : 0;
+      push.p[8] = static_cast<uint32_t>(std::max(0, rope_table_of(*graph_, rope))) * rope.head_dim;
       dispatch_1d(*dev_, layout_, cb, pipeline_, sets_[l], push, static_cast<uint64_t>(r) * units);
       // The next chunk overwrites the scratch and reads rows this one wrote.
       full_barrier(a, cb);
@@ -107,16 +111,18 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
 
 Status KvShift::run(int32_t start, int32_t end, int32_t n_pos) {
   // The angles of a -d rotation, computed as the CPU's rotate_row does.
-  const Op* rope_op = rope_table_op(*graph_);
-  const RopeParams rope = rope_op ? rope_op->params.rope : RopeParams{};
-  const int64_t head_dim = rope.head_dim, half = head_dim / 2;
   const int32_t delta = -(end - start);
-  float* table = static_cast<float*>(table_.mapped);
-  for (int64_t j = 0; j < half; ++j) {
-    const float freq = rope_inv_freq(rope, j);
-    const float angle = static_cast<float>(delta) * freq;
-    table[j] = std::cos(angle);
-    table[half + j] = std::sin(angle);
+  const std::vector<const Op*> tables = rope_tables(*graph_);
+  for (size_t t = 0; t < tables.size(); ++t) {
+    const RopeParams& rope = tables[t]->params.rope;
+    const int64_t head_dim = rope.head_dim, half = head_dim / 2;
+    float* table = static_cast<float*>(table_.mapped) + t * head_dim;
+    for (int64_t j = 0; j < half; ++j) {
+      const float freq = rope_inv_freq(rope, j);
+      const float angle = static_cast<float>(delta) * freq;
+      table[j] = std::cos(angle);
+      table[half + j] = std::sin(angle);
+    }
   }
   const VkApi& a = dev_->api();
   EMBER_VK_TRY(a.vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");

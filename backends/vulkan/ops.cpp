@@ -132,9 +132,15 @@ Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Gr
       b[3] = &bufs.weights[op.weight];
       b[5] = act(op.out);
       break;
+    case OpKind::Softcap:
+      shader = "softcap";
+      b[1] = act(op.a);
+      b[5] = act(op.out);
+      break;
     case OpKind::Add:
+    case OpKind::GeGLU:
     case OpKind::SwiGLU:
-      shader = op.kind == OpKind::Add ? "add" : "swiglu";
+      shader = op.kind == OpKind::Add ? "add" : op.kind == OpKind::GeGLU ? "geglu" : "swiglu";
       b[1] = act(op.a);
       b[2] = act(op.b);
       b[5] = act(op.out);
@@ -160,6 +166,7 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       push.p[1] = static_cast<uint32_t>(count);
       push.p[2] = bufs.layouts[op.weight].scale_word_offset;
       push.p[3] = static_cast<uint32_t>(w.rows);
+      push.p[4] = op.params.embed.scale != 0.0f ? f32_bits(op.params.embed.scale) : 0u;
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
       break;
     }
@@ -199,6 +206,7 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       push.p[3] = static_cast<uint32_t>(count);
       push.p[4] = half;
       push.p[5] = static_cast<uint32_t>(graph.context) * half;
+      push.p[6] = static_cast<uint32_t>(rope_table_index(graph, op)) * 2 * static_cast<uint32_t>(graph.context) * half;
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
       break;
     }
@@ -226,10 +234,21 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       att.p[6] = f32_bits(ap.scale);
       att.p[7] = bufs.k_row_words;
       att.p[8] = bufs.v_row_words;
+      att.p[9] = ap.window;
+      att.p[10] = ap.softcap != 0.0f ? f32_bits(ap.softcap) : 0u;
       dispatch(dev, layout, cb, p.pipeline[1], p.set[1], att, ap.n_heads, nu, 1);
       break;
     }
+    case OpKind::Softcap: {
+      const uint32_t rows = graph.activations[op.a].rows == 1 ? 1 : nu;
+      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * rows;
+      push.p[0] = static_cast<uint32_t>(count);
+      push.p[1] = f32_bits(op.params.softcap.cap);
+      dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
+      break;
+    }
     case OpKind::Add:
+    case OpKind::GeGLU:
     case OpKind::SwiGLU: {
       const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * nu;
       push.p[0] = static_cast<uint32_t>(count);

@@ -68,7 +68,8 @@ Result<Sizes> device_sizes(const Graph& g) {
   EMBER_ASSIGN_OR_RETURN(s.v_row_words, vk::kv_row_words(g.kv_type_v, hp.kv_dim()));
   s.kv = static_cast<uint64_t>(hp.n_layers) * g.context * 4 * (s.k_row_words + s.v_row_words);
   for (const ActivationDesc& a : g.activations) s.acts += static_cast<uint64_t>(a.cols) * a.rows * 4;
-  s.other = static_cast<uint64_t>(g.context) * hp.head_dim() * 4  // rope cos + sin
+  s.other = static_cast<uint64_t>(g.context) * hp.head_dim() * 4 *  // rope cos + sin, per table
+                std::max<uint64_t>(1, rope_tables(g).size())
             + 8 + static_cast<uint64_t>(g.max_batch) * 4          // step
             + static_cast<uint64_t>(hp.vocab_size) * 4 + 4        // logits + dummy
             + vk::KvShift::device_bytes(g, s.k_row_words, s.v_row_words);
@@ -148,8 +149,9 @@ Status vulkan_supports(const Graph& graph) {
   for (const WeightRef& w : graph.weights) EMBER_TRY(vk::weight_layout(w).status());
   for (KvType t : {graph.kv_type_k, graph.kv_type_v}) EMBER_TRY(vk::kv_row_words(t, hp.kv_dim()).status());
   EMBER_TRY(check_op_params(graph));
-  if (!rope_ops_share_table(graph)) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: rope ops with different head_dim or theta in one graph");
+  if (rope_tables(graph).size() > static_cast<size_t>(kMaxRopeTables)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: rope ops with %zu different theta/scaling (at most %d)",
+                         rope_tables(graph).size(), kMaxRopeTables);
   }
   // The shaders keep a head in shared memory (attention.comp: 2 x 256
   // floats); the rope table and the kv shift's angles are sized from the
@@ -231,17 +233,22 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
       EMBER_TRY(up.upload_weight(w, b));
     }
     // RoPE angles computed exactly as the CPU backend computes them, one
-    // table for every Rope op (vulkan_supports: they share head_dim and theta).
-    const Op* rope = rope_table_op(graph);
-    const RopeParams rp = rope ? rope->params.rope : RopeParams{};
-    const int64_t half = rp.head_dim / 2;
-    std::vector<float> table(static_cast<size_t>(std::max<int64_t>(2 * half * graph.context, 1)));
-    for (int32_t p = 0; p < graph.context; ++p) {
-      for (int64_t j = 0; j < half; ++j) {
-        const float freq = rope_inv_freq(rp, j);
-        const float angle = static_cast<float>(p) * freq;
-        table[p * half + j] = std::cos(angle);
-        table[(graph.context + p) * half + j] = std::sin(angle);
+    // table per distinct RoPE (vulkan_supports: all of the model's head_dim):
+    // cos [context][half] then sin, 2 x context x half floats each.
+    const std::vector<const Op*> ropes = rope_tables(graph);
+    const int64_t half = ropes.empty() ? 0 : ropes[0]->params.rope.head_dim / 2;
+    const int64_t per_table = 2 * half * graph.context;
+    std::vector<float> table(static_cast<size_t>(std::max<int64_t>(per_table * static_cast<int64_t>(ropes.size()), 1)));
+    for (size_t t = 0; t < ropes.size(); ++t) {
+      const RopeParams& rp = ropes[t]->params.rope;
+      float* tb = table.data() + t * per_table;
+      for (int32_t p = 0; p < graph.context; ++p) {
+        for (int64_t j = 0; j < half; ++j) {
+          const float freq = rope_inv_freq(rp, j);
+          const float angle = static_cast<float>(p) * freq;
+          tb[p * half + j] = std::cos(angle);
+          tb[(graph.context + p) * half + j] = std::sin(angle);
+        }
       }
     }
     EMBER_TRY(check_range(table.size() * 4, "the rope table"));

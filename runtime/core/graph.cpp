@@ -14,6 +14,8 @@ const char* op_name(OpKind kind) {
     case OpKind::Add: return "add";
     case OpKind::SwiGLU: return "swiglu";
     case OpKind::BiasAdd: return "bias-add";
+    case OpKind::GeGLU: return "geglu";
+    case OpKind::Softcap: return "softcap";
   }
   return "unknown";
 }
@@ -53,8 +55,16 @@ Status check_op_params(const Graph& graph) {
         return Status::error(EMBER_ERR_BAD_TENSOR, "op %zu (bias-add): the bias is not an f32 vector of its row's %lld",
                              i, static_cast<long long>(cols(op.a)));
       }
+    } else if (op.kind == OpKind::Softcap) {
+      if (!(op.params.softcap.cap > 0.0f) || cols(op.out) != cols(op.a)) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "op %zu (softcap): cap = %g must be > 0", i,
+                             op.params.softcap.cap);
+      }
     } else if (op.kind == OpKind::Attention) {
       const AttentionParams& p = op.params.attention;
+      if (!(p.softcap >= 0.0f)) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "op %zu (attention): softcap = %g must be >= 0", i, p.softcap);
+      }
       const int64_t q_dim = static_cast<int64_t>(p.n_heads) * p.head_dim;
       const int64_t kv_dim = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
       if (p.head_dim == 0 || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads || q_dim != cols(op.a) ||
@@ -78,21 +88,49 @@ const Op* rope_table_op(const Graph& graph) {
   return nullptr;
 }
 
+namespace {
+bool same_table(const RopeParams& a, const RopeParams& b) {
+  return a.head_dim == b.head_dim && a.theta == b.theta && a.freq_factors == b.freq_factors &&
+         a.freq_scale == b.freq_scale;
+}
+}  // namespace
+
 bool rope_ops_share_table(const Graph& graph) {
   const Op* first = rope_table_op(graph);
   for (const Op& op : graph.ops) {
-    if (op.kind == OpKind::Rope &&
-        (op.params.rope.head_dim != first->params.rope.head_dim || op.params.rope.theta != first->params.rope.theta ||
-         op.params.rope.freq_factors != first->params.rope.freq_factors)) {
-      return false;
-    }
+    if (op.kind == OpKind::Rope && !same_table(op.params.rope, first->params.rope)) return false;
   }
   return true;
 }
 
+std::vector<const Op*> rope_tables(const Graph& graph) {
+  std::vector<const Op*> tables;
+  for (const Op& op : graph.ops) {
+    if (op.kind != OpKind::Rope) continue;
+    bool found = false;
+    for (const Op* t : tables) found |= same_table(t->params.rope, op.params.rope);
+    if (!found) tables.push_back(&op);
+  }
+  return tables;
+}
+
+int rope_table_index(const Graph& graph, const Op& op) {
+  if (op.kind != OpKind::Rope) return -1;
+  return rope_table_of(graph, op.params.rope);
+}
+
+int rope_table_of(const Graph& graph, const RopeParams& rope) {
+  const std::vector<const Op*> tables = rope_tables(graph);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (same_table(tables[i]->params.rope, rope)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 float rope_inv_freq(const RopeParams& rope, int64_t j) {
   const float f = 1.0f / std::pow(rope.theta, static_cast<float>(2 * j) / static_cast<float>(rope.head_dim));
-  return rope.freq_factors != nullptr ? f / rope.freq_factors[j] : f;
+  const float g = rope.freq_factors != nullptr ? f / rope.freq_factors[j] : f;
+  return rope.freq_scale != 1.0f ? g * rope.freq_scale : g;
 }
 
 RopeParams key_rope(const Graph& graph, int32_t layer) {

@@ -29,7 +29,7 @@ struct WeightRef {
 };
 
 enum class OpKind : uint8_t {
-  Embed,      // out[i] = weight row tokens[i]
+  Embed,      // out[i] = weight row tokens[i] (* params.embed.scale when set)
   RmsNorm,    // out[i] = a[i] / rms(a[i]) * weight, or per group-wide chunk
               // of a[i] with a group-long weight (out may be a)
   MatMul,     // out[i] = weight · a[i]   (weight [rows, cols]: out has rows cols)
@@ -39,6 +39,8 @@ enum class OpKind : uint8_t {
   Add,        // out[i] = a[i] + b[i] (out may be a)
   SwiGLU,     // out[i] = silu(a[i]) * b[i] (out may be a)
   BiasAdd,    // out[i] = a[i] + weight (an f32 vector of a's cols; out may be a)
+  GeGLU,      // out[i] = gelu_tanh(a[i]) * b[i] (out may be a; Gemma's FFN)
+  Softcap,    // out[i] = cap * tanh(a[i] / cap) (out may be a; Gemma's logits)
 };
 
 const char* op_name(OpKind kind);
@@ -52,8 +54,14 @@ struct RmsNormParams {
   float eps = 0.0f;
   // 0: normalize the whole row with a row-long weight. Otherwise each
   // `group`-wide chunk of the row on its own, every chunk with the same
-  // group-long weight: Qwen3's per-head Q/K norm (group = head_dim).
+  // group-long weight: Qwen3's and Gemma 3's per-head Q/K norm (group = head_dim).
   uint32_t group = 0;
+};
+struct EmbedParams {
+  float scale = 0.0f;  // 0: rows as stored; else multiplied by it (Gemma: sqrt(dim))
+};
+struct SoftcapParams {
+  float cap = 0.0f;
 };
 struct RopeParams {
   uint32_t head_dim = 0;
@@ -64,14 +72,23 @@ struct RopeParams {
   // floats in the mapped file), or null: pair j's angle is divided by
   // freq_factors[j].
   const float* freq_factors = nullptr;
+  // Linear scaling: angles multiplied by it (1 / the GGUF factor); 1 = none.
+  float freq_scale = 1.0f;
 };
 struct AttentionParams {
   uint32_t n_heads = 0;     // query heads
   uint32_t n_kv_heads = 0;  // key/value heads (grouped-query: n_heads % n_kv_heads == 0)
   uint32_t head_dim = 0;
   float scale = 0.0f;       // applied to q·k: 1 / sqrt(head_dim)
+  // Scores = softcap * tanh(scores / softcap) before the softmax; 0: none.
+  float softcap = 0.0f;
+  // Sliding window: the query at position p sees keys in (p - window, p];
+  // 0: all of 0..p.
+  uint32_t window = 0;
 };
 struct OpParams {
+  EmbedParams embed;          // Embed
+  SoftcapParams softcap;      // Softcap
   RmsNormParams rmsnorm;      // RmsNorm
   RopeParams rope;            // Rope
   AttentionParams attention;  // Attention
@@ -123,9 +140,18 @@ const Op* rope_table_op(const Graph& graph);
 // Whether every Rope op has the first one's head_dim, theta and frequency
 // factors (what one shared angle table needs).
 bool rope_ops_share_table(const Graph& graph);
+// Angle tables: Rope ops with the same head_dim, theta, frequency factors
+// and freq_scale share one (Gemma's sliding and global layers need two).
+// rope_tables lists one op per distinct table, in the order first met;
+// rope_table_index gives an op's table in that list (-1 when not a Rope).
+std::vector<const Op*> rope_tables(const Graph& graph);
+int rope_table_index(const Graph& graph, const Op& op);
+// The table of a rope's parameters (key_rope's, for context shifting), or -1.
+int rope_table_of(const Graph& graph, const RopeParams& rope);
+constexpr int kMaxRopeTables = 4;
 // The angle per position of pair j (0 <= j < head_dim / 2) of a rope:
 // theta^(-2j / head_dim) (float powf, as the reference computes it), divided
-// by freq_factors[j] when the rope has them. Every backend's table and
+// by freq_factors[j] when the rope has them, times freq_scale when not 1. Every backend's table and
 // context shift use this one function.
 float rope_inv_freq(const RopeParams& rope, int64_t j);
 // The RoPE applied to the keys layer `layer`'s Attention op stores (the Rope

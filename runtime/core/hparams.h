@@ -15,20 +15,31 @@ enum class RopeStyle : uint8_t { Adjacent = 0, Half = 1 };
 //          (blk.N.attn_{q,k}_norm.weight, head_dim wide), half-split RoPE.
 //   Phi3: llama with half-split RoPE; GGUF fuses Q/K/V and gate/up, which
 //         the importer splits into llama's tensors (lossless: whole rows).
-// Gemma2 = 4 and Gemma3 = 5 are taken (another branch).
-enum class ModelArch : uint8_t { Llama = 0, Qwen2 = 1, Qwen3 = 2, Phi3 = 3 };
-constexpr int kModelArchCount = 4;
-// GGUF's general.architecture names ("llama", "qwen2", "qwen3", "phi3").
+//   Gemma2: embeddings scaled by sqrt(dim), GELU(tanh)-gated FFN, norms after
+//     the attention and FFN sublayers too (blk.N.post_attention_norm,
+//     blk.N.post_ffw_norm), attention and final-logit soft-capping, sliding-
+//     window layers (HParams below), half-split RoPE.
+//   Gemma3: Gemma2 plus per-head Q/K RMSNorm (blk.N.attn_{q,k}_norm), a RoPE
+//     base of its own for the sliding-window layers, no attention soft-cap.
+enum class ModelArch : uint8_t { Llama = 0, Qwen2 = 1, Qwen3 = 2, Phi3 = 3, Gemma2 = 4, Gemma3 = 5 };
+constexpr int kModelArchCount = 6;
+// Whether a stored value names a family this build runs.
+inline bool model_arch_known(unsigned v) { return v < static_cast<unsigned>(kModelArchCount); }
+// GGUF's general.architecture names ("llama", "qwen2", "qwen3", "phi3",
+// "gemma2", "gemma3").
 inline const char* model_arch_name(ModelArch a) {
   switch (a) {
     case ModelArch::Qwen2: return "qwen2";
     case ModelArch::Qwen3: return "qwen3";
     case ModelArch::Phi3: return "phi3";
+    case ModelArch::Gemma2: return "gemma2";
+    case ModelArch::Gemma3: return "gemma3";
     default: return "llama";
   }
 }
+inline bool model_arch_is_gemma(ModelArch a) { return a == ModelArch::Gemma2 || a == ModelArch::Gemma3; }
 // The rotation llama.cpp applies to an architecture (fixed per architecture
-// in its llama_model_rope_type): halves (NEOX) for qwen2, qwen3 and phi3.
+// in its llama_model_rope_type): halves (NEOX) for all but llama.
 inline RopeStyle model_arch_rope_style(ModelArch a) {
   return a == ModelArch::Llama ? RopeStyle::Adjacent : RopeStyle::Half;
 }
@@ -51,7 +62,30 @@ struct HParams {
   // queries are n_heads * head_dim wide, the attention output projects back
   // to dim.
   uint32_t explicit_head_dim = 0;
+  // Gemma's description (0 / 1 = off for every other family):
+  // scores = cap * tanh(scores / cap) before the softmax (GGUF
+  // attn_logit_softcapping), and the same on the logits (final_logit_softcapping).
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
+  // q.k scale, or 0 for 1 / sqrt(head_dim) (Gemma's 27B models use
+  // 1 / sqrt(dim / n_heads)).
+  float attn_scale = 0.0f;
+  // Sliding-window attention: a layer l with sliding_layer(l) sees the keys
+  // in (p - sliding_window, p] from position p. swa_period: layer l slides
+  // when l % period < period - 1 (every period-th layer is global); 0 with a
+  // window: every layer slides.
+  uint32_t sliding_window = 0;
+  uint32_t swa_period = 0;
+  // RoPE base of the sliding layers, or 0 for rope_theta.
+  float rope_theta_swa = 0.0f;
+  // Linear RoPE scaling of the global (not sliding) layers: positions are
+  // divided by it (GGUF rope.scaling.factor with type linear; Gemma 3 4B).
+  float rope_scale_global = 1.0f;
 
+  bool sliding_layer(uint32_t l) const {
+    if (sliding_window == 0) return false;
+    return swa_period == 0 || l % swa_period < swa_period - 1;
+  }
   uint32_t head_dim() const { return explicit_head_dim ? explicit_head_dim : (n_heads ? dim / n_heads : 0); }
   uint32_t q_dim() const { return head_dim() * n_heads; }
   uint32_t kv_dim() const { return head_dim() * n_kv_heads; }

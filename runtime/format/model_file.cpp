@@ -116,6 +116,36 @@ Status check_hparams(const HParams& hp) {
     return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.rope_theta = %g: must be in (1, 1e12)", hp.rope_theta);
   }
   if (static_cast<uint8_t>(hp.rope_style) > 1) return bad("rope_style", static_cast<uint8_t>(hp.rope_style), "unknown value");
+  auto bad_float = [](const char* field, float v, const char* why) {
+    return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.%s = %g: %s", field, v, why);
+  };
+  // Gemma's fields: off (0, or 1 for the RoPE factor) or in a sane range.
+  if (!(hp.attn_softcap == 0.0f || (hp.attn_softcap > 0.0f && hp.attn_softcap < 1e6f))) {
+    return bad_float("attn_softcap", hp.attn_softcap, "must be 0 (off) or in (0, 1e6)");
+  }
+  if (!(hp.final_softcap == 0.0f || (hp.final_softcap > 0.0f && hp.final_softcap < 1e6f))) {
+    return bad_float("final_softcap", hp.final_softcap, "must be 0 (off) or in (0, 1e6)");
+  }
+  if (!(hp.attn_scale == 0.0f || (hp.attn_scale > 0.0f && hp.attn_scale < 1e6f))) {
+    return bad_float("attn_scale", hp.attn_scale, "must be 0 (1 / sqrt(head_dim)) or in (0, 1e6)");
+  }
+  if (hp.sliding_window > kMaxSeqLen) return bad("sliding_window", hp.sliding_window, "must be in 0..1048576");
+  if (hp.swa_period > kMaxLayers) return bad("swa_period", hp.swa_period, "must be in 0..1024");
+  if (!(hp.rope_theta_swa == 0.0f || (hp.rope_theta_swa > 1.0f && hp.rope_theta_swa < 1e12f))) {
+    return bad_float("rope_theta_swa", hp.rope_theta_swa, "must be 0 (rope_theta) or in (1, 1e12)");
+  }
+  if (!(hp.rope_scale_global >= 1e-3f && hp.rope_scale_global <= 1e3f)) {
+    return bad_float("rope_scale_global", hp.rope_scale_global, "must be in [1e-3, 1e3]");
+  }
+  // What only Gemma's graph reads must not be set on another family (it
+  // would be ignored).
+  const bool gemma = model_arch_is_gemma(hp.arch);
+  if (!gemma && (hp.attn_softcap != 0.0f || hp.final_softcap != 0.0f || hp.sliding_window != 0 ||
+                 hp.rope_theta_swa != 0.0f || hp.rope_scale_global != 1.0f)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "hparams: soft-capping, sliding windows and per-layer RoPE are gemma2/gemma3 fields, set on a %s model",
+                         model_arch_name(hp.arch));
+  }
   return Status::ok();
 }
 
@@ -252,8 +282,10 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
     return Status::error(EMBER_ERR_VERSION, "schema_version = %u; this build reads version %u",
                          m->schema_version(), kSchemaVersion);
   }
-  if (static_cast<unsigned>(m->arch()) >= static_cast<unsigned>(kModelArchCount)) {
-    return Status::error(EMBER_ERR_UNSUPPORTED, "arch = %u is not a model family this ember runs (0 llama, 1 qwen2, 2 qwen3, 3 phi3)",
+  if (!model_arch_known(static_cast<unsigned>(m->arch()))) {
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "arch = %u is not a model family this ember runs (0 llama, 1 qwen2, 2 qwen3, 3 phi3, 4 gemma2, "
+                         "5 gemma3)",
                          static_cast<unsigned>(m->arch()));
   }
   // 3. Data segment bounds.
@@ -296,6 +328,13 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   hp.rope_style = static_cast<RopeStyle>(h->rope_style());
   hp.tied_embeddings = h->tied_embeddings();
   hp.explicit_head_dim = h->head_dim();
+  hp.attn_softcap = h->attn_softcap();
+  hp.final_softcap = h->final_softcap();
+  hp.attn_scale = h->attn_scale();
+  hp.sliding_window = h->sliding_window();
+  hp.swa_period = h->swa_period();
+  hp.rope_theta_swa = h->rope_theta_swa();
+  hp.rope_scale_global = h->rope_scale_global();
   hp.arch = static_cast<ModelArch>(m->arch());  // checked above
   EMBER_TRY(check_hparams(hp));
 

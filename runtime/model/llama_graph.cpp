@@ -28,11 +28,15 @@ std::vector<Expect> expected_tensors(const HParams& hp) {
       e.push_back({llama_bias_name("attn_k", li), 0, kv, true});
       e.push_back({llama_bias_name("attn_v", li), 0, kv, true});
     }
-    if (hp.arch == ModelArch::Qwen3) {
+    if (hp.arch == ModelArch::Qwen3 || hp.arch == ModelArch::Gemma3) {
       e.push_back({llama_tensor_name("attn_q_norm", li), 0, hp.head_dim(), true});
       e.push_back({llama_tensor_name("attn_k_norm", li), 0, hp.head_dim(), true});
     }
     e.push_back({llama_tensor_name("attn_output", li), dim, q, false});
+    if (model_arch_is_gemma(hp.arch)) {
+      e.push_back({llama_tensor_name("post_attention_norm", li), 0, dim, true});
+      e.push_back({llama_tensor_name("post_ffw_norm", li), 0, dim, true});
+    }
     e.push_back({llama_tensor_name("ffn_norm", li), 0, dim, true});
     e.push_back({llama_tensor_name("ffn_gate", li), hp.hidden_dim, dim, false});
     e.push_back({llama_tensor_name("ffn_up", li), hp.hidden_dim, dim, false});
@@ -160,7 +164,8 @@ AttentionParams llama_attention_params(const HParams& hp) {
   p.n_kv_heads = hp.n_kv_heads;
   p.head_dim = hp.head_dim();
   // As the CPU computed it before the parameter moved onto the op.
-  p.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  p.scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  p.softcap = hp.attn_softcap;
   return p;
 }
 
@@ -179,6 +184,7 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     return static_cast<int32_t>(g.weights.size() - 1);
   };
   int32_t k_act = -1;  // the keys' activation (set below, before any op)
+  int cur_layer = -1;  // the layer being emitted (its RoPE base and window)
   // Llama 3.x: per-pair frequency factors (check_llama_tensors checked them).
   const TensorView* freqs = find(contents, kRopeFreqs);
   const float* freq_factors = freqs ? reinterpret_cast<const float*>(freqs->data) : nullptr;
@@ -193,8 +199,19 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     // n_kv_heads (k) heads.
     switch (kind) {
       case OpKind::RmsNorm: o.params.rmsnorm = llama_rmsnorm_params(hp); break;
-      case OpKind::Rope: o.params.rope = llama_rope_params(hp, a == k_act ? hp.n_kv_heads : hp.n_heads, freq_factors); break;
-      case OpKind::Attention: o.params.attention = llama_attention_params(hp); break;
+      case OpKind::Rope:
+        o.params.rope = llama_rope_params(hp, a == k_act ? hp.n_kv_heads : hp.n_heads, freq_factors);
+        if (cur_layer >= 0 && hp.sliding_layer(static_cast<uint32_t>(cur_layer))) {
+          // Gemma's sliding layers: their own base, no linear scaling.
+          if (hp.rope_theta_swa != 0.0f) o.params.rope.theta = hp.rope_theta_swa;
+        } else if (hp.rope_scale_global != 1.0f) {
+          o.params.rope.freq_scale = 1.0f / hp.rope_scale_global;
+        }
+        break;
+      case OpKind::Attention:
+        o.params.attention = llama_attention_params(hp);
+        if (hp.sliding_layer(static_cast<uint32_t>(layer))) o.params.attention.window = hp.sliding_window;
+        break;
       default: break;
     }
     o.kind = kind;
@@ -224,10 +241,14 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
   const int32_t last = activation("final", dim, 1);
   const int32_t logits = activation("logits", hp.vocab_size, 1);
 
+  const bool gemma = model_arch_is_gemma(hp.arch);
   const int32_t embd = weight("token_embd.weight");
   op(OpKind::Embed, x, -1, -1, -1, embd);
+  // Gemma scales the embeddings by sqrt(dim), computed in f32 as llama.cpp does.
+  if (gemma) g.ops.back().params.embed.scale = std::sqrt(static_cast<float>(hp.dim));
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
     const int li = static_cast<int>(l);
+    cur_layer = li;
     op(OpKind::RmsNorm, h, x, -1, -1, weight(llama_tensor_name("attn_norm", li)));
     op(OpKind::MatMul, q, h, -1, -1, weight(llama_tensor_name("attn_q", li)));
     op(OpKind::MatMul, k, h, -1, -1, weight(llama_tensor_name("attn_k", li)));
@@ -238,7 +259,7 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
       op(OpKind::BiasAdd, k, k, -1, -1, weight(llama_bias_name("attn_k", li)));
       op(OpKind::BiasAdd, v, v, -1, -1, weight(llama_bias_name("attn_v", li)));
     }
-    if (hp.arch == ModelArch::Qwen3) {
+    if (hp.arch == ModelArch::Qwen3 || hp.arch == ModelArch::Gemma3) {
       // Each head of q and k RMS-normalized on its own (one head_dim-wide
       // weight for all heads), before RoPE.
       op(OpKind::RmsNorm, q, q, -1, -1, weight(llama_tensor_name("attn_q_norm", li)));
@@ -250,17 +271,28 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     op(OpKind::Rope, k, k);
     op(OpKind::Attention, att, q, k, v, -1, li);
     op(OpKind::MatMul, o, att, -1, -1, weight(llama_tensor_name("attn_output", li)));
-    op(OpKind::Add, x, x, o);
+    // Gemma: the sublayer's output is normalized before the residual add.
+    int32_t sub = o;
+    if (gemma) {
+      op(OpKind::RmsNorm, h, o, -1, -1, weight(llama_tensor_name("post_attention_norm", li)));
+      sub = h;
+    }
+    op(OpKind::Add, x, x, sub);
     op(OpKind::RmsNorm, h, x, -1, -1, weight(llama_tensor_name("ffn_norm", li)));
     op(OpKind::MatMul, gate, h, -1, -1, weight(llama_tensor_name("ffn_gate", li)));
     op(OpKind::MatMul, up, h, -1, -1, weight(llama_tensor_name("ffn_up", li)));
-    op(OpKind::SwiGLU, gate, gate, up);
+    op(gemma ? OpKind::GeGLU : OpKind::SwiGLU, gate, gate, up);
     op(OpKind::MatMul, o, gate, -1, -1, weight(llama_tensor_name("ffn_down", li)));
-    op(OpKind::Add, x, x, o);
+    if (gemma) op(OpKind::RmsNorm, h, o, -1, -1, weight(llama_tensor_name("post_ffw_norm", li)));
+    op(OpKind::Add, x, x, sub);
   }
   // Only the last position's logits are needed for generation.
   op(OpKind::RmsNorm, last, x, -1, -1, weight("output_norm.weight"), -1, /*last_row=*/true);
   op(OpKind::MatMul, logits, last, -1, -1, hp.tied_embeddings ? embd : weight("output.weight"));
+  if (hp.final_softcap != 0.0f) {
+    op(OpKind::Softcap, logits, logits);
+    g.ops.back().params.softcap.cap = hp.final_softcap;
+  }
   g.logits = logits;
   return g;
 }

@@ -1,8 +1,9 @@
-// GGUF (llama, qwen2, qwen3 and phi3 architectures) to ember: hyper-parameters from the
+// GGUF (llama, qwen2, qwen3, phi3, gemma2 and gemma3 architectures) to ember: hyper-parameters from the
 // ARCH.* keys, the
 // vocabulary from tokenizer.ggml.*, tensors byte for byte (GGUF's blocks are
 // ember's for every type ember stores; core/dtype.h). GGUF dims are innermost first; ember shapes are
 // outermost first, so the dims are reversed and the bytes kept.
+#include <cmath>
 #include <cstring>
 
 #include "model/llama_graph.h"
@@ -72,6 +73,11 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
   };
   // Only meaningful with a scaling type, which is checked below.
   static constexpr const char* kScalingOnly[] = {"rope.scaling.original_context_length", "rope.scaling.finetuned"};
+  // Gemma's keys, read by import_gguf (gemma3 has no attention soft-cap:
+  // llama.cpp ignores the key there, ember refuses it).
+  static constexpr const char* kGemmaRead[] = {"final_logit_softcapping", "attention.sliding_window",
+                                               "attention.sliding_window_pattern", "rope.freq_base_swa"};
+  const bool gemma = model_arch_is_gemma(hp.arch);
   const std::string prefix = arch + ".";
   for (const GgufKv& kv : gguf.kvs()) {
     const std::string key(kv.key);
@@ -90,12 +96,21 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
     bool ok = false;
     for (const char* k : kRead) ok |= name == k;
     for (const char* k : kScalingOnly) ok |= name == k;
+    for (const char* k : kGemmaRead) ok |= gemma && name == k;
+    ok |= hp.arch == ModelArch::Gemma2 && name == "attn_logit_softcapping";
     // llama.cpp reads phi3's sliding window and then turns it off (n_swa = 0,
     // every layer global; its phi3 loader warns "Phi SWA is currently
     // disabled"): the file's arithmetic there is full causal attention,
-    // which ember runs. Other architectures' windows are refused below.
+    // which ember runs. Gemma's windows are read; others' are refused below.
     if (hp.arch == ModelArch::Phi3 && name == "attention.sliding_window") ok = true;
-    if (name == "rope.scaling.type") {
+    // Gemma 3's linear scaling of the global layers (read by import_gguf).
+    const bool gemma3_linear = hp.arch == ModelArch::Gemma3 && kv.value.type == GgufType::String &&
+                               kv.value.str == "linear";
+    if (hp.arch == ModelArch::Gemma3 && (name == "rope.scaling.factor" || name == "rope.scale_linear")) {
+      ok = true;
+    } else if (name == "rope.scaling.type" && gemma3_linear) {
+      ok = true;
+    } else if (name == "rope.scaling.type") {
       if (kv.value.type != GgufType::String || kv.value.str != "none") {
         return Status::error(EMBER_ERR_UNSUPPORTED,
                              "'%s': %s = '%.*s': ember runs RoPE without scaling (and Llama 3.x's rope_freqs "
@@ -105,7 +120,7 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
       ok = true;
     }
     for (const Neutral& n : neutral) {
-      if (name != n.key) continue;
+      if (name != n.key || ok) continue;
       double v = 0;
       if (!numeric(kv.value, &v) || v != n.value) {
         return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': %s = %g (ember runs %g): %s is not implemented",
@@ -179,6 +194,69 @@ Result<std::vector<Piece>> split_fused(const HParams& hp, const std::string& nam
   return std::vector<Piece>{{name, shape.empty() ? 0 : shape[0]}};
 }
 
+// Gemma's hyper-parameters as llama.cpp reads them (src/models/gemma2.cpp,
+// gemma3.cpp): its defaults when a key is absent.
+Status read_gemma_keys(const GgufFile& gguf, const std::string& p, const std::string& path, HParams* hp) {
+  auto f32 = [&](const char* key, float* out) -> Status {
+    if (!gguf.find(p + key)) return Status::ok();
+    EMBER_ASSIGN_OR_RETURN(*out, gguf.get_f32(p + key));
+    return Status::ok();
+  };
+  auto u32 = [&](const char* key, uint32_t* out) -> Status {
+    const GgufKv* kv = gguf.find(p + key);
+    if (!kv) return Status::ok();
+    if (kv->value.type == GgufType::Array) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': %s%s as a per-layer array is not implemented", path.c_str(),
+                           p.c_str(), key);
+    }
+    EMBER_ASSIGN_OR_RETURN(*out, gguf.get_u32(p + key));
+    return Status::ok();
+  };
+  const bool g2 = hp->arch == ModelArch::Gemma2;
+  if (g2) {
+    // Always soft-capped, always sliding on every other layer, one RoPE base.
+    hp->attn_softcap = 50.0f;
+    hp->final_softcap = 30.0f;
+    hp->sliding_window = 4096;
+    hp->swa_period = 2;
+    EMBER_TRY(f32("attn_logit_softcapping", &hp->attn_softcap));
+    EMBER_TRY(f32("final_logit_softcapping", &hp->final_softcap));
+    EMBER_TRY(u32("attention.sliding_window", &hp->sliding_window));
+    EMBER_TRY(u32("attention.sliding_window_pattern", &hp->swa_period));
+    EMBER_TRY(f32("rope.freq_base_swa", &hp->rope_theta_swa));
+  } else {
+    // Sliding only with a window key; every 6th layer global; the sliding
+    // layers' base 10000 unless the file says.
+    EMBER_TRY(f32("final_logit_softcapping", &hp->final_softcap));
+    EMBER_TRY(u32("attention.sliding_window", &hp->sliding_window));
+    if (hp->sliding_window != 0) {
+      hp->swa_period = 6;
+      hp->rope_theta_swa = 10000.0f;
+      EMBER_TRY(u32("attention.sliding_window_pattern", &hp->swa_period));
+      EMBER_TRY(f32("rope.freq_base_swa", &hp->rope_theta_swa));
+    }
+    // Linear RoPE scaling of the global layers (Gemma 3 4B: factor 8); a
+    // scaling type other than linear or none is refused by check_arch_keys.
+    float factor = 0.0f;
+    if (gguf.find(p + "rope.scaling.factor")) {
+      EMBER_TRY(f32("rope.scaling.factor", &factor));
+    } else {
+      EMBER_TRY(f32("rope.scale_linear", &factor));
+    }
+    if (factor != 0.0f) hp->rope_scale_global = factor;
+  }
+  // A window of 0 slides nothing (llama.cpp: no sliding layers).
+  if (hp->sliding_window == 0) hp->swa_period = 0;
+  // The pattern period 1 in llama.cpp's rule (il % 1 < 0) makes no layer slide.
+  if (hp->swa_period == 1) hp->sliding_window = 0, hp->swa_period = 0;
+  // Gemma's 27B models scale the queries by 1 / sqrt(dim / n_heads) (gemma2:
+  // 46 layers, gemma3: 62), the others by 1 / sqrt(head_dim): llama.cpp's rule.
+  if (hp->n_heads != 0 && ((g2 && hp->n_layers == 46) || (!g2 && hp->n_layers == 62))) {
+    hp->attn_scale = 1.0f / std::sqrt(static_cast<float>(hp->dim / hp->n_heads));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_gguf_file(const std::string& path) {
@@ -202,9 +280,12 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
     hp.arch = ModelArch::Qwen3;
   } else if (arch == "phi3") {
     hp.arch = ModelArch::Phi3;
+  } else if (arch == "gemma2" || arch == "gemma3") {
+    hp.arch = arch == "gemma2" ? ModelArch::Gemma2 : ModelArch::Gemma3;
   } else {
     return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "'%s': general.architecture = '%s'; ember converts 'llama', 'qwen2', 'qwen3' and 'phi3'",
+                         "'%s': general.architecture = '%s'; ember converts 'llama', 'qwen2', 'qwen3', 'phi3', 'gemma2' "
+                         "and 'gemma3'",
                          path.c_str(), arch.c_str());
   }
   // GGUF "llama" files rotate adjacent pairs (their converter permutes the
@@ -235,9 +316,16 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
       hp.explicit_head_dim = key_length;
     }
   }
+  if (model_arch_is_gemma(hp.arch)) EMBER_TRY(read_gemma_keys(gguf, p, path, &hp));
   EMBER_ASSIGN_OR_RETURN(model->spec.vocab, vocab_from_gguf(gguf));
   hp.vocab_size = static_cast<uint32_t>(model->spec.vocab.pieces.size());
   hp.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
+  if (hp.arch == ModelArch::Gemma2 && !hp.tied_embeddings) {
+    // llama.cpp's gemma2 reads its logits from token_embd.weight.
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "'%s': tensor 'output.weight' in a gemma2 file (gemma2 ties its output to token_embd.weight)",
+                         path.c_str());
+  }
   EMBER_TRY(check_arch_keys(gguf, hp, arch, path));
 
   for (const GgufTensorInfo& t : gguf.tensors()) {

@@ -154,7 +154,7 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   const HParams& hp = spec.hparams;
   const Vocab& v = spec.vocab;
   // llama.cpp's rotation is fixed per architecture: adjacent pairs for
-  // llama, halves (NEOX) for qwen2, qwen3 and phi3.
+  // llama, halves (NEOX) for the others.
   const RopeStyle arch_rope = model_arch_rope_style(hp.arch);
   if (hp.rope_style != arch_rope) {
     return Status::error(EMBER_ERR_UNSUPPORTED,
@@ -162,6 +162,22 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
                          "(the Q/K rows would need permuting)",
                          path.c_str(), hp.rope_style == RopeStyle::Half ? "half-split" : "adjacent",
                          model_arch_name(hp.arch), arch_rope == RopeStyle::Half ? "half-split" : "adjacent");
+  }
+  if (hp.arch == ModelArch::Gemma2 && (hp.attn_softcap == 0.0f || hp.final_softcap == 0.0f || !hp.tied_embeddings)) {
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "'%s': llama.cpp's gemma2 always soft-caps (attn %g, final %g) and ties its output matrix",
+                         path.c_str(), hp.attn_softcap, hp.final_softcap);
+  }
+  if (hp.arch == ModelArch::Gemma2 && hp.sliding_window == 0) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': llama.cpp's gemma2 always has sliding-window layers", path.c_str());
+  }
+  if (hp.attn_scale != 0.0f) {
+    // GGUF gemma files carry no scale: llama.cpp derives it from the layer count.
+    return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': attn_scale = %g has no GGUF key", path.c_str(), hp.attn_scale);
+  }
+  if (hp.arch == ModelArch::Gemma2 && hp.rope_scale_global != 1.0f) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': gemma2 with RoPE scaling has no GGUF form ember writes",
+                         path.c_str());
   }
   if (v.kind == TokenizerKind::BytePairBPE && v.merges.empty()) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': a byte-level BPE vocabulary without merges", path.c_str());
@@ -207,6 +223,19 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   kv.kv_u32((a + ".attention.head_count_kv").c_str(), hp.n_kv_heads);
   kv.kv_f32((a + ".attention.layer_norm_rms_epsilon").c_str(), hp.norm_eps);
   kv.kv_f32((a + ".rope.freq_base").c_str(), hp.rope_theta);
+  if (hp.arch == ModelArch::Gemma2) kv.kv_f32((a + ".attn_logit_softcapping").c_str(), hp.attn_softcap);
+  if (hp.final_softcap != 0.0f) kv.kv_f32((a + ".final_logit_softcapping").c_str(), hp.final_softcap);
+  if (hp.sliding_window != 0) {
+    kv.kv_u32((a + ".attention.sliding_window").c_str(), hp.sliding_window);
+    // llama.cpp's rule: period 0 slides every layer (ember: swa_period 0).
+    kv.kv_u32((a + ".attention.sliding_window_pattern").c_str(), hp.swa_period);
+    // Written always: llama.cpp's default differs per family (gemma3: 10000).
+    kv.kv_f32((a + ".rope.freq_base_swa").c_str(), hp.rope_theta_swa != 0.0f ? hp.rope_theta_swa : hp.rope_theta);
+  }
+  if (hp.rope_scale_global != 1.0f) {
+    kv.kv_str((a + ".rope.scaling.type").c_str(), "linear");
+    kv.kv_f32((a + ".rope.scaling.factor").c_str(), hp.rope_scale_global);
+  }
   kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama"
                                     : v.pre == "gemma4"                      ? "gemma4"
                                                                              : "gpt2");

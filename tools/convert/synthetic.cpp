@@ -67,7 +67,8 @@ Vocab builtin_vocab() {
 }
 
 bool synth_arch_known(const std::string& arch) {
-  return arch == "llama" || arch == "llama3" || arch == "qwen2" || arch == "qwen3" || arch == "phi3";
+  return arch == "llama" || arch == "llama3" || arch == "qwen2" || arch == "qwen3" || arch == "phi3" ||
+         arch == "gemma2" || arch == "gemma3";
 }
 
 std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float factor, float low_freq_factor,
@@ -95,11 +96,13 @@ std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float fac
 Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
                                                       const std::string& vocab_path) {
   if (!synth_arch_known(shape.arch)) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3",
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3",
                          shape.arch.c_str());
   }
   const bool llama3 = shape.arch == "llama3", qwen2 = shape.arch == "qwen2", qwen3 = shape.arch == "qwen3",
              phi3 = shape.arch == "phi3";
+  const bool gemma2 = shape.arch == "gemma2", gemma3 = shape.arch == "gemma3", gemma = gemma2 || gemma3;
   auto model = std::make_unique<ImportedModel>();
   ModelSpec& spec = model->spec;
   Vocab vocab;
@@ -134,11 +137,32 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   hp.explicit_head_dim = shape.head_dim;
   hp.vocab_size = static_cast<uint32_t>(vocab.pieces.size());
   hp.max_seq_len = shape.context;
-  hp.tied_embeddings = llama3 || qwen2 || qwen3;
+  hp.tied_embeddings = llama3 || qwen2 || qwen3 || gemma;
   if (llama3) hp.rope_theta = 500000.0f;
   if (qwen2 || qwen3) {
     hp.arch = qwen2 ? ModelArch::Qwen2 : ModelArch::Qwen3;
     hp.rope_theta = 1000000.0f;
+  }
+  if (gemma) {
+    // Heads twice dim / n_heads wide (Gemma's are 256 on dims of 1152..),
+    // unless --head-dim says; a window of 8 so a test prompt outruns it;
+    // caps small enough to bend random weights' scores and logits.
+    hp.arch = gemma2 ? ModelArch::Gemma2 : ModelArch::Gemma3;
+    hp.rope_style = RopeStyle::Half;
+    hp.norm_eps = 1e-6f;
+    if (hp.explicit_head_dim == 0) hp.explicit_head_dim = 2 * (shape.dim / shape.n_heads);
+    hp.sliding_window = 8;
+    // Layer 0 slides, layer 1 is global (Gemma 3's period of 6 on a two-layer
+    // model would make every layer slide).
+    hp.swa_period = 2;
+    if (gemma2) {
+      hp.attn_softcap = 1.5f;
+      hp.final_softcap = 2.0f;
+    } else {
+      hp.rope_theta = 1000000.0f;
+      hp.rope_theta_swa = 10000.0f;
+      hp.rope_scale_global = 8.0f;
+    }
   }
   if (phi3) hp.arch = ModelArch::Phi3;
   hp.rope_style = model_arch_rope_style(hp.arch);
@@ -192,11 +216,15 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
       bias(llama_bias_name("attn_k", li), kv);
       bias(llama_bias_name("attn_v", li), kv);
     }
-    if (qwen3) {
+    if (qwen3 || gemma3) {
       norm(llama_tensor_name("attn_q_norm", li), hp.head_dim());
       norm(llama_tensor_name("attn_k_norm", li), hp.head_dim());
     }
     matrix(llama_tensor_name("attn_output", li), dim, q);
+    if (gemma) {
+      norm(llama_tensor_name("post_attention_norm", li), dim);
+      norm(llama_tensor_name("post_ffw_norm", li), dim);
+    }
     norm(llama_tensor_name("ffn_norm", li), dim);
     matrix(llama_tensor_name("ffn_gate", li), hidden, dim);
     matrix(llama_tensor_name("ffn_up", li), hidden, dim);

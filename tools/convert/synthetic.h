@@ -25,12 +25,15 @@ struct SynthShape {
   // half-split RoPE, Q/K/V biases) or "qwen3" (qwen2's theta, tied
   // embeddings and RoPE, per-head Q/K RMSNorm instead of biases) or "phi3"
   // (llama with half-split RoPE and an output matrix; its GGUF fuses Q/K/V
-  // and gate/up).
+  // and gate/up) or "gemma2" / "gemma3" (heads 2 x dim / n_heads wide unless
+  // head_dim says, tied embeddings, post norms, a window of 8 on even layers;
+  // gemma2: soft-caps 1.5 (scores) and 2 (logits); gemma3: Q/K norms, theta
+  // 1e6 (global, linear factor 8) and 10000 (sliding)).
   std::string arch = "llama";
 };
 
-// The synthetic families ("llama", "llama3", "qwen2", "qwen3", "phi3"); false
-// for another name.
+// The synthetic families ("llama", "llama3", "qwen2", "qwen3", "phi3",
+// "gemma2", "gemma3"); false for another name.
 bool synth_arch_known(const std::string& arch);
 
 // Llama 3.1-style RoPE frequency factors for head_dim / 2 pairs (what

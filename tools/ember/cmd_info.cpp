@@ -62,6 +62,12 @@ int cmd_info(int argc, char** argv) {
   std::printf("             vocab %u  max context %u  norm eps %g  rope theta %g (%s pairs)  output %s\n",
               hp.vocab_size, hp.max_seq_len, hp.norm_eps, hp.rope_theta,
               hp.rope_style == RopeStyle::Adjacent ? "adjacent" : "half", hp.tied_embeddings ? "tied" : "separate");
+  if (model_arch_is_gemma(hp.arch)) {
+    std::printf("             soft-cap attention %g final %g  sliding window %u (period %u)  rope theta sliding %g"
+                "  global linear factor %g\n",
+                hp.attn_softcap, hp.final_softcap, hp.sliding_window, hp.swa_period,
+                hp.rope_theta_swa != 0.0f ? hp.rope_theta_swa : hp.rope_theta, hp.rope_scale_global);
+  }
   const Vocab& v = m.vocab();
   std::printf("tokenizer    %s, %zu pieces, %zu merges, bos %d eos %d unk %d pad %d, add_bos %d add_space_prefix %d "
               "byte_fallback %d\n",

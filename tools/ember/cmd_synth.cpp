@@ -38,7 +38,7 @@ std::string find_llama2_vocab() {
 
 const char* kSynthHelp =
     "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype TYPE] [--gguf]\n"
-    "                   [--arch llama|llama3|qwen2|qwen3|phi3] [--head-dim N] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
+    "                   [--arch llama|llama3|qwen2|qwen3|phi3|gemma2|gemma3] [--head-dim N] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
     "  deterministic pseudo-random weights of a named shape (norms f32), for tests and benchmarks:\n"
     "    tiny  dim 64,   hidden 192,  2 layers,  4 heads,  2 kv-heads\n"
     "    110m  dim 768,  hidden 2048, 12 layers, 12 heads, 12 kv-heads, vocabulary 32000\n"
@@ -50,7 +50,10 @@ const char* kSynthHelp =
     "  --arch A    llama (default: llama2-style) or llama3 (theta 500000, tied embeddings, Llama\n"
     "              3.1-style rope_freqs frequency factors) or qwen2 (Q/K/V biases, half-split RoPE,\n"
     "              theta 1000000, tied embeddings) or qwen3 (qwen2 with per-head Q/K RMSNorm for the\n"
-    "              biases) or phi3 (half-split RoPE; the GGUF fuses Q/K/V and gate/up)\n"
+    "              biases) or phi3 (half-split RoPE; the GGUF fuses Q/K/V and gate/up) or gemma2 /\n"
+    "              gemma3 (GELU FFN, post norms, sqrt(dim) embeddings, a window of 8 on even layers,\n"
+    "              heads 2 x dim / heads wide; gemma2: soft-capping; gemma3: Q/K norms, two RoPE\n"
+    "              bases, linear factor 8 on global layers)\n"
     "  --head-dim N  attention head width (default dim / heads; Qwen3 and Gemma heads are wider:\n"
     "              queries n_heads * N wide, written as GGUF attention.key_length)\n"
     "  --seed N    weight seed (default 42): the same seed gives the same bytes\n"
@@ -84,7 +87,8 @@ int cmd_synth(int argc, char** argv) {
   if (head_dim % 2 != 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--head-dim " + std::to_string(head_dim) + " must be even");
   shape.arch = args.get("--arch", "llama");
   if (!synth_arch_known(shape.arch)) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "--arch '" + shape.arch + "' is not a family (llama, llama3, qwen2, qwen3, phi3)");
+    return report(EMBER_ERR_INVALID_ARGUMENT,
+                  "--arch '" + shape.arch + "' is not a family (llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3)");
   }
   DType dtype = DType::F32;
   const std::string dtype_arg = args.get("--dtype", "f32");

@@ -13,6 +13,8 @@
 #define SCALE uintBitsToFloat(pc.p[6])
 #define K_ROWW pc.p[7]
 #define V_ROWW pc.p[8]
+#define WINDOW pc.p[9]
+#define SOFTCAP uintBitsToFloat(pc.p[10])
 #define CHUNK 256u
 #define MAX_HEAD_DIM 256u
 
@@ -28,18 +30,23 @@ void main() {
   uint h = gl_WorkGroupID.x, i = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
   uint q_dim = HEAD_DIM * N_HEADS;
   uint npos = uint(step_buf.pos) + i + 1u;
+  // A sliding window sees the last WINDOW positions only (0: all).
+  uint t0 = WINDOW != 0u && npos > WINDOW ? npos - WINDOW : 0u;
   uint kvo = (h / GROUP) * HEAD_DIM;
   for (uint d = tid; d < HEAD_DIM; d += 64u) qsh[d] = a[i * q_dim + h * HEAD_DIM + d];
   barrier();
   float m = uintBitsToFloat(0xff800000u);  // -inf
   float l = 0.0;
   float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
-  for (uint base = 0u; base < npos; base += CHUNK) {
+  for (uint base = t0; base < npos; base += CHUNK) {
     uint cnt = min(CHUNK, npos - base);
     for (uint t = tid; t < cnt; t += 64u) {
       float s = 0.0;
       for (uint d = 0u; d < HEAD_DIM; ++d) s += qsh[d] * k_elem(base + t, kvo + d);
-      sc[t] = s * SCALE;
+      s *= SCALE;
+      // Gemma 2's soft-capping of the scores (0: none).
+      if (pc.p[10] != 0u) s = SOFTCAP * tanh(s / SOFTCAP);
+      sc[t] = s;
     }
     barrier();
     // Every invocation reduces the chunk itself: same order, same result.

@@ -6,6 +6,7 @@
 #define COUNT pc.p[1]
 #define SOFF pc.p[2]
 #define VOCAB pc.p[3]
+#define SCALE pc.p[4]
 
 void main() {
   uint idx = flat_index();
@@ -13,5 +14,7 @@ void main() {
   uint i = idx / COLS, c = idx % COLS;
   // The host checks token ids; the clamp keeps a bad one inside the buffer.
   uint tok = min(uint(step_buf.tokens[i]), VOCAB - 1u);
-  o[idx] = w_elem(tok * COLS + c, SOFF);
+  float v = w_elem(tok * COLS + c, SOFF);
+  // Gemma scales the embeddings (bits of a float; 0: none).
+  o[idx] = SCALE != 0u ? v * uintBitsToFloat(SCALE) : v;
 }

@@ -15,6 +15,7 @@
 #define DST0 pc.p[5]
 #define HEAD_DIM pc.p[6]
 #define ADJACENT pc.p[7]
+#define TABLE_OFF pc.p[8]
 #include "kv.glsl"
 
 // Element e of source row i after the rotation (the CPU's rotate_row).
@@ -31,7 +32,7 @@ float rotated(uint i, uint e) {
     ia = base + j;
     ib = ia + half_;
   }
-  float c = aux[j], s = aux[half_ + j];
+  float c = aux[TABLE_OFF + j], s = aux[TABLE_OFF + half_ + j];
   float v0 = v_load(KTYPE, K_ROWW, i, ia), v1 = v_load(KTYPE, K_ROWW, i, ib);
   precise float r = e == ia ? v0 * c - v1 * s : v0 * s + v1 * c;
   return r;

@@ -1,7 +1,8 @@
 #version 450
 // Rotates pairs of a[i] in place for position pos + i. cos/sin come from a
 // table the host computed exactly as the CPU backend does (aux: cos for
-// [context][half], then sin), so both backends rotate by the same angles.
+// [context][half], then sin; one such table per distinct RoPE, TABLE_OFF
+// floats in), so both backends rotate by the same angles.
 #include "common.glsl"
 #define COLS pc.p[0]
 #define HEAD_DIM pc.p[1]
@@ -9,6 +10,7 @@
 #define COUNT pc.p[3]
 #define HALF pc.p[4]
 #define SIN_OFF pc.p[5]
+#define TABLE_OFF pc.p[6]
 
 void main() {
   uint idx = flat_index();
@@ -17,7 +19,7 @@ void main() {
   uint heads = COLS / HEAD_DIM;
   uint hh = rest % heads, i = rest / heads;
   uint p = uint(step_buf.pos) + i;
-  float c = aux[p * HALF + j], s = aux[SIN_OFF + p * HALF + j];
+  float c = aux[TABLE_OFF + p * HALF + j], s = aux[TABLE_OFF + SIN_OFF + p * HALF + j];
   uint base = i * COLS + hh * HEAD_DIM;
   uint ia = ADJACENT != 0u ? 2u * j : j;
   uint ib = ADJACENT != 0u ? 2u * j + 1u : j + HALF;

@@ -1,0 +1,68 @@
+#include "tools/ember/chat_render.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "platforms/linux/mapped_file.h"
+#include "tools/ember/args.h"
+
+namespace ember::cli {
+
+int ChatRenderer::init(const ember_model* model, const std::string& template_arg) {
+  model_ = model;
+  struct stat st;
+  if (template_arg.empty()) {
+    const char* builtin = ember_chat_default_template(model);
+    description_ = builtin ? std::string("built-in '") + builtin + "' (the model file has none)"
+                           : "the model's own (tokenizer.chat_template)";
+  } else if (::stat(template_arg.c_str(), &st) == 0) {
+    auto text = read_file(template_arg);
+    if (!text.is_ok()) return report(text.status().code(), text.status().message());
+    template_ = std::move(text).value();
+    description_ = "'" + template_arg + "'";
+  } else {
+    template_ = template_arg;
+    description_ = "built-in '" + template_arg + "'";
+  }
+  // Rendered once here, so that a bad name or a template that cannot render
+  // a plain exchange is reported before the first turn.
+  std::string probe;
+  return render({{"user", "hi"}}, true, &probe);
+}
+
+int ChatRenderer::render(const std::vector<ChatTurn>& messages, bool add_generation_prompt, std::string* out) const {
+  std::vector<ember_chat_message> msgs(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) msgs[i] = {messages[i].role.c_str(), messages[i].content.c_str()};
+  const char* tmpl = template_.empty() ? nullptr : template_.c_str();
+  size_t len = 0;
+  ember_status st = ember_chat_format(model_, tmpl, msgs.data(), msgs.size(), add_generation_prompt ? 1 : 0, nullptr,
+                                      0, &len);
+  if (st == EMBER_ERR_BUFFER_TOO_SMALL || st == EMBER_OK) {
+    out->resize(len);
+    st = ember_chat_format(model_, tmpl, msgs.data(), msgs.size(), add_generation_prompt ? 1 : 0, out->data(),
+                           out->size(), &len);
+  }
+  return st == EMBER_OK ? 0 : report_last(st);
+}
+
+int tokenize_rendered(const ember_model* model, const std::string& rendered, std::vector<int32_t>* ids) {
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  ember_status st = ember_model_get_info(model, &info);
+  size_t n = 0;
+  if (st == EMBER_OK) {
+    st = ember_tokenize(model, rendered.data(), rendered.size(), EMBER_TOKENIZE_PARSE_SPECIAL, nullptr, 0, &n);
+  }
+  if (st == EMBER_OK || st == EMBER_ERR_BUFFER_TOO_SMALL) {
+    ids->resize(n);
+    st = ember_tokenize(model, rendered.data(), rendered.size(), EMBER_TOKENIZE_PARSE_SPECIAL, ids->data(), ids->size(),
+                        &n);
+  }
+  if (st != EMBER_OK) return report_last(st);
+  ids->resize(n);
+  if (info.add_bos && (ids->empty() || (*ids)[0] != info.bos_id)) ids->insert(ids->begin(), info.bos_id);
+  return 0;
+}
+
+}  // namespace ember::cli

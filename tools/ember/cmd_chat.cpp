@@ -1,0 +1,187 @@
+// `ember chat -m MODEL [--system S] [--template NAME|FILE]`: a multi-turn
+// chat in the terminal. Each turn renders the whole conversation with the
+// model's chat template (or the named one), and the Conversation helper
+// (tools/ember/conversation.h) keeps the session's KV: only the new tokens
+// are prefilled. The reply streams to stdout; per-turn timings go to stderr.
+// Lines starting with '/' are commands: /reset, /save FILE, /load FILE,
+// /quit (also end of input).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/ember/args.h"
+#include "tools/ember/chat_render.h"
+#include "tools/ember/commands.h"
+#include "tools/ember/conversation.h"
+#include "tools/ember/model_cache.h"
+
+namespace ember::cli {
+namespace {
+
+const char* kChatHelp =
+    "usage: ember chat -m MODEL [--system S] [--template NAME|FILE] [-n MAX] [options]\n"
+    "  an interactive chat: type a message and press enter; the model's reply streams back.\n"
+    "  Earlier turns stay in the KV cache (only new tokens are prefilled); per-turn time to\n"
+    "  first token and tokens/s go to stderr.\n"
+    "  commands: /reset (start over)  /save FILE  /load FILE (the session's state)  /quit\n"
+    "  --system S       a system message first\n"
+    "  --template T     a built-in template name (chatml, llama2, llama3, phi3, gemma, mistral, ...) or a\n"
+    "                   Jinja file; default: the model's own (GGUF tokenizer.chat_template), else the\n"
+    "                   family's built-in (said at start)\n"
+    "  -n MAX           most tokens per reply (default 512)\n"
+    "  --temp T --top-k K --top-p P --min-p P --seed S   sampling (default greedy)\n"
+    "  --stop S         also stop a reply at S (repeatable)\n"
+    "  --ctx --threads --kv-type --backend --batch --max-bytes   as for ember run\n";
+
+bool read_line(std::string* out) {
+  out->clear();
+  int c;
+  bool any = false;
+  while ((c = std::fgetc(stdin)) != EOF) {
+    any = true;
+    if (c == '\n') return true;
+    out->push_back(static_cast<char>(c));
+  }
+  return any;
+}
+
+}  // namespace
+
+int cmd_chat(int argc, char** argv) {
+  std::vector<std::string> with_value = {"-m",      "--system", "--template", "-n",   "--temp",
+                                         "--top-k", "--top-p",  "--min-p",    "--seed", "--stop"};
+  std::vector<std::string> known = with_value;
+  for (int i = 0; kSessionFlags[i]; ++i) {
+    with_value.push_back(kSessionFlags[i]);
+    known.push_back(kSessionFlags[i]);
+  }
+  Args args(argc, argv, with_value);
+  if (args.has("--help") || args.has("-h")) {
+    std::fputs(kChatHelp, stdout);
+    return 0;
+  }
+  args.check_known(known);
+  TurnOptions turn;
+  ember_generate_options_default(&turn.generate);
+  turn.generate.max_new_tokens = static_cast<int32_t>(args.get_int("-n", 512, 1, 1 << 30));
+  turn.generate.temperature = static_cast<float>(args.get_float("--temp", 0.0, 0.0, 100.0));
+  turn.generate.top_k = static_cast<int32_t>(args.get_int("--top-k", 0, 0, 1 << 30));
+  turn.generate.top_p = static_cast<float>(args.get_float("--top-p", 1.0, 0.0, 1.0));
+  turn.generate.min_p = static_cast<float>(args.get_float("--min-p", 0.0, 0.0, 1.0));
+  turn.generate.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0, INT64_MAX));
+  turn.stop_strings = args.get_all("--stop");
+  ember_session_options so;
+  session_options_from_args(args, &so);
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember chat --help)");
+  if (so.kv_type_k < 0 || so.kv_type_v < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
+  if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
+  if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember chat --help)");
+  if (!args.positionals().empty()) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "unexpected argument '" + args.positionals()[0] + "' (see ember chat --help)");
+  }
+
+  ember_model_options mo;
+  ember_model_options_default(&mo);
+  ember_model* model = nullptr;
+  if (const int code = open_model_for_cli(args.get("-m"), &mo, &model)) return code;
+  ChatRenderer renderer;
+  if (const int code = renderer.init(model, args.get("--template"))) {
+    ember_model_free(model);
+    return code;
+  }
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  ember_model_get_info(model, &info);
+  turn.add_bos = info.add_bos != 0;
+  ember_session* session = nullptr;
+  ember_status st = ember_session_create(model, &so, &session);
+  if (st != EMBER_OK) {
+    ember_model_free(model);
+    return report_last(st);
+  }
+  std::fprintf(stderr, "backend: %s | chat template: %s | context %d\n", ember_session_backend(session),
+               renderer.description().c_str(), so.context_length > 0 ? so.context_length : info.max_context);
+  std::fprintf(stderr, "type a message; /reset, /save FILE, /load FILE, /quit\n");
+
+  Conversation conv(model, session);
+  std::vector<ChatTurn> messages;
+  if (args.has("--system")) messages.push_back({"system", args.get("--system")});
+  const size_t pinned = messages.size();  // the system message is never dropped
+  int code = 0;
+  std::string line;
+  int n_turn = 0;
+  while (true) {
+    std::fprintf(stderr, "> ");
+    std::fflush(stderr);
+    if (!read_line(&line)) break;
+    if (line.empty()) continue;
+    if (line[0] == '/') {
+      const size_t sp = line.find(' ');
+      const std::string cmd = line.substr(0, sp), arg = sp == std::string::npos ? "" : line.substr(sp + 1);
+      if (cmd == "/quit" || cmd == "/exit") break;
+      if (cmd == "/reset") {
+        messages.resize(pinned);
+        st = conv.reset();
+        std::fprintf(stderr, st == EMBER_OK ? "[conversation reset]\n" : "[reset failed: %s]\n", ember_last_error());
+      } else if ((cmd == "/save" || cmd == "/load") && !arg.empty()) {
+        // The state is the session's tokens and KV; the messages are
+        // re-derived on the next turn from what the session holds (a loaded
+        // state is continued, its text is not shown again).
+        st = cmd == "/save" ? conv.save(arg) : conv.load(arg);
+        if (st == EMBER_OK && cmd == "/load") messages.resize(pinned);
+        std::fprintf(stderr, st == EMBER_OK ? "[%s %s]\n" : "[%s failed: %s]\n", cmd == "/save" ? "saved to" : "loaded",
+                     st == EMBER_OK ? arg.c_str() : ember_last_error());
+      } else {
+        std::fprintf(stderr, "[unknown command '%s': /reset, /save FILE, /load FILE, /quit]\n", line.c_str());
+      }
+      continue;
+    }
+    messages.push_back({"user", line});
+    std::string rendered;
+    TurnStats stats;
+    while (true) {
+      if (const int rc = renderer.render(messages, /*add_generation_prompt=*/true, &rendered)) {
+        code = rc;
+        break;
+      }
+      auto on_piece = [](void*, int32_t, const char* piece, size_t len) {
+        std::fwrite(piece, 1, len, stdout);
+        std::fflush(stdout);
+        return 0;
+      };
+      st = conv.turn(rendered, turn, on_piece, nullptr, &stats);
+      // Context full: drop the oldest exchange after the system message and
+      // render again (the session keeps the common prefix), or say so.
+      if (st == EMBER_ERR_CONTEXT_FULL && messages.size() > pinned + 1) {
+        const size_t drop = messages.size() > pinned + 2 ? 2 : 1;
+        messages.erase(messages.begin() + static_cast<long>(pinned), messages.begin() + static_cast<long>(pinned + drop));
+        std::fprintf(stderr, "[context full: the oldest %zu message(s) dropped]\n", drop);
+        continue;
+      }
+      break;
+    }
+    if (code) break;
+    std::printf("\n");
+    std::fflush(stdout);
+    if (st != EMBER_OK) {
+      std::fprintf(stderr, "[turn failed: %s]\n", ember_last_error());
+      messages.pop_back();
+      if (st == EMBER_ERR_CONTEXT_FULL) continue;
+      code = report_last(st);
+      break;
+    }
+    messages.push_back({"assistant", stats.reply});
+    ++n_turn;
+    std::fprintf(stderr, "[turn %d: %d tokens reused, %d prefilled | first token %.1f ms | %d tokens, %.1f tok/s%s]\n",
+                 n_turn, stats.reused_tokens, stats.prefilled_tokens, stats.first_token_ms, stats.generated_tokens,
+                 stats.tokens_per_s,
+                 stats.stop_reason == EMBER_STOP_MAX_TOKENS     ? " | -n reached"
+                 : stats.stop_reason == EMBER_STOP_CONTEXT_FULL ? " | context full"
+                                                                : "");
+  }
+  ember_session_free(session);
+  ember_model_free(model);
+  return code;
+}
+
+}  // namespace ember::cli
