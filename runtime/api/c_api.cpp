@@ -19,6 +19,11 @@ struct ember_model {
 };
 
 const ember::Vocab& ember::model_vocab(const ember_model* m) { return m->model->tokenizer().vocab(); }
+int ember::model_arch(const ember_model* m) { return static_cast<int>(m->model->hparams().arch); }
+
+int ember_token_is_eog(const ember_model* model, int32_t token) {
+  return model && model->model->tokenizer().is_eog(token) ? 1 : 0;
+}
 
 struct ember_session {
   ember_model* owner = nullptr;
@@ -213,6 +218,7 @@ ember_status ember_model_get_info(const ember_model* model, ember_model_info* in
   full.bos_id = model->model->tokenizer().vocab().bos_id;
   full.eos_id = model->model->tokenizer().vocab().eos_id;
   full.n_parameters = model->model->parameter_count();
+  full.add_bos = model->model->tokenizer().vocab().add_bos && full.bos_id >= 0 ? 1 : 0;
   std::memcpy(info, &full, info->struct_size);
   return EMBER_OK;
 }
@@ -448,7 +454,7 @@ void ember_generate_options_default(ember_generate_options* o) {
   o->repeat_penalty = 1.0f;
   o->repeat_last_n = 64;
   o->seed = 0;
-  o->add_bos = 1;
+  o->add_bos = -1;
 }
 
 ember_status ember_generate(ember_session* session, const char* prompt, const ember_generate_options* options,
@@ -511,7 +517,9 @@ ember_status ember_generate(ember_session* session, const char* prompt, const em
     }
     ids.assign(o.prompt_tokens, o.prompt_tokens + o.n_prompt_tokens);
   } else {
-    s = model.tokenizer().encode(prompt, o.add_bos != 0, &ids);
+    const ember::Vocab& vocab = model.tokenizer().vocab();
+    const bool add_bos = o.add_bos < 0 ? vocab.add_bos && vocab.bos_id >= 0 : o.add_bos != 0;
+    s = model.tokenizer().encode(prompt, add_bos, &ids);
     if (!s.is_ok()) return done(s);
   }
   if (ids.empty()) return fail(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty and add_bos is off: nothing to run");

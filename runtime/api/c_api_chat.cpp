@@ -5,6 +5,7 @@
 
 #include "api/c_api_internal.h"
 #include "chat/chat_template.h"
+#include "core/hparams.h"
 
 namespace {
 
@@ -14,7 +15,38 @@ ember_status fail(ember_status code, const std::string& message) {
 
 bool looks_like_template(const char* s) { return std::strstr(s, "{{") || std::strstr(s, "{%"); }
 
+bool has_piece(const ember::Vocab& v, const char* piece) {
+  for (const std::string& p : v.pieces) {
+    if (p == piece) return true;
+  }
+  return false;
+}
+
+// The built-in for a file without a template (ember_chat_default_template).
+const char* default_builtin(const ember_model* model) {
+  const ember::Vocab& v = ember::model_vocab(model);
+  switch (static_cast<ember::ModelArch>(ember::model_arch(model))) {
+    case ember::ModelArch::Qwen2:
+    case ember::ModelArch::Qwen3: return "chatml";
+    case ember::ModelArch::Phi3: return "phi3";
+    case ember::ModelArch::Gemma2:
+    case ember::ModelArch::Gemma3: return "gemma";
+    case ember::ModelArch::Llama: break;
+    default: break;
+  }
+  if (has_piece(v, "<start_of_turn>")) return "gemma";
+  if (has_piece(v, "<|eot_id|>")) return "llama3";
+  if (has_piece(v, "<|im_start|>")) return "chatml";
+  if (v.kind == ember::TokenizerKind::SentencePiece) return "llama2";
+  return "chatml";
+}
+
 }  // namespace
+
+extern "C" const char* ember_chat_default_template(const ember_model* model) {
+  if (!model || !ember::model_vocab(model).chat_template.empty()) return nullptr;
+  return default_builtin(model);
+}
 
 extern "C" ember_status ember_chat_format(const ember_model* model, const char* chat_template,
                                           const ember_chat_message* messages, size_t n_messages,
@@ -48,8 +80,7 @@ extern "C" ember_status ember_chat_format(const ember_model* model, const char* 
   }
   if (!chat_template) {
     tmpl = ember::model_vocab(model).chat_template;
-    if (tmpl.empty())
-      return fail(EMBER_ERR_UNSUPPORTED, "the model has no chat template (tokenizer.chat_template); name a built-in one");
+    if (tmpl.empty()) tmpl = ember::chat::builtin_chat_template(default_builtin(model));
   } else if (looks_like_template(chat_template)) {
     tmpl = chat_template;
   } else {

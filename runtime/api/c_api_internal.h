@@ -14,5 +14,7 @@ const char* g_last_error_ptr();
 // The vocabulary of an open model (its special pieces and chat template),
 // for the C API's files that do not see ember_model's definition.
 const Vocab& model_vocab(const ember_model* m);
+// The model family (core/hparams.h ModelArch, as its integer), for the same files.
+int model_arch(const ember_model* m);
 
 }  // namespace ember

@@ -180,6 +180,11 @@ typedef struct ember_model_info {
   int32_t bos_id;      /* -1 when the vocabulary has none */
   int32_t eos_id;
   uint64_t n_parameters;
+  /* 1 when the vocabulary asks for BOS before a text (GGUF
+   * tokenizer.ggml.add_bos_token; Qwen's say 0): what a host passes as
+   * EMBER_TOKENIZE_ADD_BOS / ember_generate_options.add_bos for this model.
+   * Appended: an older struct_size does not receive it. */
+  int32_t add_bos;
 } ember_model_info;
 
 /* Fills *info (info->struct_size must be set by the caller; a smaller,
@@ -189,6 +194,12 @@ typedef struct ember_model_info {
 EMBER_API ember_status ember_model_get_info(const ember_model* model, ember_model_info* info);
 
 /* ---- Tokenizer ----------------------------------------------------------- */
+
+/* 1 when `token` ends a generation for this model (EOS, EOT, EOM, and the
+ * vocabulary's end-of-turn pieces such as <|im_end|> and <end_of_turn>),
+ * else 0 (also for NULL or an id outside the vocabulary). ember_generate
+ * stops on these; a host running its own decode loop checks them. */
+EMBER_API int ember_token_is_eog(const ember_model* model, int32_t token);
 
 /* ember_tokenize's flags. */
 enum {
@@ -236,10 +247,19 @@ typedef struct ember_chat_message {
   const char* content;
 } ember_chat_message;
 
+/* The built-in template ember_chat_format uses for `model` when it is given
+ * no chat_template and the file has none (chosen by the model family and
+ * vocabulary: "chatml" for qwen2/qwen3, "phi3", "gemma", "llama3" for a
+ * vocabulary with <|eot_id|>, "llama2" for other SentencePiece llama
+ * vocabularies, else "chatml"); NULL when the file has its own template or
+ * model is NULL. A host says which template it uses (ember serve prints it). */
+EMBER_API const char* ember_chat_default_template(const ember_model* model);
+
 /* Renders a conversation into the prompt text the model was trained on, as
  * Hugging Face's apply_chat_template does (a Jinja2 subset; docs/
  * decisions.md "Chat templates"). `chat_template`: NULL for the model's own
- * (GGUF tokenizer.chat_template, kept by `ember convert`), a built-in name
+ * (GGUF tokenizer.chat_template, kept by `ember convert`; when the file has
+ * none, the built-in ember_chat_default_template names), a built-in name
  * ("chatml", "llama2", "llama3", "phi3", "gemma", "mistral", "mistral-v7",
  * "zephyr", "deepseek", "vicuna", "qwen"), or Jinja template text (anything
  * holding "{{" or "{%"). `model` may be NULL when chat_template is given;
@@ -466,7 +486,8 @@ typedef struct ember_generate_options {
   float repeat_penalty;    /* 1 = off */
   int32_t repeat_last_n;   /* tokens the penalty looks back over; default 64 */
   uint64_t seed;           /* sampling seed; the same seed, the same tokens */
-  int add_bos;             /* prepend BOS to the prompt; default 1 */
+  int add_bos;             /* prepend BOS to the prompt: 1 yes, 0 no, -1 (the
+                            * default) as the model says (ember_model_info.add_bos) */
   /* When the context is full, drop the older half of the positions after
    * the first (BOS) and go on, instead of stopping. Default 0. */
   int context_shift;

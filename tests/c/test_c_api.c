@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     CHECK(gopt.repeat_penalty == 1.0f);
     CHECK(gopt.repeat_last_n == 64);
     CHECK(gopt.seed == 0);
-    CHECK(gopt.add_bos == 1);
+    CHECK(gopt.add_bos == -1); /* as the model says */
     CHECK(gopt.context_shift == 0);
     CHECK(gopt.prompt_logits == NULL);
     CHECK(gopt.prompt_tokens == NULL);

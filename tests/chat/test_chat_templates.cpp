@@ -290,9 +290,27 @@ TEST_CASE("chat: ember_chat_format under misuse") {
          "messages[0].content is NULL");
   expect(ember_chat_format(model, "nonesuch", ok, 1, 0, buf, sizeof buf, &len), EMBER_ERR_INVALID_ARGUMENT,
          "'nonesuch' is not a built-in");
-  // The model has no template of its own.
-  expect(ember_chat_format(model, nullptr, ok, 1, 0, buf, sizeof buf, &len), EMBER_ERR_UNSUPPORTED,
-         "no chat template");
+  // The model has no template of its own: the family's built-in (a
+  // SentencePiece llama vocabulary: llama2), the one a host is told about.
+  REQUIRE(ember_chat_default_template(model) != nullptr);
+  CHECK(std::string(ember_chat_default_template(model)) == "llama2");
+  CHECK(ember_chat_default_template(nullptr) == nullptr);
+  {
+    char a[256], b[256];
+    size_t la = 0, lb = 0;
+    REQUIRE(ember_chat_format(model, nullptr, ok, 1, 1, a, sizeof a, &la) == EMBER_OK);
+    REQUIRE(ember_chat_format(model, "llama2", ok, 1, 1, b, sizeof b, &lb) == EMBER_OK);
+    CHECK(std::string(a, la) == std::string(b, lb));
+  }
+  // The end-of-generation set: EOS ends, an ordinary id and bad ids do not.
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(ember_model_get_info(model, &info) == EMBER_OK);
+  CHECK(ember_token_is_eog(model, info.eos_id) == 1);
+  CHECK(ember_token_is_eog(model, 100) == 0);
+  CHECK(ember_token_is_eog(model, -1) == 0);
+  CHECK(ember_token_is_eog(model, info.vocab_size + 5) == 0);
+  CHECK(ember_token_is_eog(nullptr, info.eos_id) == 0);
   // Template failures keep their statuses.
   expect(ember_chat_format(model, "{{ raise_exception('nope') }}", ok, 1, 0, buf, sizeof buf, &len),
          EMBER_ERR_INVALID_ARGUMENT, "raise_exception: nope");

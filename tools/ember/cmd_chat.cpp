@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "platforms/linux/mapped_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/chat_render.h"
 #include "tools/ember/commands.h"
@@ -23,7 +26,7 @@ const char* kChatHelp =
     "  an interactive chat: type a message and press enter; the model's reply streams back.\n"
     "  Earlier turns stay in the KV cache (only new tokens are prefilled); per-turn time to\n"
     "  first token and tokens/s go to stderr.\n"
-    "  commands: /reset (start over)  /save FILE  /load FILE (the session's state)  /quit\n"
+    "  commands: /reset (start over)  /save FILE  /load FILE (state and messages)  /quit\n"
     "  --system S       a system message first\n"
     "  --template T     a built-in template name (chatml, llama2, llama3, phi3, gemma, mistral, ...) or a\n"
     "                   Jinja file; default: the model's own (GGUF tokenizer.chat_template), else the\n"
@@ -32,6 +35,44 @@ const char* kChatHelp =
     "  --temp T --top-k K --top-p P --min-p P --seed S   sampling (default greedy)\n"
     "  --stop S         also stop a reply at S (repeatable)\n"
     "  --ctx --threads --kv-type --backend --batch --max-bytes   as for ember run\n";
+
+bool write_messages(const std::string& path, const std::vector<ChatTurn>& messages, std::string* error) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const ChatTurn& m : messages) j.push_back({{"role", m.role}, {"content", m.content}});
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) {
+    *error = "cannot write '" + path + "'";
+    return false;
+  }
+  const std::string text = j.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok ? true : (*error = "cannot write '" + path + "'", false);
+}
+
+// The messages file /save writes: an array of {"role", "content"} strings.
+bool read_messages(const std::string& path, std::vector<ChatTurn>* out, std::string* error) {
+  auto text = read_file(path);
+  if (!text.is_ok()) {
+    *error = text.status().message();
+    return false;
+  }
+  const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_array()) {
+    *error = "'" + path + "' is not a JSON array of messages";
+    return false;
+  }
+  out->clear();
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& m = j[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string()) {
+      *error = "'" + path + "': message " + std::to_string(i) + " is not {\"role\": string, \"content\": string}";
+      return false;
+    }
+    out->push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  return true;
+}
 
 bool read_line(std::string* out) {
   out->clear();
@@ -123,14 +164,28 @@ int cmd_chat(int argc, char** argv) {
         messages.resize(pinned);
         st = conv.reset();
         std::fprintf(stderr, st == EMBER_OK ? "[conversation reset]\n" : "[reset failed: %s]\n", ember_last_error());
-      } else if ((cmd == "/save" || cmd == "/load") && !arg.empty()) {
-        // The state is the session's tokens and KV; the messages are
-        // re-derived on the next turn from what the session holds (a loaded
-        // state is continued, its text is not shown again).
-        st = cmd == "/save" ? conv.save(arg) : conv.load(arg);
-        if (st == EMBER_OK && cmd == "/load") messages.resize(pinned);
-        std::fprintf(stderr, st == EMBER_OK ? "[%s %s]\n" : "[%s failed: %s]\n", cmd == "/save" ? "saved to" : "loaded",
-                     st == EMBER_OK ? arg.c_str() : ember_last_error());
+      } else if (cmd == "/save" && !arg.empty()) {
+        // The session's state (tokens and KV) in FILE, the messages beside it
+        // in FILE.messages.json: a load continues the same conversation.
+        st = conv.save(arg);
+        std::string error = st == EMBER_OK ? "" : ember_last_error();
+        if (st == EMBER_OK && !write_messages(arg + ".messages.json", messages, &error)) st = EMBER_ERR_IO;
+        if (st == EMBER_OK) {
+          std::fprintf(stderr, "[saved to %s and %s.messages.json]\n", arg.c_str(), arg.c_str());
+        } else {
+          std::fprintf(stderr, "[save failed: %s]\n", error.c_str());
+        }
+      } else if (cmd == "/load" && !arg.empty()) {
+        std::vector<ChatTurn> loaded;
+        std::string error;
+        if (!read_messages(arg + ".messages.json", &loaded, &error)) {
+          std::fprintf(stderr, "[load failed: %s]\n", error.c_str());
+        } else if ((st = conv.load(arg)) != EMBER_OK) {
+          std::fprintf(stderr, "[load failed: %s]\n", ember_last_error());
+        } else {
+          messages = std::move(loaded);
+          std::fprintf(stderr, "[loaded %s: %zu messages]\n", arg.c_str(), messages.size());
+        }
       } else {
         std::fprintf(stderr, "[unknown command '%s': /reset, /save FILE, /load FILE, /quit]\n", line.c_str());
       }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tools/ember/args.h"
+#include "tools/ember/chat_render.h"
 #include "tools/ember/commands.h"
 #include "tools/ember/model_cache.h"
 
@@ -72,6 +73,8 @@ const char* kRunHelp =
     "  -n N               tokens to generate (default 128); 0 = prefill the prompt only\n"
     "  --tokens IDS       the prompt as exact token ids, comma-separated: nothing is tokenized or\n"
     "                     added (no BOS); instead of -p\n"
+    "  --chat             -p is a user message: rendered with the model's chat template (or\n"
+    "                     --template NAME|FILE; --system S adds a system message), only the reply printed\n"
     "  --ids              print the generated token ids, one per line, instead of the text (the\n"
     "                     prompt is not echoed)\n"
     "  --temp T           temperature; 0 = greedy (default 0)\n"
@@ -99,9 +102,9 @@ const char* kRunHelp =
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
                                          "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
-                                         "--require-signature", "--tokens", "--stop"};
+                                         "--require-signature", "--tokens", "--stop", "--system", "--template"};
   std::vector<std::string> known = with_value;
-  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids"});
+  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids", "--chat"});
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -131,10 +134,18 @@ int cmd_run(int argc, char** argv) {
   if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember run --help)");
   const std::string prompt = args.get("-p");
-  const bool exact = args.has("--tokens");
+  const bool chat = args.has("--chat");
+  if (chat && (args.has("--tokens") || !args.has("-p"))) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--chat takes the user's message as -p (not --tokens)");
+  }
+  if (!chat && (args.has("--system") || args.has("--template"))) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--system and --template go with --chat");
+  }
+  // With --chat the prompt is rendered and tokenized below, then run as ids.
+  const bool exact = args.has("--tokens") || chat;
   const bool print_ids = args.has("--ids");
   std::vector<int32_t> ids;
-  if (exact) {
+  if (args.has("--tokens")) {
     if (args.has("-p")) return report(EMBER_ERR_INVALID_ARGUMENT, "-p and --tokens both give the prompt: pass one");
     std::string error;
     if (!parse_token_list(args.get("--tokens"), &ids, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
@@ -162,6 +173,21 @@ int cmd_run(int argc, char** argv) {
   ember_model_info info;
   info.struct_size = sizeof info;
   ember_model_get_info(model, &info);
+  if (chat) {
+    ChatRenderer renderer;
+    std::vector<ChatTurn> messages;
+    if (args.has("--system")) messages.push_back({"system", args.get("--system")});
+    messages.push_back({"user", prompt});
+    std::string rendered;
+    int rc = renderer.init(model, args.get("--template"));
+    if (rc == 0) rc = renderer.render(messages, /*add_generation_prompt=*/true, &rendered);
+    if (rc == 0) rc = tokenize_rendered(model, rendered, &ids);
+    if (rc != 0) {
+      ember_model_free(model);
+      return rc;
+    }
+    std::fprintf(stderr, "chat template: %s\n", renderer.description().c_str());
+  }
   // --tokens ids are checked before anything else runs or prints.
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] >= info.vocab_size) {
@@ -184,16 +210,17 @@ int cmd_run(int argc, char** argv) {
     // ember_generate tokenizes the prompt the same way.
     ids.resize(prompt.size() + 2);
     size_t n_ids = 0;
-    st = ember_tokenize(model, prompt.data(), prompt.size(), 1, ids.data(), ids.size(), &n_ids);
+    st = ember_tokenize(model, prompt.data(), prompt.size(), info.add_bos ? EMBER_TOKENIZE_ADD_BOS : 0, ids.data(),
+                        ids.size(), &n_ids);
     ids.resize(st == EMBER_OK ? n_ids : 0);
     if (st != EMBER_OK) report_last(st);
   }
   // The prompt, printed as its pieces (the reference's way), unless only ids
-  // are printed. A text prompt's first id is the BOS it added.
+  // are printed. A text prompt's first id is the BOS it added, if any.
   if (st == EMBER_OK && !print_ids) {
     char buf[256];
     size_t len = 0;
-    for (size_t i = exact ? 0 : 1; i < ids.size(); ++i) {
+    for (size_t i = exact || !info.add_bos ? 0 : 1; i < ids.size() && !chat; ++i) {
       if (ember_token_to_piece(model, i ? ids[i - 1] : -1, ids[i], buf, sizeof buf, &len) == EMBER_OK) {
         print_piece(buf, len);
       }

@@ -34,5 +34,6 @@ int cmd_advise(int argc, char** argv);
 int cmd_gate(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_template(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 
 }  // namespace ember::cli

@@ -21,12 +21,22 @@ struct Relay {
 ember_status Conversation::turn(const std::string& rendered, const TurnOptions& options,
                                 ember_token_callback on_piece, void* user, TurnStats* stats) {
   *stats = TurnStats();
+  // The rendering spells the template's control tokens: parsed as such.
+  // BOS is added when asked and the rendering does not begin with it.
+  const int flags = EMBER_TOKENIZE_PARSE_SPECIAL;
   size_t n = 0;
-  ember_status st = ember_tokenize(model_, rendered.data(), rendered.size(), options.add_bos, nullptr, 0, &n);
+  ember_status st = ember_tokenize(model_, rendered.data(), rendered.size(), flags, nullptr, 0, &n);
   if (st != EMBER_OK && st != EMBER_ERR_BUFFER_TOO_SMALL) return st;
   ids_.resize(n);
-  st = ember_tokenize(model_, rendered.data(), rendered.size(), options.add_bos, ids_.data(), ids_.size(), &n);
+  st = ember_tokenize(model_, rendered.data(), rendered.size(), flags, ids_.data(), ids_.size(), &n);
   if (st != EMBER_OK) return st;
+  if (options.add_bos) {
+    ember_model_info info;
+    info.struct_size = sizeof info;
+    st = ember_model_get_info(model_, &info);
+    if (st != EMBER_OK) return st;
+    if (info.bos_id >= 0 && (ids_.empty() || ids_[0] != info.bos_id)) ids_.insert(ids_.begin(), info.bos_id);
+  }
   if (ids_.empty()) return ember_generate(session_, nullptr, nullptr, nullptr, nullptr);  // the C API's own message
 
   st = ember_session_tokens(session_, nullptr, 0, &n);

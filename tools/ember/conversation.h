@@ -27,7 +27,8 @@ struct TurnOptions {
   ember_generate_options generate;  // sampling, max_new_tokens, context_shift;
                                     // prompt fields and stop strings are set by turn()
   std::vector<std::string> stop_strings;
-  bool add_bos = true;  // BOS before the rendered text (off when the template writes it)
+  bool add_bos = true;  // BOS before the rendered text unless it begins with BOS
+                        // (set from ember_model_info.add_bos)
 };
 
 struct TurnStats {

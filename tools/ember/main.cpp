@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"convert", ember::cli::cmd_convert, "convert a llama2.c checkpoint or GGUF file: convert IN -o OUT.ember"},
     {"info", ember::cli::cmd_info, "show a model's hyper-parameters, tokenizer, tensors, provenance"},
     {"tokenize", ember::cli::cmd_tokenize, "tokenize FILE (--text T | --file F)"},
+    {"chat", ember::cli::cmd_chat, "chat with a model in the terminal: chat -m MODEL [--system S] (its chat template; KV kept between turns)"},
     {"template", ember::cli::cmd_template, "render a chat: template --messages M.json (-m M | --template NAME | --template-file T)"},
     {"backends", ember::cli::cmd_backends, "the support matrix: backends, devices, types, features"},
     {"plan", ember::cli::cmd_plan, "memory a session will take, before it exists: plan -m M [--ctx N] [--json]"},

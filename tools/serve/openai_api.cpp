@@ -236,20 +236,28 @@ bool parse_completion_request(std::string_view body, bool chat, CompletionReques
   return true;
 }
 
-const char* chat_template_name(const ember_model*) {
-  return "fallback 'role: text' transcript (built into ember serve until ember_chat_format lands)";
+std::string chat_template_name(const ember_model* model) {
+  if (const char* builtin = ember_chat_default_template(model)) {
+    return std::string("built-in '") + builtin + "' (the model file has no tokenizer.chat_template)";
+  }
+  return "the model's own (tokenizer.chat_template)";
 }
 
-ember_status format_chat(const ember_model*, const std::vector<ChatMessage>& messages, std::string* out) {
+ember_status format_chat(const ember_model* model, const std::vector<ChatMessage>& messages, std::string* out) {
   out->clear();
-  for (const auto& m : messages) {
-    out->append(m.role == "developer" ? "system" : m.role);
-    out->append(": ");
-    out->append(m.content);
-    out->append("\n");
+  std::vector<ember_chat_message> msgs(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    // OpenAI's "developer" role is the system prompt of newer clients.
+    msgs[i].role = messages[i].role == "developer" ? "system" : messages[i].role.c_str();
+    msgs[i].content = messages[i].content.c_str();
   }
-  out->append("assistant:");
-  return EMBER_OK;
+  size_t len = 0;
+  ember_status st = ember_chat_format(model, nullptr, msgs.data(), msgs.size(), 1, nullptr, 0, &len);
+  if (st != EMBER_ERR_BUFFER_TOO_SMALL && st != EMBER_OK) return st;
+  out->resize(len);
+  st = ember_chat_format(model, nullptr, msgs.data(), msgs.size(), 1, out->data(), out->size(), &len);
+  if (st != EMBER_OK) out->clear();
+  return st;
 }
 
 std::string error_body(int http_status, std::string_view message) {

@@ -47,7 +47,7 @@ bool parse_completion_request(std::string_view body, bool chat, CompletionReques
 // writes a plain "role: text" transcript ending with "assistant:". *name is
 // the template used, printed at start.
 ember_status format_chat(const ember_model* model, const std::vector<ChatMessage>& messages, std::string* out);
-const char* chat_template_name(const ember_model* model);
+std::string chat_template_name(const ember_model* model);
 
 // {"error":{"message":...,"type":...,"param":null,"code":...}}
 std::string error_body(int http_status, std::string_view message);

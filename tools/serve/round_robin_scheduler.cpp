@@ -166,9 +166,9 @@ class RoundRobinScheduler final : public Scheduler {
       }
     }
     s.last_token = now;
-    // End of sequence: the vocabulary's EOS, or BOS for llama2.c
-    // vocabularies (as ember_generate; the C API has no wider end set yet).
-    if (token == eos_ || token == bos_) {
+    // End of generation: the vocabulary's end set (EOS, EOT, <|im_end|>,
+    // ...), or BOS for llama2.c vocabularies (as ember_generate).
+    if (ember_token_is_eog(model_, token) || token == eos_ || token == bos_) {
       finish(s, Finish::kStop);
       return;
     }

@@ -159,7 +159,7 @@ int serve_main(int argc, char** argv) {
                       " slot(s) fit at this ctx" +
                       (lo > 0 ? ", or " + std::to_string(slots) + " slot(s) at --ctx " + std::to_string(lo) : std::string()));
   }
-  std::fprintf(stderr, "chat template: %s\n", chat_template_name(model));
+  std::fprintf(stderr, "chat template: %s\n", chat_template_name(model).c_str());
 
   Metrics metrics;
   RoundRobinConfig rc;

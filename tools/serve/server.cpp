@@ -302,12 +302,22 @@ bool Server::generate(Connection& c, const HttpRequest& r, bool chat, const std:
     }
     ids = cr.prompt_tokens;
   } else {
+    // A rendered chat template spells its control tokens ("<|im_start|>")
+    // and may write BOS itself: its text is parsed for them, and BOS is
+    // added only when the model wants one and the rendering has none. A
+    // plain prompt is user text: nothing in it becomes a control token.
+    int flags = info.add_bos ? EMBER_TOKENIZE_ADD_BOS : 0;
+    if (chat) flags = EMBER_TOKENIZE_PARSE_SPECIAL;
     size_t n = 0;
     ids.resize(prompt_text.size() + 2);
-    ember_status st = ember_tokenize(model_, prompt_text.data(), prompt_text.size(), 1, ids.data(), ids.size(), &n);
+    ember_status st = ember_tokenize(model_, prompt_text.data(), prompt_text.size(), flags, ids.data(), ids.size(), &n);
     if (st == EMBER_ERR_BUFFER_TOO_SMALL) {
       ids.resize(n);
-      st = ember_tokenize(model_, prompt_text.data(), prompt_text.size(), 1, ids.data(), ids.size(), &n);
+      st = ember_tokenize(model_, prompt_text.data(), prompt_text.size(), flags, ids.data(), ids.size(), &n);
+    }
+    if (st == EMBER_OK && chat && info.add_bos && (n == 0 || ids[0] != info.bos_id)) {
+      ids.insert(ids.begin(), info.bos_id);
+      ++n;
     }
     if (st != EMBER_OK) return respond_error(c, route, 400, std::string("the prompt: ") + ember_last_error(), keep);
     ids.resize(n);
