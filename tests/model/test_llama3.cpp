@@ -17,6 +17,7 @@
 #include "tools/convert/importers.h"
 #include "tools/convert/model_writer.h"
 #include "tools/convert/synthetic.h"
+#include "model/family_fixture.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace {
@@ -36,24 +37,7 @@ Builder rope_graph(const std::vector<float>& factors) {
   return b;
 }
 
-// Logits of `tokens` as one prefill, from an .ember file on the CPU.
-std::vector<float> prefill_logits(const std::string& path, const std::vector<int32_t>& tokens) {
-  ember_model* m = nullptr;
-  REQUIRE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK);
-  ember_session_options so;
-  ember_session_options_default(&so);
-  so.n_threads = 2;
-  ember_session* s = nullptr;
-  REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
-  ember_model_info info{};
-  info.struct_size = sizeof info;
-  REQUIRE(ember_model_get_info(m, &info) == EMBER_OK);
-  std::vector<float> out(info.vocab_size);
-  REQUIRE(ember_session_prefill(s, tokens.data(), static_cast<int32_t>(tokens.size()), out.data()) == EMBER_OK);
-  ember_session_free(s);
-  ember_model_free(m);
-  return out;
-}
+using ember::test::prefill_logits;
 
 SynthShape tiny_llama3() {
   SynthShape s;

@@ -22,29 +22,14 @@
 #include "tools/convert/importers.h"
 #include "tools/convert/model_writer.h"
 #include "tools/convert/synthetic.h"
+#include "model/family_fixture.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace {
 
 using namespace ember;
 
-std::vector<float> prefill(const std::string& path, const std::vector<int32_t>& tokens) {
-  ember_model* m = nullptr;
-  REQUIRE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK);
-  ember_model_info info{};
-  info.struct_size = sizeof info;
-  REQUIRE(ember_model_get_info(m, &info) == EMBER_OK);
-  ember_session_options so;
-  ember_session_options_default(&so);
-  so.n_threads = 2;
-  ember_session* s = nullptr;
-  REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
-  std::vector<float> out(info.vocab_size);
-  REQUIRE(ember_session_prefill(s, tokens.data(), static_cast<int32_t>(tokens.size()), out.data()) == EMBER_OK);
-  ember_session_free(s);
-  ember_model_free(m);
-  return out;
-}
+using ember::test::prefill_logits;
 
 std::unique_ptr<ImportedModel> tiny_phi3(DType dtype = DType::F32) {
   SynthShape shape;
@@ -121,7 +106,7 @@ TEST_CASE("phi3 synthetic: the GGUF fuses q/k/v and gate/up, the import splits t
       }
     }
     REQUIRE(write_model(back, converted).is_ok());
-    CHECK(ember::test::max_abs_diff(prefill(ember_path, kTokens), prefill(converted, kTokens)) == 0.0);
+    CHECK(ember::test::max_abs_diff(prefill_logits(ember_path, kTokens), prefill_logits(converted, kTokens)) == 0.0);
   }
 }
 
@@ -140,7 +125,7 @@ TEST_CASE("phi3: the fused halves are used in their order (gate first)") {
     else if (up != std::string::npos) t.name.replace(up, 6, "ffn_gate");
   }
   REQUIRE(write_model(swapped, dir + "/swapped.ember").is_ok());
-  CHECK(ember::test::max_abs_diff(prefill(dir + "/p.ember", kTokens), prefill(dir + "/swapped.ember", kTokens)) > 1e-3);
+  CHECK(ember::test::max_abs_diff(prefill_logits(dir + "/p.ember", kTokens), prefill_logits(dir + "/swapped.ember", kTokens)) > 1e-3);
   // K and V exchanged inside the fused rows (the same shape, so only the
   // split's order tells them apart): other logits.
   ModelSpec kv = spec;
@@ -154,7 +139,7 @@ TEST_CASE("phi3: the fused halves are used in their order (gate first)") {
   auto imported = import_gguf(dir + "/kv.gguf");
   REQUIRE(imported.is_ok());
   REQUIRE(write_model(imported.value()->spec, dir + "/kv.ember").is_ok());
-  CHECK(ember::test::max_abs_diff(prefill(dir + "/p.ember", kTokens), prefill(dir + "/kv.ember", kTokens)) > 1e-3);
+  CHECK(ember::test::max_abs_diff(prefill_logits(dir + "/p.ember", kTokens), prefill_logits(dir + "/kv.ember", kTokens)) > 1e-3);
 }
 
 TEST_CASE("phi3: LongRoPE, a separate gate and misshapen fused tensors are refused by name") {
@@ -232,27 +217,7 @@ TEST_CASE("phi3: LongRoPE, a separate gate and misshapen fused tensors are refus
 
 #if EMBER_VULKAN
 TEST_CASE("phi3: vulkan gives the cpu's logits") {
-  auto vk = ember::test::open_vulkan();
-  if (!vk) return;
-  auto model = tiny_phi3();
-  const std::string dir = test::temp_dir("phi3-vk");
-  const std::string path = dir + "/p.ember";
-  REQUIRE(write_model(model->spec, path).is_ok());
-  auto opened = Model::open(path, Model::Options{});
-  REQUIRE(opened.is_ok());
-  auto g = build_llama_graph(opened.value()->file().contents(), 32, 8);
-  REQUIRE(g.is_ok());
-  ember::test::Runner cpu, gpu;
-  REQUIRE(cpu.init(g.value(), ember::test::cpu_backend()).is_ok());
-  REQUIRE(gpu.init(g.value(), std::move(vk)).is_ok());
-  std::vector<float> lc, lg;
-  int32_t pos = 0;
-  for (const std::vector<int32_t>& t : {std::vector<int32_t>{1, 40, 41, 42, 43}, std::vector<int32_t>{44}}) {
-    REQUIRE(cpu.step(t, pos, &lc).is_ok());
-    REQUIRE(gpu.step(t, pos, &lg).is_ok());
-    CHECK(ember::test::max_abs_diff(lc, lg) < 1e-4);
-    pos += static_cast<int32_t>(t.size());
-  }
+  ember::test::check_vulkan_matches_cpu(tiny_phi3()->spec, "phi3-vk");
 }
 #endif
 

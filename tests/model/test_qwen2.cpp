@@ -18,29 +18,14 @@
 #include "tools/convert/importers.h"
 #include "tools/convert/model_writer.h"
 #include "tools/convert/synthetic.h"
+#include "model/family_fixture.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace {
 
 using namespace ember;
 
-std::vector<float> prefill(const std::string& path, const std::vector<int32_t>& tokens) {
-  ember_model* m = nullptr;
-  REQUIRE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK);
-  ember_model_info info{};
-  info.struct_size = sizeof info;
-  REQUIRE(ember_model_get_info(m, &info) == EMBER_OK);
-  ember_session_options so;
-  ember_session_options_default(&so);
-  so.n_threads = 2;
-  ember_session* s = nullptr;
-  REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
-  std::vector<float> out(info.vocab_size);
-  REQUIRE(ember_session_prefill(s, tokens.data(), static_cast<int32_t>(tokens.size()), out.data()) == EMBER_OK);
-  ember_session_free(s);
-  ember_model_free(m);
-  return out;
-}
+using ember::test::prefill_logits;
 
 std::unique_ptr<ImportedModel> tiny_qwen2() {
   SynthShape shape;
@@ -71,8 +56,8 @@ TEST_CASE("qwen2 synthetic: biases and half-split rope survive GGUF, the biases 
   CHECK(imported.value()->spec.hparams.arch == ModelArch::Qwen2);
   CHECK(imported.value()->spec.hparams.rope_style == RopeStyle::Half);
   REQUIRE(write_model(imported.value()->spec, converted).is_ok());
-  const std::vector<float> a = prefill(ember_path, kTokens);
-  CHECK(ember::test::max_abs_diff(a, prefill(converted, kTokens)) == 0.0);
+  const std::vector<float> a = prefill_logits(ember_path, kTokens);
+  CHECK(ember::test::max_abs_diff(a, prefill_logits(converted, kTokens)) == 0.0);
 
   // The graph: three bias-adds per layer, after the q/k/v matmuls.
   auto opened = Model::open(ember_path, Model::Options{});
@@ -91,7 +76,7 @@ TEST_CASE("qwen2 synthetic: biases and half-split rope survive GGUF, the biases 
   }
   const std::string zero_path = dir + "/q-zero.ember";
   REQUIRE(write_model(zero, zero_path).is_ok());
-  CHECK(ember::test::max_abs_diff(a, prefill(zero_path, kTokens)) > 1e-3);
+  CHECK(ember::test::max_abs_diff(a, prefill_logits(zero_path, kTokens)) > 1e-3);
 }
 
 TEST_CASE("qwen2: a missing or misshapen bias is refused by name") {
@@ -134,27 +119,7 @@ TEST_CASE("qwen2: a missing or misshapen bias is refused by name") {
 
 #if EMBER_VULKAN
 TEST_CASE("qwen2: vulkan gives the cpu's logits") {
-  auto vk = ember::test::open_vulkan();
-  if (!vk) return;
-  const std::string dir = test::temp_dir("qwen2-vk");
-  auto model = tiny_qwen2();
-  const std::string path = dir + "/q.ember";
-  REQUIRE(write_model(model->spec, path).is_ok());
-  auto opened = Model::open(path, Model::Options{});
-  REQUIRE(opened.is_ok());
-  auto g = build_llama_graph(opened.value()->file().contents(), 32, 8);
-  REQUIRE(g.is_ok());
-  ember::test::Runner cpu, gpu;
-  REQUIRE(cpu.init(g.value(), ember::test::cpu_backend()).is_ok());
-  REQUIRE(gpu.init(g.value(), std::move(vk)).is_ok());
-  std::vector<float> lc, lg;
-  int32_t pos = 0;
-  for (const std::vector<int32_t>& t : {std::vector<int32_t>{1, 40, 41, 42, 43}, std::vector<int32_t>{44}}) {
-    REQUIRE(cpu.step(t, pos, &lc).is_ok());
-    REQUIRE(gpu.step(t, pos, &lg).is_ok());
-    CHECK(ember::test::max_abs_diff(lc, lg) < 1e-4);
-    pos += static_cast<int32_t>(t.size());
-  }
+  ember::test::check_vulkan_matches_cpu(tiny_qwen2()->spec, "qwen2-vk");
 }
 #endif
 

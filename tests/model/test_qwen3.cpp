@@ -21,29 +21,14 @@
 #include "tools/convert/importers.h"
 #include "tools/convert/model_writer.h"
 #include "tools/convert/synthetic.h"
+#include "model/family_fixture.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace {
 
 using namespace ember;
 
-std::vector<float> prefill(const std::string& path, const std::vector<int32_t>& tokens) {
-  ember_model* m = nullptr;
-  REQUIRE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK);
-  ember_model_info info{};
-  info.struct_size = sizeof info;
-  REQUIRE(ember_model_get_info(m, &info) == EMBER_OK);
-  ember_session_options so;
-  ember_session_options_default(&so);
-  so.n_threads = 2;
-  ember_session* s = nullptr;
-  REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
-  std::vector<float> out(info.vocab_size);
-  REQUIRE(ember_session_prefill(s, tokens.data(), static_cast<int32_t>(tokens.size()), out.data()) == EMBER_OK);
-  ember_session_free(s);
-  ember_model_free(m);
-  return out;
-}
+using ember::test::prefill_logits;
 
 // Heads of 32 over dim 64: q is 4 x 32 = 128 wide, as Qwen3's are wider
 // than dim / n_heads.
@@ -79,8 +64,8 @@ TEST_CASE("qwen3 synthetic: q/k norms and wide heads survive GGUF, the norms are
   CHECK(imported.value()->spec.hparams.rope_style == RopeStyle::Half);
   CHECK(imported.value()->spec.hparams.head_dim() == 32);
   REQUIRE(write_model(imported.value()->spec, converted).is_ok());
-  const std::vector<float> a = prefill(ember_path, kTokens);
-  CHECK(ember::test::max_abs_diff(a, prefill(converted, kTokens)) == 0.0);
+  const std::vector<float> a = prefill_logits(ember_path, kTokens);
+  CHECK(ember::test::max_abs_diff(a, prefill_logits(converted, kTokens)) == 0.0);
 
   // The graph: two grouped rmsnorms per layer (q, then k), head_dim wide,
   // right before the two ropes.
@@ -114,7 +99,7 @@ TEST_CASE("qwen3 synthetic: q/k norms and wide heads survive GGUF, the norms are
     }
     const std::string path = dir + "/q-" + which + ".ember";
     REQUIRE(write_model(changed, path).is_ok());
-    CHECK(ember::test::max_abs_diff(a, prefill(path, kTokens)) > 1e-3);
+    CHECK(ember::test::max_abs_diff(a, prefill_logits(path, kTokens)) > 1e-3);
   }
 }
 
@@ -246,27 +231,7 @@ TEST_CASE("grouped rmsnorm: each group normalized on its own with the group's we
 
 #if EMBER_VULKAN
 TEST_CASE("qwen3: vulkan gives the cpu's logits") {
-  auto vk = ember::test::open_vulkan();
-  if (!vk) return;
-  auto model = tiny_qwen3();
-  const std::string dir = test::temp_dir("qwen3-vk");
-  const std::string path = dir + "/q.ember";
-  REQUIRE(write_model(model->spec, path).is_ok());
-  auto opened = Model::open(path, Model::Options{});
-  REQUIRE(opened.is_ok());
-  auto g = build_llama_graph(opened.value()->file().contents(), 32, 8);
-  REQUIRE(g.is_ok());
-  ember::test::Runner cpu, gpu;
-  REQUIRE(cpu.init(g.value(), ember::test::cpu_backend()).is_ok());
-  REQUIRE(gpu.init(g.value(), std::move(vk)).is_ok());
-  std::vector<float> lc, lg;
-  int32_t pos = 0;
-  for (const std::vector<int32_t>& t : {std::vector<int32_t>{1, 40, 41, 42, 43}, std::vector<int32_t>{44}}) {
-    REQUIRE(cpu.step(t, pos, &lc).is_ok());
-    REQUIRE(gpu.step(t, pos, &lg).is_ok());
-    CHECK(ember::test::max_abs_diff(lc, lg) < 1e-4);
-    pos += static_cast<int32_t>(t.size());
-  }
+  ember::test::check_vulkan_matches_cpu(tiny_qwen3()->spec, "qwen3-vk");
 }
 #endif
 
