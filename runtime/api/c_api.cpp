@@ -16,10 +16,14 @@
 
 struct ember_model {
   std::unique_ptr<ember::Model> model;
+  // The built-in chat template for a file without one (ember::
+  // default_chat_template), chosen once at open: it scans the vocabulary.
+  const char* default_chat_template = nullptr;
 };
 
 const ember::Vocab& ember::model_vocab(const ember_model* m) { return m->model->tokenizer().vocab(); }
 int ember::model_arch(const ember_model* m) { return static_cast<int>(m->model->hparams().arch); }
+const char* ember::model_default_chat_template(const ember_model* m) { return m->default_chat_template; }
 
 int ember_token_is_eog(const ember_model* model, int32_t token) {
   return model && model->model->tokenizer().is_eog(token) ? 1 : 0;
@@ -193,6 +197,7 @@ ember_status ember_model_open(const char* path, const ember_model_options* optio
   if (!model.is_ok()) return done(model.status());
   *out_model = new (std::nothrow) ember_model{std::move(model).value()};
   if (!*out_model) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the model handle");
+  (*out_model)->default_chat_template = ember::default_chat_template(*out_model);
   return EMBER_OK;
 }
 

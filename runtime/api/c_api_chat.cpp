@@ -22,8 +22,10 @@ bool has_piece(const ember::Vocab& v, const char* piece) {
   return false;
 }
 
+}  // namespace
+
 // The built-in for a file without a template (ember_chat_default_template).
-const char* default_builtin(const ember_model* model) {
+const char* ember::default_chat_template(const ember_model* model) {
   const ember::Vocab& v = ember::model_vocab(model);
   switch (static_cast<ember::ModelArch>(ember::model_arch(model))) {
     case ember::ModelArch::Qwen2:
@@ -41,11 +43,9 @@ const char* default_builtin(const ember_model* model) {
   return "chatml";
 }
 
-}  // namespace
-
 extern "C" const char* ember_chat_default_template(const ember_model* model) {
   if (!model || !ember::model_vocab(model).chat_template.empty()) return nullptr;
-  return default_builtin(model);
+  return ember::model_default_chat_template(model);
 }
 
 extern "C" ember_status ember_chat_format(const ember_model* model, const char* chat_template,
@@ -80,7 +80,7 @@ extern "C" ember_status ember_chat_format(const ember_model* model, const char* 
   }
   if (!chat_template) {
     tmpl = ember::model_vocab(model).chat_template;
-    if (tmpl.empty()) tmpl = ember::chat::builtin_chat_template(default_builtin(model));
+    if (tmpl.empty()) tmpl = ember::chat::builtin_chat_template(ember::model_default_chat_template(model));
   } else if (looks_like_template(chat_template)) {
     tmpl = chat_template;
   } else {

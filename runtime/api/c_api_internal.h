@@ -16,5 +16,10 @@ const char* g_last_error_ptr();
 const Vocab& model_vocab(const ember_model* m);
 // The model family (core/hparams.h ModelArch, as its integer), for the same files.
 int model_arch(const ember_model* m);
+// The built-in chat template for `m`'s family and vocabulary (api/c_api_chat.cpp;
+// scans the vocabulary, so ember_model_open calls it once), and that choice
+// as recorded on the handle.
+const char* default_chat_template(const ember_model* m);
+const char* model_default_chat_template(const ember_model* m);
 
 }  // namespace ember
