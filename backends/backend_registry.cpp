@@ -117,6 +117,16 @@ AutoChoice choose_auto(const std::vector<AutoCandidate>& candidates) {
   return choice;
 }
 
+Status Backend::remove_seq_positions(int32_t seq, int32_t start, int32_t end, int32_t n_pos) {
+  if (seq == 0) return remove_positions(start, end, n_pos);
+  return Status::error(EMBER_ERR_UNSUPPORTED, "%s: the backend holds one sequence (asked for sequence %d)", name(),
+                       seq);
+}
+
+Status Backend::copy_seq(int32_t src, int32_t dst, int32_t) {
+  return Status::error(EMBER_ERR_UNSUPPORTED, "%s: the backend cannot copy sequence %d to %d", name(), src, dst);
+}
+
 Status Backend::read_kv(int32_t, bool, int32_t, uint8_t*) {
   return Status::error(EMBER_ERR_UNSUPPORTED, "the %s backend cannot read its KV cache out (saved sessions)", name());
 }

@@ -33,14 +33,16 @@ void cpu_rope(const RopeParams& p, float* x, int64_t cols, int32_t n, const floa
   }
 }
 
-void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const float* v, int32_t n, int32_t pos) {
+void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const float* v, int32_t n,
+                  const CpuStepRows& rows) {
   for (int32_t i = 0; i < n; ++i) {
-    kv_store_row(kv.k_type, k + i * kv_dim, kv.k + (pos + i) * kv.k_row_bytes, kv_dim);
-    kv_store_row(kv.v_type, v + i * kv_dim, kv.v + (pos + i) * kv.v_row_bytes, kv_dim);
+    const int64_t r = static_cast<int64_t>(rows.base[i]) + rows.pos[i];
+    kv_store_row(kv.k_type, k + i * kv_dim, kv.k + r * kv.k_row_bytes, kv_dim);
+    kv_store_row(kv.v_type, v + i * kv_dim, kv.v + r * kv.v_row_bytes, kv_dim);
   }
 }
 
-void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
+void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* q, float* out, const CpuStepRows& rows,
                    int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
                    float* scratch, const AttentionKernels& kern) {
   const int64_t head_dim = p.head_dim, kv_dim = head_dim * p.n_kv_heads, q_dim = head_dim * p.n_heads;
@@ -51,8 +53,10 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
   float* krow = scratch + static_cast<int64_t>(head_end - head_begin) * context;
   float* vrow = krow + kv_dim;
   for (int32_t i = row_begin; i < row_end; ++i) {
-    // Keys t0 .. pos + i: all of them, or a sliding window's last p.window.
-    const int32_t n_all = pos + i + 1;
+    // Keys t0 .. pos[i] of the row's sequence: all of them, or a sliding
+    // window's last p.window. t counts from the sequence's first cache row.
+    const int32_t n_all = rows.pos[i] + 1;
+    const int64_t base = rows.base[i];
     const int32_t t0 = p.window != 0 && n_all > static_cast<int32_t>(p.window) ? n_all - static_cast<int32_t>(p.window) : 0;
     const int32_t n_pos = n_all - t0;
     const float* qi = q + i * q_dim;
@@ -60,12 +64,12 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
       const float* k = reinterpret_cast<const float*>(kv.k);
       const int64_t stride = static_cast<int64_t>(kv.k_row_bytes / sizeof(float));
       for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        kern.dot_rows(qi + hh * head_dim, k + t0 * stride + (hh / group) * head_dim, stride, n_pos, head_dim, scale,
+        kern.dot_rows(qi + hh * head_dim, k + (base + t0) * stride + (hh / group) * head_dim, stride, n_pos, head_dim, scale,
                       scores + hh * context);
       }
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
-        kv_load_row(kv.k_type, kv.k + (t0 + t) * kv.k_row_bytes, krow, kv_dim);
+        kv_load_row(kv.k_type, kv.k + (base + t0 + t) * kv.k_row_bytes, krow, kv_dim);
         for (int32_t hh = head_begin; hh < head_end; ++hh) {
           scores[hh * context + t] = kern.dot(qi + hh * head_dim, krow + (hh / group) * head_dim, head_dim) * scale;
         }
@@ -84,12 +88,12 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
       const float* v = reinterpret_cast<const float*>(kv.v);
       const int64_t stride = static_cast<int64_t>(kv.v_row_bytes / sizeof(float));
       for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        kern.axpy_rows(out + i * q_dim + hh * head_dim, scores + hh * context, v + t0 * stride + (hh / group) * head_dim,
+        kern.axpy_rows(out + i * q_dim + hh * head_dim, scores + hh * context, v + (base + t0) * stride + (hh / group) * head_dim,
                        stride, n_pos, head_dim);
       }
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
-        kv_load_row(kv.v_type, kv.v + (t0 + t) * kv.v_row_bytes, vrow, kv_dim);
+        kv_load_row(kv.v_type, kv.v + (base + t0 + t) * kv.v_row_bytes, vrow, kv_dim);
         for (int32_t hh = head_begin; hh < head_end; ++hh) {
           kern.axpy(out + i * q_dim + hh * head_dim, scores[hh * context + t], vrow + (hh / group) * head_dim,
                     head_dim);

@@ -32,13 +32,22 @@ int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context, int32_t
 // angles per row.
 void cpu_rope(const RopeParams& p, float* x, int64_t cols, int32_t n, const float* cos, const float* sin);
 
-// Stores n rows of keys and values (kv_dim floats each) at positions
-// pos .. pos + n - 1.
-void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const float* v, int32_t n, int32_t pos);
+// Where a step's rows go in the cache: row i is at position pos[i] of its
+// sequence, whose position 0 is cache row base[i] (sequence x context).
+struct CpuStepRows {
+  const int32_t* pos = nullptr;
+  const int32_t* base = nullptr;
+};
 
-// For query rows i in [row_begin, row_end) of the step (position pos + i) and
-// heads [head_begin, head_end): out = softmax(q k^T * p.scale) v over
-// positions 0 .. pos + i (the last p.window of them when p.window is set;
+// Stores n rows of keys and values (kv_dim floats each) at cache rows
+// base[i] + pos[i].
+void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const float* v, int32_t n,
+                  const CpuStepRows& rows);
+
+// For query rows i in [row_begin, row_end) of the step (position rows.pos[i]
+// of the sequence at cache row rows.base[i]) and heads [head_begin,
+// head_end): out = softmax(q k^T * p.scale) v over the sequence's positions
+// 0 .. rows.pos[i] (the last p.window of them when p.window is set;
 // scores soft-capped first when p.softcap is set), with the dispatched f32 kernels (an f32 cache is
 // read in place, one kernel call per head and row; other types are
 // converted a row at a time and shared by the heads that read it).
@@ -49,7 +58,7 @@ struct AttentionKernels {
   AxpyRowsFn axpy_rows;
   SoftmaxFn softmax;
 };
-void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* q, float* out, int32_t pos,
+void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* q, float* out, const CpuStepRows& rows,
                    int32_t row_begin, int32_t row_end, int32_t head_begin, int32_t head_end, int32_t context,
                    float* scratch, const AttentionKernels& k);
 

@@ -193,6 +193,8 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
     kv.k_row_bytes = plan.kv_k_row_bytes;
     kv.v_row_bytes = plan.kv_v_row_bytes;
   }
+  row_pos_.assign(static_cast<size_t>(graph.max_batch), 0);
+  row_base_.assign(static_cast<size_t>(graph.max_batch), 0);
   const ScratchSizes s = scratch_sizes(graph, n_threads_);
   attention_floats_ = s.attention;
   row_stride_ = s.row;
@@ -264,7 +266,7 @@ Status CpuBackend::lower(const Graph& g) {
       case OpKind::Softcap:
         st.kind = CpuStepKind::Softcap;
         st.scale = op.params.softcap.cap;
-        st.one_row = g.activations[op.a].rows == 1;
+        st.one_row = g.activations[op.a].rows == 1 || g.activations[op.a].per_output;
         st.split = kElementwiseSplit;
         break;
       case OpKind::GeGLU:
@@ -292,7 +294,7 @@ Status CpuBackend::lower(const Graph& g) {
         }
         st.kind = CpuStepKind::MatMuls;
         st.split = kMatmulRowSplit;
-        st.one_row = g.activations[op.a].rows == 1;
+        st.one_row = g.activations[op.a].rows == 1 || g.activations[op.a].per_output;
         st.cols = g.weights[op.weight].cols;
         st.first = static_cast<int32_t>(matmuls_.size());
         st.count = count;
@@ -459,9 +461,20 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
 Status CpuBackend::execute(const StepArgs& step) {
   const Graph& g = *graph_;
   const int32_t n = step.n_tokens;
-  if (n <= 0 || n > g.max_batch || step.pos < 0 || step.pos + n > g.context) {
-    return Status::error(EMBER_ERR_INTERNAL, "cpu backend: step of %d tokens at %d outside the plan", n, step.pos);
+  {
+    Status st = check_step(g, step);
+    if (!st.is_ok()) return Status::error(st.code(), "cpu backend: %s", st.message().c_str());
   }
+  // Where each row goes: its position and its sequence's first cache row.
+  for (int32_t i = 0; i < n; ++i) {
+    row_pos_[i] = step.positions ? step.positions[i] : step.pos + i;
+    row_base_[i] = step.seqs ? step.seqs[i] * g.context : 0;
+  }
+  const CpuStepRows rows{row_pos_.data(), row_base_.data()};
+  // The logits head's rows: the step's output rows, or its last row.
+  const int32_t last_row = n - 1;
+  const int32_t* out_rows = step.out_rows ? step.out_rows : &last_row;
+  const int32_t n_out = step.out_rows ? step.n_out : 1;
   // Sessions sharing a host pool take turns, a whole step at a time.
   std::lock_guard<std::mutex> lock(pool_->callers());
   // RoPE angles for this step's positions, one table per distinct Rope.
@@ -471,7 +484,7 @@ Status CpuBackend::execute(const StepArgs& step) {
     float* cs = scratch_.rope_cos + t * rope_stride_;
     float* sn = scratch_.rope_sin + t * rope_stride_;
     for (int32_t i = 0; i < n; ++i) {
-      const float pos = static_cast<float>(step.pos + i);
+      const float pos = static_cast<float>(row_pos_[i]);
       for (int64_t j = 0; j < half; ++j) {
         const float angle = pos * freq[j];
         cs[i * half + j] = std::cos(angle);
@@ -514,8 +527,13 @@ Status CpuBackend::execute(const StepArgs& step) {
         const int64_t cols = s.cols;
         const int64_t rows = static_cast<int64_t>(n) * s.groups;
         if (s.one_row) {
-          for (int32_t j = 0; j < s.groups; ++j) {
-            s.rmsnorm(s.out + j * cols, s.a + (rows - s.groups + j) * cols, wf, cols, s.eps);
+          // The output rows, gathered: row out_rows[r] of `a` -> row r of out.
+          for (int32_t r = 0; r < n_out; ++r) {
+            const int64_t from = static_cast<int64_t>(out_rows[r]) * s.groups;
+            for (int32_t j = 0; j < s.groups; ++j) {
+              s.rmsnorm(s.out + (static_cast<int64_t>(r) * s.groups + j) * cols, s.a + (from + j) * cols, wf, cols,
+                        s.eps);
+            }
           }
         } else if (rows * cols < kParallelElements) {
           for (int64_t i = 0; i < rows; ++i) s.rmsnorm(s.out + i * cols, s.a + i * cols, wf, cols, s.eps);
@@ -529,7 +547,7 @@ Status CpuBackend::execute(const StepArgs& step) {
         break;
       }
       case CpuStepKind::MatMuls:
-        run_matmuls(s, s.one_row ? 1 : n);
+        run_matmuls(s, s.one_row ? n_out : n);
         break;
       case CpuStepKind::Rope:
         cpu_rope(s.rope, s.a, s.cols, n, scratch_.rope_cos + s.rope_table * rope_stride_,
@@ -539,14 +557,14 @@ Status CpuBackend::execute(const StepArgs& step) {
         // Keys and values of this step first; the causal bound keeps each
         // row from seeing later ones. Heads split over the threads, each
         // with its own scratch.
-        cpu_kv_store(static_cast<int64_t>(s.attn.head_dim) * s.attn.n_kv_heads, *s.kv, s.b, s.c, n, step.pos);
+        cpu_kv_store(static_cast<int64_t>(s.attn.head_dim) * s.attn.n_kv_heads, *s.kv, s.b, s.c, n, rows);
         // As many chunks as threads: the per-thread scratch holds
         // ceil(n_heads / threads) heads' scores.
         pool_->run(pool_->size(), [&](int chunk, int n_chunks, int thread) {
           int64_t h0, h1;
           split_range(s.n_heads, s.split, chunk, n_chunks, &h0, &h1);
           if (h0 >= h1) return;
-          cpu_attention(s.attn, *s.kv, s.a, s.out, step.pos, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1),
+          cpu_attention(s.attn, *s.kv, s.a, s.out, rows, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1),
                         g.context, scratch_.attention + thread * attention_floats_, attention_k_);
         });
         break;
@@ -572,7 +590,7 @@ Status CpuBackend::execute(const StepArgs& step) {
         float* o = s.out;
         const float* a = s.a;
         const float cap = s.scale;
-        const int64_t count = s.cols * (s.one_row ? 1 : n);
+        const int64_t count = s.cols * (s.one_row ? n_out : n);
         for (int64_t i = 0; i < count; ++i) o[i] = cap * std::tanh(a[i] / cap);
         break;
       }
@@ -584,7 +602,9 @@ Status CpuBackend::execute(const StepArgs& step) {
       }
     }
   }
-  if (step.logits) std::memcpy(step.logits, act(g.logits), g.hparams.vocab_size * sizeof(float));
+  if (step.logits) {
+    std::memcpy(step.logits, act(g.logits), static_cast<size_t>(n_out) * g.hparams.vocab_size * sizeof(float));
+  }
   return Status::ok();
 }
 

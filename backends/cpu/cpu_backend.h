@@ -60,7 +60,7 @@ struct CpuStep {
   // weight rows, a kernel tile; rmsnorm: token rows; attention: heads) or
   // floats (add, swiglu).
   int32_t split = 1;
-  bool one_row = false;     // matmuls: `a` holds one row; rmsnorm: the step's last row only
+  bool one_row = false;     // matmuls, softcap: `a` holds the output rows; rmsnorm: reads the output rows only
   // Embed / RmsNorm: the weight.
   const WeightRef* weight = nullptr;
   // RmsNorm / Add / SwiGLU kernels and parameters.
@@ -95,6 +95,8 @@ class CpuBackend final : public Backend {
   Status prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) override;
   Status execute(const StepArgs& step) override;
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
+  Status remove_seq_positions(int32_t seq, int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
+  Status copy_seq(int32_t src, int32_t dst, int32_t n_pos) override;                             // cpu_kv_shift.cpp
   Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out) override;       // cpu_kv_rows.cpp
   Status write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in) override;  // cpu_kv_rows.cpp
   std::string describe() const override;
@@ -119,6 +121,8 @@ class CpuBackend final : public Backend {
   };
 
   float* act(int32_t id) const { return acts_[id]; }
+  // Layer `layer`'s cache of sequence `seq` (its position 0 first).
+  CpuKvLayer seq_layer(uint32_t layer, int32_t seq) const;
   static constexpr int kMaxFusedMatmuls = 4;
   Status lower(const Graph& graph);
   void run_matmuls(const CpuStep& s, int32_t n);
@@ -133,7 +137,10 @@ class CpuBackend final : public Backend {
   std::shared_ptr<ThreadPool> pool_;
   const Graph* graph_ = nullptr;
   std::vector<float*> acts_;       // into the arena (lifetime: the session)
-  std::vector<CpuKvLayer> kv_;     // per layer, into the arena
+  std::vector<CpuKvLayer> kv_;     // per layer, into the arena (sequence 0's row 0)
+  // Per step row (max_batch each, sized at prepare): its position and its
+  // sequence's first cache row.
+  std::vector<int32_t> row_pos_, row_base_;
   std::vector<CpuStep> steps_;     // the lowered graph (prepare)
   std::vector<CpuMatmul> matmuls_; // the steps' matmuls
   Scratch scratch_;

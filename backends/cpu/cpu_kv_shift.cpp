@@ -44,17 +44,47 @@ void shift_layer(int64_t kv_dim, const RopeParams& rope, const CpuKvLayer& kv, i
 }  // namespace
 
 Status CpuBackend::remove_positions(int32_t start, int32_t end, int32_t n_pos) {
+  return remove_seq_positions(0, start, end, n_pos);
+}
+
+Status CpuBackend::remove_seq_positions(int32_t seq, int32_t start, int32_t end, int32_t n_pos) {
   const HParams& hp = graph_->hparams;
   if (start < 0 || end < start || end > n_pos || n_pos > graph_->context) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "remove [%d, %d) of %d positions", start, end, n_pos);
+  }
+  if (seq < 0 || seq >= graph_->n_seqs) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "remove: sequence %d outside 0..%d", seq, graph_->n_seqs - 1);
   }
   // scratch_.row holds the widest weight row, at least dim >= kv_dim floats.
   // n_layers and kv_dim: the cache layout (per model); the rotation: each
   // layer's key RoPE.
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
-    shift_layer(hp.kv_dim(), key_rope(*graph_, static_cast<int32_t>(l)), kv_[l], start, end, n_pos, scratch_.row);
+    shift_layer(hp.kv_dim(), key_rope(*graph_, static_cast<int32_t>(l)), seq_layer(l, seq), start, end, n_pos,
+                scratch_.row);
   }
   return Status::ok();
+}
+
+Status CpuBackend::copy_seq(int32_t src, int32_t dst, int32_t n_pos) {
+  if (src < 0 || src >= graph_->n_seqs || dst < 0 || dst >= graph_->n_seqs || n_pos < 0 || n_pos > graph_->context) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "copy of %d positions from sequence %d to %d (sequences 0..%d)",
+                         n_pos, src, dst, graph_->n_seqs - 1);
+  }
+  if (src == dst || n_pos == 0) return Status::ok();
+  for (uint32_t l = 0; l < graph_->hparams.n_layers; ++l) {
+    const CpuKvLayer from = seq_layer(l, src), to = seq_layer(l, dst);
+    std::memcpy(to.k, from.k, static_cast<size_t>(n_pos) * from.k_row_bytes);
+    std::memcpy(to.v, from.v, static_cast<size_t>(n_pos) * from.v_row_bytes);
+  }
+  return Status::ok();
+}
+
+CpuKvLayer CpuBackend::seq_layer(uint32_t layer, int32_t seq) const {
+  CpuKvLayer kv = kv_[layer];
+  const uint64_t first = static_cast<uint64_t>(seq) * static_cast<uint64_t>(graph_->context);
+  kv.k += first * kv.k_row_bytes;
+  kv.v += first * kv.v_row_bytes;
+  return kv;
 }
 
 }  // namespace ember

@@ -149,6 +149,11 @@ Status vulkan_supports(const Graph& graph) {
   for (const WeightRef& w : graph.weights) EMBER_TRY(vk::weight_layout(w).status());
   for (KvType t : {graph.kv_type_k, graph.kv_type_v}) EMBER_TRY(vk::kv_row_words(t, hp.kv_dim()).status());
   EMBER_TRY(check_op_params(graph));
+  if (graph.n_seqs != 1) {
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "vulkan: batched decoding (%d sequences in one session) is not implemented; the cpu runs it",
+                         graph.n_seqs);
+  }
   if (rope_tables(graph).size() > static_cast<size_t>(kMaxRopeTables)) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: rope ops with %zu different theta/scaling (at most %d)",
                          rope_tables(graph).size(), kMaxRopeTables);

@@ -101,6 +101,7 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
   }
   so->context_length = o.context_length;
   so->max_batch = o.max_batch;
+  so->n_seqs = o.n_seqs;
   so->n_threads = o.n_threads;
   so->arena = o.arena;
   so->arena_size = o.arena_size;
@@ -308,6 +309,7 @@ void ember_session_options_default(ember_session_options* o) {
   o->kv_type_k = EMBER_KV_F32;
   o->kv_type_v = EMBER_KV_F32;
   o->backend = EMBER_BACKEND_CPU;
+  o->n_seqs = 1;
 }
 
 ember_status ember_session_create(ember_model* model, const ember_session_options* options,
@@ -639,6 +641,7 @@ ember_status ember_plan(const ember_model* model, const ember_session_options* o
   full.estimate_kv_bytes = p->estimate_kv_bytes;
   full.context_length = p->context;
   full.max_batch = p->max_batch;
+  full.n_seqs = p->n_seqs;
   std::memcpy(plan, &full, plan->struct_size);
   return EMBER_OK;
 }
@@ -647,6 +650,70 @@ ember_status ember_session_remove(ember_session* session, int32_t start, int32_t
   EMBER_API_ENTRY();
   if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
   return done(session->session->remove(start, end));
+}
+
+ember_status ember_session_decode_batch(ember_session* session, const ember_batch_item* items, size_t n_items) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!items) return fail(EMBER_ERR_INVALID_ARGUMENT, "items is NULL");
+  ember::Session& s = *session->session;
+  if (n_items == 0 || n_items > static_cast<size_t>(s.n_seqs())) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_items = %zu: must be in 1..%d (the session's n_seqs)",
+                                     n_items, s.n_seqs()));
+  }
+  // At most n_seqs items: converted on the stack, no allocation.
+  ember::Session::BatchItem conv[ember::kMaxSessionSeqs];
+  for (size_t i = 0; i < n_items; ++i) {
+    if (items[i].n_tokens > static_cast<size_t>(INT32_MAX)) {
+      return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "items[%zu].n_tokens = %zu is too large", i,
+                                       items[i].n_tokens));
+    }
+    conv[i].seq = items[i].seq;
+    conv[i].tokens = items[i].tokens;
+    conv[i].n_tokens = static_cast<int32_t>(items[i].n_tokens);
+    conv[i].logits = items[i].logits;
+  }
+  return done(s.decode_batch(conv, n_items));
+}
+
+int32_t ember_session_n_seqs(const ember_session* session) { return session ? session->session->n_seqs() : 0; }
+
+int32_t ember_session_seq_position(const ember_session* session, int32_t seq) {
+  if (!session || seq < 0 || seq >= session->session->n_seqs()) return -1;
+  return session->session->seq_position(seq);
+}
+
+ember_status ember_session_seq_tokens(const ember_session* session, int32_t seq, int32_t* tokens, size_t capacity,
+                                      size_t* out_count) {
+  EMBER_API_ENTRY();
+  if (!out_count) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_count is NULL");
+  *out_count = 0;
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  const ember::Session& s = *session->session;
+  if (seq < 0 || seq >= s.n_seqs()) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "seq = %d: sequences are 0..%d", seq, s.n_seqs() - 1));
+  }
+  const size_t n = static_cast<size_t>(s.seq_position(seq));
+  if (capacity < n || (n && !tokens)) {
+    *out_count = n;
+    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "sequence %d holds %zu tokens, capacity is %zu", seq,
+                                     n, tokens ? capacity : 0));
+  }
+  if (n) std::memcpy(tokens, s.seq_history(seq), n * sizeof(int32_t));
+  *out_count = n;
+  return EMBER_OK;
+}
+
+ember_status ember_session_seq_remove(ember_session* session, int32_t seq, int32_t start, int32_t end) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  return done(session->session->remove_seq(seq, start, end));
+}
+
+ember_status ember_session_seq_copy(ember_session* session, int32_t src, int32_t dst, int32_t n_tokens) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  return done(session->session->copy_seq(src, dst, n_tokens));
 }
 
 }  // extern "C"

@@ -147,3 +147,42 @@ RopeParams key_rope(const Graph& graph, int32_t layer) {
 }
 
 }  // namespace ember
+
+namespace ember {
+
+Status check_step(const Graph& graph, const StepArgs& step) {
+  const int32_t n = step.n_tokens;
+  if (n <= 0 || n > graph.max_batch) {
+    return Status::error(EMBER_ERR_INTERNAL, "step of %d tokens: the plan holds 1..%d", n, graph.max_batch);
+  }
+  if (!step.positions && (step.pos < 0 || step.pos + n > graph.context)) {
+    return Status::error(EMBER_ERR_INTERNAL, "step of %d tokens at %d outside the context of %d", n, step.pos,
+                         graph.context);
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    if (step.positions && (step.positions[i] < 0 || step.positions[i] >= graph.context)) {
+      return Status::error(EMBER_ERR_INTERNAL, "step row %d: position %d outside the context of %d", i,
+                           step.positions[i], graph.context);
+    }
+    if (step.seqs && (step.seqs[i] < 0 || step.seqs[i] >= graph.n_seqs)) {
+      return Status::error(EMBER_ERR_INTERNAL, "step row %d: sequence %d outside 0..%d", i, step.seqs[i],
+                           graph.n_seqs - 1);
+    }
+  }
+  if (step.out_rows) {
+    if (step.n_out <= 0 || step.n_out > graph.n_seqs) {
+      return Status::error(EMBER_ERR_INTERNAL, "step with %d output rows: the plan holds 1..%d", step.n_out,
+                           graph.n_seqs);
+    }
+    for (int32_t j = 0; j < step.n_out; ++j) {
+      if (step.out_rows[j] < 0 || step.out_rows[j] >= n) {
+        return Status::error(EMBER_ERR_INTERNAL, "step output %d: row %d outside 0..%d", j, step.out_rows[j], n - 1);
+      }
+    }
+  } else if (step.n_out != 1) {
+    return Status::error(EMBER_ERR_INTERNAL, "step with n_out = %d but no output rows", step.n_out);
+  }
+  return Status::ok();
+}
+
+}  // namespace ember

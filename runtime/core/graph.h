@@ -102,7 +102,9 @@ struct Op {
   int32_t c = -1;
   int32_t weight = -1;   // index into Graph::weights
   int32_t layer = -1;    // Attention: which KV cache
-  bool last_row = false; // read only the step's last row of `a` (the logits head)
+  // The logits head: read only the step's output rows of `a` (StepArgs
+  // out_rows; by default its last row) and write them as rows 0, 1, ...
+  bool last_row = false;
   OpParams params;       // Embed, MatMul, Add, SwiGLU: none
 };
 
@@ -110,6 +112,9 @@ struct ActivationDesc {
   const char* name = "";
   int64_t cols = 0;      // f32 elements per row
   int32_t rows = 0;      // rows at most: the session's max batch, or 1
+  // Rows are the step's output rows (the logits head: n_seqs of them), not
+  // its tokens; an activation of one row is read so too.
+  bool per_output = false;
 };
 
 // One session's forward pass. Built by the model (model/llama_graph.cpp).
@@ -119,13 +124,17 @@ struct Graph {
   // What an op needs is in its params.
   HParams hparams;
   int32_t max_batch = 0;   // most tokens one step processes
-  int32_t context = 0;     // positions the KV cache holds
+  int32_t context = 0;     // positions the KV cache holds, per sequence
+  // Sequences the KV cache holds (batched decoding: each its own positions
+  // 0 .. context - 1; layer l's keys of sequence s, position t are cache row
+  // s * context + t). The logits head computes up to n_seqs rows a step.
+  int32_t n_seqs = 1;
   KvType kv_type_k = KvType::F32;
   KvType kv_type_v = KvType::F32;
   std::vector<WeightRef> weights;
   std::vector<ActivationDesc> activations;
   std::vector<Op> ops;
-  int32_t logits = -1;     // activation holding [1, vocab_size] after a step
+  int32_t logits = -1;     // activation holding [n_out, vocab_size] after a step
 };
 
 // Every op's params against its operands: a Rope op's heads fill its row
@@ -159,12 +168,27 @@ float rope_inv_freq(const RopeParams& rope, int64_t j);
 // the keys are not rotated (nothing to re-rotate).
 RopeParams key_rope(const Graph& graph, int32_t layer);
 
-// One step: n_tokens tokens at positions pos .. pos + n_tokens - 1.
+// One step: n_tokens tokens at positions pos .. pos + n_tokens - 1 of
+// sequence 0, or (batched decoding) row i at positions[i] of sequence
+// seqs[i]. Rows of one sequence come in order of position, and a row sees
+// its sequence's keys up to its own position (those stored by earlier rows
+// of the step included).
 struct StepArgs {
   const int32_t* tokens = nullptr;
   int32_t n_tokens = 0;
   int32_t pos = 0;
-  float* logits = nullptr;  // vocab_size floats for the last token, or null
+  const int32_t* seqs = nullptr;       // per row, in 0 .. n_seqs - 1; null: all 0
+  const int32_t* positions = nullptr;  // per row, in 0 .. context - 1; null: pos + i
+  // The rows whose logits the step computes (n_out <= n_seqs), in this
+  // order; null: the last row alone (n_out 1).
+  const int32_t* out_rows = nullptr;
+  int32_t n_out = 1;
+  float* logits = nullptr;  // n_out x vocab_size floats, or null
 };
+
+// Whether a step's rows are within the graph: tokens, sequences, positions
+// and output rows in range (EMBER_ERR_INTERNAL naming the first that is
+// not: callers check user input before it becomes a step).
+Status check_step(const Graph& graph, const StepArgs& step);
 
 }  // namespace ember

@@ -351,6 +351,15 @@ typedef struct ember_session_options {
    * scratch uses the pool's thread count. NULL (default): the session's own
    * pool of n_threads. Not owned: the session takes a reference. */
   ember_threadpool* thread_pool;
+  /* Sequences the session holds (1..256; default 1), each with its own
+   * positions 0 .. context_length - 1 and KV cache: batched decoding runs
+   * them together (ember_session_decode_batch), every weight read once per
+   * step for all of them. The KV cache is n_seqs times one sequence's. The
+   * single-sequence calls (prefill, decode, generate, remove, tokens, save,
+   * load) work on sequence 0. The CPU backend runs n_seqs > 1; Vulkan
+   * refuses it (EMBER_ERR_UNSUPPORTED). Appended: an older struct_size gets
+   * 1. */
+  int32_t n_seqs;
 } ember_session_options;
 
 /* Every byte a session would use, computed before anything is allocated. */
@@ -369,8 +378,9 @@ typedef struct ember_memory_plan {
    * layers x 2 x context x kv_heads x head_dim x kv_bits / 8. */
   uint64_t estimate_weights_bytes;
   uint64_t estimate_kv_bytes;
-  int32_t context_length;          /* the context the plan is for */
+  int32_t context_length;          /* the context the plan is for (per sequence) */
   int32_t max_batch;
+  int32_t n_seqs;                  /* sequences (appended) */
 } ember_memory_plan;
 
 /* Computes the plan for `options` on `model` without allocating the session.
@@ -434,6 +444,53 @@ EMBER_API ember_status ember_session_remove(ember_session* session, int32_t star
  * EMBER_ERR_INVALID_ARGUMENT for NULL session or out_count. */
 EMBER_API ember_status ember_session_tokens(const ember_session* session, int32_t* tokens, size_t capacity,
                                             size_t* out_count);
+
+/* ---- Batched decoding ----------------------------------------------------
+ * A session made with n_seqs > 1 holds that many sequences; one call runs
+ * new tokens of several of them as one step (or several steps of up to
+ * max_batch rows), so that each weight matrix is read once for all of them:
+ * on a CPU, N sequences decode for little more than the cost of one. A
+ * sequence joins or leaves between calls; a long prompt given as one item
+ * is a chunk of prefill among the others' decode tokens (the caller chooses
+ * the chunk size to bound the others' inter-token latency).
+ * Threading: like every session call, one thread at a time per session. */
+typedef struct ember_batch_item {
+  int32_t seq;           /* 0 .. n_seqs - 1; each sequence at most once per call */
+  const int32_t* tokens; /* its new tokens, at the sequence's next positions */
+  size_t n_tokens;       /* >= 1 */
+  float* logits;         /* vocab_size floats: the logits after its last
+                            token, or NULL. Owned by the caller. */
+} ember_batch_item;
+
+/* Runs every item's tokens. Everything is checked before anything runs; on
+ * an error nothing changes. Errors: EMBER_ERR_INVALID_ARGUMENT (NULL, a
+ * sequence out of range or given twice, n_tokens 0, n_items 0 or above
+ * n_seqs), EMBER_ERR_TOKEN_OUT_OF_RANGE, EMBER_ERR_CONTEXT_FULL (the item
+ * and sequence named). */
+EMBER_API ember_status ember_session_decode_batch(ember_session* session, const ember_batch_item* items,
+                                                  size_t n_items);
+
+/* Sequences the session holds; 0 for NULL. */
+EMBER_API int32_t ember_session_n_seqs(const ember_session* session);
+
+/* Sequence seq's next position; -1 for NULL or a sequence out of range. */
+EMBER_API int32_t ember_session_seq_position(const ember_session* session, int32_t seq);
+
+/* Sequence seq's tokens, position by position; buffer rules as
+ * ember_session_tokens. */
+EMBER_API ember_status ember_session_seq_tokens(const ember_session* session, int32_t seq, int32_t* tokens,
+                                                size_t capacity, size_t* out_count);
+
+/* Forgets sequence seq's positions [start, end) (as ember_session_remove;
+ * start = 0, end = its position: it starts afresh). */
+EMBER_API ember_status ember_session_seq_remove(ember_session* session, int32_t seq, int32_t start, int32_t end);
+
+/* Sequence dst becomes a copy of the first n_tokens positions of sequence
+ * src (tokens and KV): a prompt prefix computed once and reused (a prefix
+ * cache). dst's own positions are forgotten; src is unchanged. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (a sequence out of range, n_tokens above src's
+ * position). */
+EMBER_API ember_status ember_session_seq_copy(ember_session* session, int32_t src, int32_t dst, int32_t n_tokens);
 
 /* ---- Saved sessions -------------------------------------------------------
  * A session's state is its positions, its token history and exactly the KV

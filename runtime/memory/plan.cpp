@@ -15,13 +15,15 @@ Result<MemoryPlan> plan_memory(const Graph& graph, const BackendEntry& entry, co
   const Status overflow = Status::error(EMBER_ERR_NO_MEMORY, "session memory size overflows 64 bits");
   for (const auto& w : graph.weights) plan.weights_mapped_bytes += w.size;
 
-  // KV cache: per layer, context rows of keys then context rows of values,
-  // each in its own element type.
+  // KV cache: per layer, n_seqs x context rows of keys then as many rows of
+  // values (sequence s's position t: row s * context + t), each in its own
+  // element type.
   const HParams& hp = graph.hparams;
   EMBER_ASSIGN_OR_RETURN(plan.kv_k_row_bytes, kv_row_bytes(graph.kv_type_k, hp.kv_dim()));
   EMBER_ASSIGN_OR_RETURN(plan.kv_v_row_bytes, kv_row_bytes(graph.kv_type_v, hp.kv_dim()));
-  uint64_t k_bytes = 0, v_bytes = 0, kv_total = 0;
-  if (!mul(plan.kv_k_row_bytes, graph.context, &k_bytes) || !mul(plan.kv_v_row_bytes, graph.context, &v_bytes) ||
+  uint64_t k_bytes = 0, v_bytes = 0, kv_total = 0, kv_rows = 0;
+  if (graph.n_seqs < 1 || !mul(static_cast<uint64_t>(graph.context), static_cast<uint64_t>(graph.n_seqs), &kv_rows) ||
+      !mul(plan.kv_k_row_bytes, kv_rows, &k_bytes) || !mul(plan.kv_v_row_bytes, kv_rows, &v_bytes) ||
       !add(align(k_bytes), align(v_bytes), &plan.kv_layer_bytes) ||
       !mul(plan.kv_layer_bytes, hp.n_layers, &kv_total)) {
     return overflow;

@@ -170,9 +170,10 @@ AttentionParams llama_attention_params(const HParams& hp) {
 }
 
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
-                                KvType kv_type_k, KvType kv_type_v) {
+                                KvType kv_type_k, KvType kv_type_v, int32_t n_seqs) {
   const HParams& hp = contents.hparams;
   Graph g;
+  g.n_seqs = n_seqs;
   g.kv_type_k = kv_type_k;
   g.kv_type_v = kv_type_v;
   g.hparams = hp;
@@ -238,8 +239,11 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
   const int32_t o = activation("o", dim, B);
   const int32_t gate = activation("gate", hp.hidden_dim, B);
   const int32_t up = activation("up", hp.hidden_dim, B);
-  const int32_t last = activation("final", dim, 1);
-  const int32_t logits = activation("logits", hp.vocab_size, 1);
+  // The logits head: one row per sequence a step may finish.
+  const int32_t last = activation("final", dim, n_seqs);
+  const int32_t logits = activation("logits", hp.vocab_size, n_seqs);
+  g.activations[last].per_output = true;
+  g.activations[logits].per_output = true;
 
   const bool gemma = model_arch_is_gemma(hp.arch);
   const int32_t embd = weight("token_embd.weight");
@@ -286,7 +290,8 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
     if (gemma) op(OpKind::RmsNorm, h, o, -1, -1, weight(llama_tensor_name("post_ffw_norm", li)));
     op(OpKind::Add, x, x, sub);
   }
-  // Only the last position's logits are needed for generation.
+  // Only the last position's logits are needed for generation (one per
+  // sequence in a batched step).
   op(OpKind::RmsNorm, last, x, -1, -1, weight("output_norm.weight"), -1, /*last_row=*/true);
   op(OpKind::MatMul, logits, last, -1, -1, hp.tied_embeddings ? embd : weight("output.weight"));
   if (hp.final_softcap != 0.0f) {

@@ -26,10 +26,11 @@ Status check_llama_tensors(const ModelContents& contents);
 // others by name.
 bool is_llama_tensor(const HParams& hp, const std::string& name);
 
-// Emits the forward pass for a session shape. The model must have passed
-// check_llama_tensors.
+// Emits the forward pass for a session shape (n_seqs sequences of `context`
+// positions each). The model must have passed check_llama_tensors.
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
-                                KvType kv_type_k = KvType::F32, KvType kv_type_v = KvType::F32);
+                                KvType kv_type_k = KvType::F32, KvType kv_type_v = KvType::F32,
+                                int32_t n_seqs = 1);
 
 // The llama ops' parameters from the hyper-parameters (what
 // build_llama_graph puts on each op; tests building graphs by hand use them

@@ -12,10 +12,46 @@ namespace {
 
 uint64_t align64(uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
+
+// The session's own buffers in the arena after the memory plan's part:
+// logits (a step's output rows), token history and positions per sequence,
+// and a batched step's rows.
+struct RuntimeLayout {
+  uint64_t logits = 0, history = 0, positions = 0, step_tokens = 0, step_seqs = 0, step_pos = 0, step_out = 0,
+           step_item = 0, total = 0;
+};
+
+RuntimeLayout runtime_layout(uint32_t vocab, int32_t context, int32_t max_batch, int32_t n_seqs) {
+  RuntimeLayout r;
+  uint64_t at = 0;
+  auto take = [&at](uint64_t bytes) {
+    const uint64_t o = at;
+    at += align64(bytes);
+    return o;
+  };
+  const uint64_t seqs = static_cast<uint64_t>(n_seqs), batch = static_cast<uint64_t>(max_batch);
+  r.logits = take(seqs * vocab * sizeof(float));
+  r.history = take(seqs * static_cast<uint64_t>(context) * sizeof(int32_t));
+  r.positions = take(seqs * sizeof(int32_t));
+  // One sequence: prefill's steps need none of the batched rows.
+  if (n_seqs > 1) {
+    r.step_tokens = take(batch * sizeof(int32_t));
+    r.step_seqs = take(batch * sizeof(int32_t));
+    r.step_pos = take(batch * sizeof(int32_t));
+    r.step_out = take(seqs * sizeof(int32_t));
+    r.step_item = take(seqs * sizeof(int32_t));
+  }
+  r.total = at;
+  return r;
+}
+
 Status check_options(const HParams& hp, const SessionOptions& o) {
   if (o.context_length < 0 || static_cast<uint32_t>(o.context_length) > kMaxSeqLen) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "context_length = %d: must be in 0..%u (0 = the model's %u)",
                          o.context_length, kMaxSeqLen, hp.max_seq_len);
+  }
+  if (o.n_seqs < 1 || o.n_seqs > kMaxSessionSeqs) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_seqs = %d: must be in 1..%d", o.n_seqs, kMaxSessionSeqs);
   }
   if (o.max_batch <= 0 || o.max_batch > 65536) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_batch = %d: must be in 1..65536", o.max_batch);
@@ -96,7 +132,7 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   const int32_t context = options.context_length ? options.context_length : static_cast<int32_t>(hp.max_seq_len);
   const int32_t max_batch = std::min(options.max_batch, context);
   EMBER_ASSIGN_OR_RETURN(*graph, build_llama_graph(model.file().contents(), context, max_batch, options.kv_type_k,
-                                                   options.kv_type_v));
+                                                   options.kv_type_v, options.n_seqs));
   const BackendOptions bo = backend_options(options);
   std::string auto_note;
   EMBER_ASSIGN_OR_RETURN(const BackendEntry* entry, choose_entry(*graph, options, bo, &auto_note));
@@ -104,6 +140,7 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   SessionPlan plan;
   plan.context = context;
   plan.max_batch = max_batch;
+  plan.n_seqs = options.n_seqs;
   plan.backend = entry->kind;
   plan.auto_note = auto_note;
   plan.backend_description = entry->name;
@@ -111,9 +148,9 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   EMBER_ASSIGN_OR_RETURN(plan.memory, plan_memory(*graph, *entry, bo));
   plan.memory.weights_resident_bytes = entry->resident_weight_bytes(*graph, bo);
   plan.device_bytes = entry->device_bytes(*graph, bo);
-  // Runtime buffers inside the arena: the logits and the token history.
-  plan.runtime_bytes = align64(static_cast<uint64_t>(hp.vocab_size) * sizeof(float)) +
-                       align64(static_cast<uint64_t>(context) * sizeof(int32_t));
+  // Runtime buffers inside the arena: the logits, the token history and
+  // positions, a batched step's rows.
+  plan.runtime_bytes = runtime_layout(hp.vocab_size, context, max_batch, options.n_seqs).total;
   plan.arena_bytes = plan.memory.arena_bytes + plan.runtime_bytes;
   // Heap tables made once at creation (they stay the same size for the
   // session's life): the graph, the backend object, the session itself.
@@ -127,8 +164,8 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   for (const auto& t : model.file().tensors()) weight_bits += static_cast<double>(t.elements()) * dtype_bits(t.dtype);
   plan.estimate_weights_bytes = static_cast<uint64_t>(weight_bits / 8);
   const double kv_bits = (dtype_bits(kv_dtype(options.kv_type_k)) + dtype_bits(kv_dtype(options.kv_type_v))) / 2;
-  plan.estimate_kv_bytes = static_cast<uint64_t>(static_cast<double>(hp.n_layers) * 2 * context * hp.n_kv_heads *
-                                                 hp.head_dim() * kv_bits / 8);
+  plan.estimate_kv_bytes = static_cast<uint64_t>(static_cast<double>(hp.n_layers) * 2 * context * options.n_seqs *
+                                                 hp.n_kv_heads * hp.head_dim() * kv_bits / 8);
   return plan;
 }
 
@@ -187,9 +224,19 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
     session->owns_arena_ = true;
   }
   uint8_t* runtime = session->arena_ + plan.memory.arena_bytes;
-  session->logits_ = reinterpret_cast<float*>(runtime);
-  session->history_ = reinterpret_cast<int32_t*>(
-      runtime + align64(static_cast<uint64_t>(model.hparams().vocab_size) * sizeof(float)));
+  const RuntimeLayout rl = runtime_layout(model.hparams().vocab_size, plan.context, plan.max_batch, plan.n_seqs);
+  auto ints = [runtime](uint64_t offset) { return reinterpret_cast<int32_t*>(runtime + offset); };
+  session->logits_ = reinterpret_cast<float*>(runtime + rl.logits);
+  session->history_ = ints(rl.history);
+  session->positions_ = ints(rl.positions);
+  std::memset(session->positions_, 0, static_cast<size_t>(plan.n_seqs) * sizeof(int32_t));
+  if (plan.n_seqs > 1) {
+    session->step_tokens_ = ints(rl.step_tokens);
+    session->step_seqs_ = ints(rl.step_seqs);
+    session->step_pos_ = ints(rl.step_pos);
+    session->step_out_ = ints(rl.step_out);
+    session->step_item_ = ints(rl.step_item);
+  }
   // The executor, made only now: planning opened no device.
   Result<std::unique_ptr<Backend>> made = create_backend(plan.backend, backend_options(options));
   Status prepared = made.status();
@@ -229,8 +276,8 @@ Status Session::prefill(const int32_t* tokens, size_t count, float* logits) {
                            tokens[i], vocab - 1);
     }
   }
-  if (count > static_cast<size_t>(graph_.context - pos_)) {
-    return Status::error(EMBER_ERR_CONTEXT_FULL, "%zu tokens at position %d exceed the context of %d", count, pos_,
+  if (count > static_cast<size_t>(graph_.context - positions_[0])) {
+    return Status::error(EMBER_ERR_CONTEXT_FULL, "%zu tokens at position %d exceed the context of %d", count, positions_[0],
                          graph_.context);
   }
   size_t done = 0;
@@ -239,29 +286,157 @@ Status Session::prefill(const int32_t* tokens, size_t count, float* logits) {
     StepArgs step;
     step.tokens = tokens + done;
     step.n_tokens = n;
-    step.pos = pos_;
+    step.pos = positions_[0];
     step.logits = logits_;
     EMBER_TRY(backend_->execute(step));
     // A file truncated under us reads as zero pages (mapping_guard.h): the
     // step's results are garbage, so the step fails.
     if (model_.file().faulted()) EMBER_TRY(model_.check_intact());
-    std::memcpy(history_ + pos_, tokens + done, n * sizeof(int32_t));
-    pos_ += n;
+    std::memcpy(history_ + positions_[0], tokens + done, n * sizeof(int32_t));
+    positions_[0] += n;
     done += n;
   }
   if (logits) std::memcpy(logits, logits_, static_cast<size_t>(vocab) * sizeof(float));
   return Status::ok();
 }
 
-Status Session::remove(int32_t start, int32_t end) {
-  if (start < 0 || end < start || end > pos_) {
+Status Session::check_seq(int32_t seq, const char* what) const {
+  if (seq < 0 || seq >= graph_.n_seqs) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "%s: sequence %d outside 0..%d", what, seq, graph_.n_seqs - 1);
+  }
+  return Status::ok();
+}
+
+Status Session::remove_seq(int32_t seq, int32_t start, int32_t end) {
+  EMBER_TRY(check_seq(seq, "remove"));
+  const int32_t pos = positions_[seq];
+  if (start < 0 || end < start || end > pos) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "remove [%d, %d): must satisfy 0 <= start <= end <= position %d",
-                         start, end, pos_);
+                         start, end, pos);
   }
   if (start == end) return Status::ok();
-  if (end < pos_) EMBER_TRY(backend_->remove_positions(start, end, pos_));
-  std::memmove(history_ + start, history_ + end, static_cast<size_t>(pos_ - end) * sizeof(int32_t));
-  pos_ -= end - start;
+  if (end < pos) EMBER_TRY(backend_->remove_seq_positions(seq, start, end, pos));
+  int32_t* history = history_ + static_cast<int64_t>(seq) * graph_.context;
+  std::memmove(history + start, history + end, static_cast<size_t>(pos - end) * sizeof(int32_t));
+  positions_[seq] = pos - (end - start);
+  return Status::ok();
+}
+
+Status Session::reset_seq(int32_t seq) {
+  EMBER_TRY(check_seq(seq, "reset"));
+  positions_[seq] = 0;
+  return Status::ok();
+}
+
+Status Session::copy_seq(int32_t src, int32_t dst, int32_t n) {
+  EMBER_TRY(check_seq(src, "copy (source)"));
+  EMBER_TRY(check_seq(dst, "copy (destination)"));
+  if (n < 0 || n > positions_[src]) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "copy of %d positions: sequence %d holds %d", n, src,
+                         positions_[src]);
+  }
+  if (src == dst) {
+    positions_[dst] = n;
+    return Status::ok();
+  }
+  EMBER_TRY(backend_->copy_seq(src, dst, n));
+  std::memcpy(history_ + static_cast<int64_t>(dst) * graph_.context, history_ + static_cast<int64_t>(src) * graph_.context,
+              static_cast<size_t>(n) * sizeof(int32_t));
+  positions_[dst] = n;
+  return Status::ok();
+}
+
+Status Session::decode_batch(const BatchItem* items, size_t n_items) {
+  if (n_items == 0) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "batch of 0 items");
+  if (!items) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "items is NULL");
+  if (n_items > static_cast<size_t>(graph_.n_seqs)) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "batch of %zu items: the session holds %d sequences", n_items,
+                         graph_.n_seqs);
+  }
+  const int32_t vocab = static_cast<int32_t>(model_.hparams().vocab_size);
+  // Everything checked before anything runs.
+  for (size_t i = 0; i < n_items; ++i) {
+    const BatchItem& it = items[i];
+    if (it.seq < 0 || it.seq >= graph_.n_seqs) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "items[%zu].seq = %d: sequences are 0..%d", i, it.seq,
+                           graph_.n_seqs - 1);
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (items[j].seq == it.seq) {
+        return Status::error(EMBER_ERR_INVALID_ARGUMENT, "items[%zu] and items[%zu] are both sequence %d", j, i, it.seq);
+      }
+    }
+    if (it.n_tokens <= 0) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "items[%zu].n_tokens = %d: must be at least 1", i, it.n_tokens);
+    }
+    if (!it.tokens) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "items[%zu].tokens is NULL", i);
+    for (int32_t t = 0; t < it.n_tokens; ++t) {
+      if (it.tokens[t] < 0 || it.tokens[t] >= vocab) {
+        return Status::error(EMBER_ERR_TOKEN_OUT_OF_RANGE, "items[%zu].tokens[%d] = %d is outside the vocabulary (0..%d)",
+                             i, t, it.tokens[t], vocab - 1);
+      }
+    }
+    if (it.n_tokens > graph_.context - positions_[it.seq]) {
+      return Status::error(EMBER_ERR_CONTEXT_FULL, "items[%zu]: %d tokens at position %d of sequence %d exceed the context of %d",
+                           i, it.n_tokens, positions_[it.seq], it.seq, graph_.context);
+    }
+  }
+  // One sequence: the rows are prefill's (and a backend that runs one
+  // sequence sees only such steps).
+  if (graph_.n_seqs == 1) return prefill(items[0].tokens, static_cast<size_t>(items[0].n_tokens), items[0].logits);
+
+  // The rows of all items in order, cut into steps of max_batch rows; an
+  // item's last row is an output row of the step it falls in.
+  size_t item = 0;
+  int32_t offset = 0;  // tokens of items[item] already in earlier steps
+  while (item < n_items) {
+    int32_t n = 0, n_out = 0;
+    const size_t first_item = item;
+    const int32_t first_offset = offset;
+    while (item < n_items && n < graph_.max_batch) {
+      const BatchItem& it = items[item];
+      const int32_t take = std::min(it.n_tokens - offset, graph_.max_batch - n);
+      for (int32_t t = 0; t < take; ++t) {
+        step_tokens_[n + t] = it.tokens[offset + t];
+        step_seqs_[n + t] = it.seq;
+        step_pos_[n + t] = positions_[it.seq] + t;  // earlier steps advanced it
+      }
+      n += take;
+      offset += take;
+      if (offset == it.n_tokens) {
+        step_out_[n_out] = n - 1;
+        step_item_[n_out] = static_cast<int32_t>(item);
+        ++n_out;
+        ++item;
+        offset = 0;
+      }
+    }
+    StepArgs step;
+    step.tokens = step_tokens_;
+    step.n_tokens = n;
+    step.seqs = step_seqs_;
+    step.positions = step_pos_;
+    step.out_rows = n_out > 0 ? step_out_ : nullptr;
+    step.n_out = n_out > 0 ? n_out : 1;
+    step.logits = logits_;
+    EMBER_TRY(backend_->execute(step));
+    if (model_.file().faulted()) EMBER_TRY(model_.check_intact());
+    // The step's rows are in the cache now: history and positions move on.
+    for (int32_t r = 0; r < n; ++r) {
+      history_[static_cast<int64_t>(step_seqs_[r]) * graph_.context + step_pos_[r]] = step_tokens_[r];
+    }
+    size_t i = first_item;
+    int32_t off = first_offset;
+    for (int32_t left = n; left > 0; ++i, off = 0) {
+      const int32_t took = std::min(items[i].n_tokens - off, left);
+      positions_[items[i].seq] += took;
+      left -= took;
+    }
+    for (int32_t j = 0; j < n_out; ++j) {
+      float* out = items[step_item_[j]].logits;
+      if (out) std::memcpy(out, logits_ + static_cast<int64_t>(j) * vocab, static_cast<size_t>(vocab) * sizeof(float));
+    }
+  }
   return Status::ok();
 }
 

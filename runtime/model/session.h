@@ -18,9 +18,15 @@
 
 namespace ember {
 
+// Sequences one session may hold (SessionOptions::n_seqs).
+constexpr int32_t kMaxSessionSeqs = 256;
+
 struct SessionOptions {
-  int32_t context_length = 0;  // 0: the model's max_seq_len
+  int32_t context_length = 0;  // 0: the model's max_seq_len; per sequence
   int32_t max_batch = 512;
+  // Sequences the session holds, each with its own positions and KV
+  // (batched decoding: decode_batch runs several in one step). 1..256.
+  int32_t n_seqs = 1;
   int32_t n_threads = 0;
   KvType kv_type_k = KvType::F32;
   KvType kv_type_v = KvType::F32;
@@ -51,6 +57,7 @@ struct SessionPlan {
   uint64_t estimate_kv_bytes = 0;       // layers x 2 x ctx x kv_heads x head_dim x bits / 8
   int32_t context = 0;
   int32_t max_batch = 0;
+  int32_t n_seqs = 1;
   BackendKind backend = BackendKind::Cpu;  // what runs it (auto resolved)
   // The plan: the backend's name; a session: its executor's describe(). Each
   // followed by " [auto: ...]" when auto passed a GPU over.
@@ -72,9 +79,35 @@ class Session {
   // On EMBER_ERR_CONTEXT_FULL or a bad token id nothing changes.
   Status prefill(const int32_t* tokens, size_t count, float* logits);
   Status decode(int32_t token, float* logits) { return prefill(&token, 1, logits); }
-  void reset() { pos_ = 0; }
+  void reset() { positions_[0] = 0; }
   // Forgets positions [start, end); later ones move down (context shifting).
-  Status remove(int32_t start, int32_t end);
+  Status remove(int32_t start, int32_t end) { return remove_seq(0, start, end); }
+
+  // Batched decoding: every item's tokens go to its sequence at that
+  // sequence's next positions, all items together in steps of up to
+  // max_batch rows, so each weight is read once per step for all of them
+  // (a long prompt as one item is a chunk of prefill among the others'
+  // decode tokens). Each sequence at most once per call. logits: vocab_size
+  // floats for the item's last token, or null. Everything is checked before
+  // anything runs (bad sequence, repeated sequence, token id, context full:
+  // nothing changes).
+  struct BatchItem {
+    int32_t seq = 0;
+    const int32_t* tokens = nullptr;
+    int32_t n_tokens = 0;
+    float* logits = nullptr;
+  };
+  Status decode_batch(const BatchItem* items, size_t n_items);
+  int32_t n_seqs() const { return graph_.n_seqs; }
+  // Sequence `seq`'s position (0 <= seq < n_seqs), its tokens (position
+  // entries), forgetting [start, end) of it, starting it over.
+  int32_t seq_position(int32_t seq) const { return positions_[seq]; }
+  const int32_t* seq_history(int32_t seq) const { return history_ + static_cast<int64_t>(seq) * graph_.context; }
+  Status remove_seq(int32_t seq, int32_t start, int32_t end);
+  Status reset_seq(int32_t seq);
+  // Sequence dst becomes a copy of src's first n positions (tokens and KV):
+  // a shared prefix computed once. dst's own positions are forgotten.
+  Status copy_seq(int32_t src, int32_t dst, int32_t n);
 
   // Saved state (session_state.cpp; format in docs/decisions.md "Sessions:
   // multi-turn, stop strings, saved state"): the positions, the token
@@ -97,11 +130,11 @@ class Session {
   // before its data segment (the metadata, which records the data's digest).
   Sha256Digest model_identity() const;
 
-  int32_t position() const { return pos_; }
+  int32_t position() const { return positions_[0]; }
   int32_t context() const { return graph_.context; }
   // The last step's logits (vocab_size floats, in the arena).
   float* logits() const { return logits_; }
-  // Every token fed so far, position by position (in the arena).
+  // Every token fed so far to sequence 0, position by position (in the arena).
   const int32_t* history() const { return history_; }
   const Model& model() const { return model_; }
   // What runs where, e.g. "cpu (avx512vnni, 2 threads)" or the GPU's name.
@@ -118,9 +151,16 @@ class Session {
   std::unique_ptr<Backend> backend_;
   uint8_t* arena_ = nullptr;  // plan_.arena_bytes, owned unless the caller gave it
   bool owns_arena_ = false;
-  float* logits_ = nullptr;     // into the arena
-  int32_t* history_ = nullptr;  // into the arena: context entries
-  int32_t pos_ = 0;
+  Status check_seq(int32_t seq, const char* what) const;
+  // Into the arena (plan: runtime_bytes).
+  float* logits_ = nullptr;     // n_seqs x vocab_size: a step's output rows
+  int32_t* history_ = nullptr;  // n_seqs x context entries
+  int32_t* positions_ = nullptr;  // n_seqs: each sequence's next position
+  int32_t* step_tokens_ = nullptr;  // max_batch: a batched step's rows
+  int32_t* step_seqs_ = nullptr;  // max_batch
+  int32_t* step_pos_ = nullptr;   // max_batch
+  int32_t* step_out_ = nullptr;   // n_seqs: its output rows
+  int32_t* step_item_ = nullptr;  // n_seqs: the item of each output row
 };
 
 }  // namespace ember

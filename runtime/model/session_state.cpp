@@ -93,7 +93,7 @@ Result<uint64_t> Session::state_bytes() const {
   EMBER_ASSIGN_OR_RETURN(uint64_t k_row, kv_row_bytes(graph_.kv_type_k, hp.kv_dim()));
   EMBER_ASSIGN_OR_RETURN(uint64_t v_row, kv_row_bytes(graph_.kv_type_v, hp.kv_dim()));
   uint64_t payload = 0;
-  if (!payload_size(static_cast<uint64_t>(pos_), hp.n_layers, k_row, v_row, &payload)) {
+  if (!payload_size(static_cast<uint64_t>(positions_[0]), hp.n_layers, k_row, v_row, &payload)) {
     return Status::error(EMBER_ERR_INTERNAL, "saved state size overflows");
   }
   return kHeaderBytes + payload + kDigestBytes;
@@ -111,7 +111,7 @@ Status Session::save_state(uint8_t* out, uint64_t capacity) const {
   h.context = static_cast<uint32_t>(graph_.context);
   h.n_layers = hp.n_layers;
   h.kv_dim = hp.kv_dim();
-  h.n_pos = static_cast<uint32_t>(pos_);
+  h.n_pos = static_cast<uint32_t>(positions_[0]);
   h.kv_type_k = static_cast<uint8_t>(graph_.kv_type_k);
   h.kv_type_v = static_cast<uint8_t>(graph_.kv_type_v);
   h.k_row_bytes = kv_row_bytes(graph_.kv_type_k, h.kv_dim).value();
@@ -119,12 +119,12 @@ Status Session::save_state(uint8_t* out, uint64_t capacity) const {
   h.payload_bytes = total - kHeaderBytes - kDigestBytes;
   write_header(h, out);
   uint8_t* p = out + kHeaderBytes;
-  for (int32_t i = 0; i < pos_; ++i, p += 4) put32(p, static_cast<uint32_t>(history_[i]));
-  if (pos_ > 0) {
+  for (int32_t i = 0; i < positions_[0]; ++i, p += 4) put32(p, static_cast<uint32_t>(history_[i]));
+  if (positions_[0] > 0) {
     for (uint32_t l = 0; l < hp.n_layers; ++l) {
-      EMBER_TRY(backend_->read_kv(static_cast<int32_t>(l), false, pos_, p));
+      EMBER_TRY(backend_->read_kv(static_cast<int32_t>(l), false, positions_[0], p));
       p += h.k_row_bytes * h.n_pos;
-      EMBER_TRY(backend_->read_kv(static_cast<int32_t>(l), true, pos_, p));
+      EMBER_TRY(backend_->read_kv(static_cast<int32_t>(l), true, positions_[0], p));
       p += h.v_row_bytes * h.n_pos;
     }
   }
@@ -241,12 +241,12 @@ Status Session::load_state(const uint8_t* data, uint64_t size) {
     if (!st.is_ok()) {
       // A backend that cannot write its cache refuses before any row moved.
       if (l == 0 && st.code() == EMBER_ERR_UNSUPPORTED) return st;
-      pos_ = 0;
+      positions_[0] = 0;
       return st.with_context("loading a saved state (the session was reset)");
     }
   }
   for (int32_t i = 0; i < n; ++i) history_[i] = static_cast<int32_t>(get32(ids + 4ull * i));
-  pos_ = n;
+  positions_[0] = n;
   return Status::ok();
 }
 

@@ -82,6 +82,9 @@ TEST_CASE("bench --sweep --plot: a well-formed SVG whose numbers are the JSON's"
   REQUIRE(inputs.size() == 6);
   CHECK(inputs == std::vector<std::string>{"8", "16", "32", "8", "16", "32"});
   CHECK(parallel == std::vector<std::string>{"1", "1", "1", "2", "2", "2"});
+  // Two streams on the cpu: sequences of one session, decoded as one batch.
+  CHECK(json_values(j, "batched") == std::vector<std::string>{"false", "false", "false", "true", "true", "true"});
+  CHECK(json_values(j, "batch_size") == std::vector<std::string>{"1", "1", "1", "2", "2", "2"});
   const auto ttft = json_values(j, "first_token_latency_ms");
   const auto agg = json_values(j, "aggregate_tokens_per_second");
   const auto itl_count = json_values(j, "inter_token_latency_count");

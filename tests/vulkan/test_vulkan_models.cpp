@@ -388,6 +388,21 @@ TEST_CASE("vulkan: device bytes are the file's bytes for GGUF block types, and a
   CHECK(r.init(bad.g, std::move(vk)).code() == EMBER_ERR_UNSUPPORTED);
 }
 
+TEST_CASE("vulkan: a batched graph (several sequences) is refused by name, so auto and bench take the cpu") {
+  using ember::test::Builder;
+  Builder b(64, 4, 2, 40, 32, 4);
+  const int32_t x = b.embed(DType::F32, 256);
+  const int32_t y = b.act(37, 4);
+  const int32_t w = b.weight(DType::F32, 37, 256, 0.5f);
+  b.op(OpKind::MatMul, y, x, -1, -1, w);
+  b.tail(y);
+  CHECK(vulkan_supports(b.g).is_ok());
+  b.g.n_seqs = 2;
+  const Status st = vulkan_supports(b.g);
+  CHECK(st.code() == EMBER_ERR_UNSUPPORTED);
+  CHECK_MESSAGE(st.message().find("batched decoding (2 sequences") != std::string::npos, st.message());
+}
+
 }  // TEST_SUITE
 
 #endif

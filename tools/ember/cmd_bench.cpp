@@ -61,6 +61,9 @@ struct Run {
   int32_t prompt = 0;
   int32_t parallel = 1;
   int32_t threads_per_session = 0;
+  // parallel > 1: the streams ran as sequences of one session, batched (the
+  // CPU), or as independent sessions (a backend without batched decoding).
+  bool batched = false;
   std::vector<double> first_token_ms, prefill_tps, decode_tps, itl_ms, aggregate_tps;
 };
 
@@ -118,18 +121,20 @@ bool parse_sweep(const std::string& item, std::vector<int32_t>* prompts, std::ve
 const char* kBenchHelp =
     "usage: ember bench -m MODEL [-p 64,512] [-n 128] [-r 5] [--threads T] [--backend cpu|vulkan|auto]\n"
     "                   [--json | --format text|json|yaml] [--probe-mb MB]\n"
-    "                   [--sweep prompt=64,256,1024 [parallel=1,4,16]] [--plot OUT.svg]\n"
+    "                   [--parallel 1,2,4,8,16] [--sweep prompt=64,256,1024 [parallel=1,4,16]] [--plot OUT.svg]\n"
     "  MODEL is an .ember file or a GGUF file (converted once into the cache: ember cache --help)\n"
     "  -p LIST      input lengths, comma-separated; each is prefilled as one batch (default 64,512)\n"
     "  -n N         tokens decoded greedily after each prefill (default 128)\n"
     "  -r R         timed repetitions after one warm-up (default 5); figures are mean ± sd\n"
-    "  --threads T  CPU threads (default 0: all cores); with parallel sessions each gets T / sessions\n"
+    "  --threads T  CPU threads (default 0: all cores)\n"
     "  --backend B  cpu (default), vulkan or auto\n"
     "  --json       the reproducible template (hardware, software, runs[] of workload + metrics) on stdout\n"
     "  --format F   text (default), json (= --json) or yaml: exactly the template's fields, one document per run\n"
     "  --probe-mb   buffer of the memory read-bandwidth probe, MB (default 512)\n"
-    "  --sweep      input lengths (prompt=, replaces -p) and independent sessions run at once (parallel=;\n"
-    "               default 1): ember has no batched decoding, so parallel=N is N sessions on N threads\n"
+    "  --parallel L streams decoded at once (default 1): N sequences of one session, each step one batch\n"
+    "               (every weight read once for all N); aggregate tok/s, per-stream ITL p50/p95 and TTFT.\n"
+    "               A backend without batched decoding (vulkan) runs N independent sessions, T / N threads each\n"
+    "  --sweep      input lengths (prompt=, replaces -p) and streams (parallel=, as --parallel)\n"
     "  --plot F     an SVG of the sweep: throughput vs parallel sessions, TTFT vs input length, ITL histogram\n"
     "  The context is sized to the workload (longest input + n + 1), beyond the model's own when asked\n"
     "  (RoPE models run there as llama-bench runs them; the speed is measured, not the quality).\n";
@@ -137,8 +142,9 @@ const char* kBenchHelp =
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  const std::vector<std::string> with_value = {"-m",         "-p",      "-n",       "-r",     "--threads",
-                                               "--backend",  "--probe-mb", "--format", "--sweep", "--plot"};
+  const std::vector<std::string> with_value = {"-m",         "-p",         "-n",       "-r",      "--threads",
+                                               "--backend",  "--probe-mb", "--format", "--sweep", "--plot",
+                                               "--parallel"};
   Args args(argc, argv, with_value);
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kBenchHelp, stdout);
@@ -168,6 +174,7 @@ int cmd_bench(int argc, char** argv) {
     }
     sweep.push_back(p);
   }
+  if (args.has("--parallel")) sweep.insert(sweep.begin(), "parallel=" + args.get("--parallel"));
   for (const std::string& item : sweep) {
     std::string error;
     if (!parse_sweep(item, &lengths, &parallel, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
@@ -277,6 +284,55 @@ int cmd_bench(int argc, char** argv) {
     return EMBER_OK;
   };
 
+  // One repetition of n streams as sequences of one session: every stream's
+  // prompt prefilled in one batched call (its steps cut at max_batch rows),
+  // then n_decode steps of one token per stream, all streams in each step.
+  // Every stream's first token and each step's tokens arrive together.
+  std::vector<ember_batch_item> items;
+  std::vector<int32_t> next;
+  auto batched_rep = [&](ember_session* session, std::vector<std::vector<float>>& logits, int32_t p, int64_t n_decode,
+                         std::vector<Rep>* reps) -> ember_status {
+    const size_t n = reps->size();
+    items.assign(n, ember_batch_item{});
+    next.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      ember_status s = ember_session_seq_remove(session, static_cast<int32_t>(i), 0,
+                                                ember_session_seq_position(session, static_cast<int32_t>(i)));
+      if (s != EMBER_OK) return s;
+      items[i].seq = static_cast<int32_t>(i);
+      items[i].tokens = prompt.data();
+      items[i].n_tokens = static_cast<size_t>(p);
+      items[i].logits = logits[i].data();
+    }
+    const double t0 = now_s();
+    ember_status s = ember_session_decode_batch(session, items.data(), n);
+    if (s != EMBER_OK) return s;
+    const double t_first = now_s();
+    for (size_t i = 0; i < n; ++i) {
+      (*reps)[i].t0 = t0;
+      (*reps)[i].prefill_s = t_first - t0;
+      (*reps)[i].t_first = t_first;
+      (*reps)[i].itl.clear();
+      (*reps)[i].itl.reserve(static_cast<size_t>(n_decode));
+      next[i] = argmax(logits[i]);
+      items[i].tokens = &next[i];
+      items[i].n_tokens = 1;
+    }
+    double t_prev = t_first;
+    for (int64_t k = 0; k < n_decode; ++k) {
+      s = ember_session_decode_batch(session, items.data(), n);
+      if (s != EMBER_OK) return s;
+      const double t = now_s();
+      for (size_t i = 0; i < n; ++i) {
+        next[i] = argmax(logits[i]);
+        (*reps)[i].itl.push_back((t - t_prev) * 1e3);
+      }
+      t_prev = t;
+    }
+    for (Rep& r : *reps) r.t_end = t_prev;
+    return EMBER_OK;
+  };
+
   if (!quiet) {
     std::fprintf(stderr, "bench: warm-up, then %lld repetitions per input length%s\n", static_cast<long long>(reps),
                  parallel.size() > 1 || parallel[0] > 1 ? " and number of sessions" : "");
@@ -290,14 +346,39 @@ int cmd_bench(int argc, char** argv) {
     so.backend = backend;
     so.max_batch = max_prompt;
     so.context_length = context;
-    std::vector<ember_session*> sessions(static_cast<size_t>(n_sessions), nullptr);
-    for (ember_session*& s : sessions) {
-      if (st == EMBER_OK) st = ember_session_create(model, &so, &s);
+    // Several streams: one session of n_sessions sequences, batched, where
+    // the backend runs that; else independent sessions.
+    bool batched = false;
+    std::vector<ember_session*> sessions;
+    if (n_sessions > 1) {
+      ember_session_options bo = so;
+      bo.n_threads = static_cast<int32_t>(threads_arg);
+      bo.n_seqs = n_sessions;
+      ember_session* s = nullptr;
+      const ember_status bst = ember_session_create(model, &bo, &s);
+      if (bst == EMBER_OK) {
+        batched = true;
+        sessions.push_back(s);
+      } else if (bst != EMBER_ERR_UNSUPPORTED) {
+        st = bst;
+      } else if (!quiet) {
+        std::fprintf(stderr, "bench: %s; %d independent sessions instead\n", ember_last_error(), n_sessions);
+      }
+    }
+    if (!batched) {
+      sessions.assign(static_cast<size_t>(n_sessions), nullptr);
+      for (ember_session*& s : sessions) {
+        if (st == EMBER_OK) st = ember_session_create(model, &so, &s);
+      }
     }
     std::vector<std::vector<float>> logits(static_cast<size_t>(n_sessions), std::vector<float>(info.vocab_size));
     // Warm-up: the weights paged in, caches and the thread pools warm; a
     // few decode steps suffice for that.
-    for (int i = 0; st == EMBER_OK && i < n_sessions; ++i) {
+    if (batched && st == EMBER_OK) {
+      std::vector<Rep> warm(static_cast<size_t>(n_sessions));
+      st = batched_rep(sessions[0], logits, lengths[0], std::min<int64_t>(n_gen, 16), &warm);
+    }
+    for (int i = 0; !batched && st == EMBER_OK && i < n_sessions; ++i) {
       Rep warm;
       st = one_rep(sessions[i], logits[i], lengths[0], std::min<int64_t>(n_gen, 16), &warm);
     }
@@ -306,11 +387,15 @@ int cmd_bench(int argc, char** argv) {
       Run run;
       run.prompt = p;
       run.parallel = n_sessions;
-      run.threads_per_session = so.n_threads > 0 ? so.n_threads : total_threads;
+      run.batched = batched;
+      run.threads_per_session = batched ? total_threads : so.n_threads > 0 ? so.n_threads : total_threads;
       for (int64_t r = 0; st == EMBER_OK && r < reps; ++r) {
         std::vector<Rep> rep(static_cast<size_t>(n_sessions));
         std::vector<ember_status> status(static_cast<size_t>(n_sessions), EMBER_OK);
-        if (n_sessions == 1) {
+        if (batched) {
+          const ember_status bs = batched_rep(sessions[0], logits, p, n_gen, &rep);
+          for (ember_status& x : status) x = bs;
+        } else if (n_sessions == 1) {
           status[0] = one_rep(sessions[0], logits[0], p, n_gen, &rep[0]);
         } else {
           std::vector<std::thread> pool;
@@ -359,9 +444,11 @@ int cmd_bench(int argc, char** argv) {
     SvgDocument doc(900, 330);
     LineChart tp;
     tp.id = "throughput-vs-parallel";
-    tp.title = "Decode throughput vs parallel sessions (no batched decoding: independent sessions)";
-    tp.x_label = "parallel sessions";
-    tp.y_label = "decoded tokens/s, all sessions";
+    const bool any_batched = std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.batched; });
+    tp.title = any_batched ? "Decode throughput vs parallel streams (batched: one step for all streams)"
+                           : "Decode throughput vs parallel sessions (independent sessions)";
+    tp.x_label = "parallel streams";
+    tp.y_label = "decoded tokens/s, all streams";
     tp.log2_x = true;
     for (int32_t p : lengths) {
       PlotSeries s;
@@ -430,13 +517,17 @@ int cmd_bench(int argc, char** argv) {
                               EMBER_BUILD_FLAVOR + ")")
                       .c_str(),
                   yaml_string(kernels).c_str(), yaml_string(facts->quantization).c_str(),
-                  r.threads_per_session * r.parallel, numa_bound ? "true" : "false");
-      std::printf("workload:\n  model_size: %s\n  input_length: %d\n  output_length: %lld\n  batch_size: 1\n",
+                  r.batched ? r.threads_per_session : r.threads_per_session * r.parallel,
+                  numa_bound ? "true" : "false");
+      std::printf("workload:\n  model_size: %s\n  input_length: %d\n  output_length: %lld\n  batch_size: %d\n",
                   yaml_string(human_count(static_cast<double>(info.n_parameters))).c_str(), r.prompt,
-                  static_cast<long long>(n_gen));
-      if (r.parallel > 1) {
-        std::printf("  # %d independent sessions at once (no batched decoding), %d thread(s) each\n", r.parallel,
-                    r.threads_per_session);
+                  static_cast<long long>(n_gen), r.batched ? r.parallel : 1);
+      if (r.parallel > 1 && r.batched) {
+        std::printf("  # %d streams decoded together: sequences of one session, one batched step each token\n",
+                    r.parallel);
+      } else if (r.parallel > 1) {
+        std::printf("  # %d independent sessions at once (no batched decoding on this backend), %d thread(s) each\n",
+                    r.parallel, r.threads_per_session);
       }
       std::printf("metrics:\n  first_token_latency_ms: %.3f\n  tokens_per_second: %.3f%s\n", ftl.mean, dec.mean,
                   r.parallel > 1 ? "  # all sessions together" : "");
@@ -486,8 +577,9 @@ int cmd_bench(int argc, char** argv) {
           .str("model_sha256", facts->sha256)
           .integer("input_length", r.prompt)
           .integer("output_length", n_gen)
-          .integer("batch_size", 1)
+          .integer("batch_size", r.batched ? r.parallel : 1)
           .integer("parallel_sessions", r.parallel)
+          .boolean("batched", r.batched)
           .integer("threads_per_session", r.threads_per_session)
           .integer("context_length", context)
           .integer("model_context", info.max_context)
@@ -531,7 +623,7 @@ int cmd_bench(int argc, char** argv) {
               static_cast<long long>(n_gen), context, beyond_model ? " (beyond the model's own)" : "",
               static_cast<long long>(reps));
   const bool multi = parallel.size() > 1 || parallel[0] > 1;
-  std::printf("%7s  %s%20s  %18s  %18s  %17s  %20s\n", "prompt", multi ? "sessions  all tok/s  " : "",
+  std::printf("%7s  %s%20s  %18s  %18s  %17s  %20s\n", "prompt", multi ? " streams  all tok/s  " : "",
               "prefill tok/s", "first token ms", "decode tok/s", "ITL p50/p95 ms", "decode GB/s (probe)");
   for (const Run& r : runs) {
     const Stats ftl = stats_of(r.first_token_ms), pre = stats_of(r.prefill_tps), dec = stats_of(r.decode_tps);
