@@ -12,9 +12,14 @@ int64_t cpu_attention_scratch_floats(const HParams& hp, int32_t context, int32_t
 }
 
 void cpu_rope(const RopeParams& p, float* x, int64_t cols, int32_t n, const float* cos, const float* sin) {
-  const int64_t head_dim = p.head_dim, half = head_dim / 2;
+  // Only the first n_rot elements of a head rotate (partial rotary); the
+  // rest stay as they are (in place).
+  const int64_t head_dim = p.head_dim, half = rope_rotated_dims(p) / 2;
   const int64_t heads = p.n_heads;
   const bool adjacent = p.style == RopeStyle::Adjacent;
+  // LongRoPE's attention factor scales cos and sin (as ggml scales its
+  // cache); x * 1.0f is exact, so without one the results are unchanged.
+  const float m = p.mscale;
   for (int32_t i = 0; i < n; ++i) {
     const float* cs = cos + i * half;
     const float* sn = sin + i * half;
@@ -25,9 +30,10 @@ void cpu_rope(const RopeParams& p, float* x, int64_t cols, int32_t n, const floa
         // as Hugging Face checkpoints.
         const int64_t a = adjacent ? 2 * j : j;
         const int64_t b = adjacent ? 2 * j + 1 : j + half;
+        const float c = cs[j] * m, s = sn[j] * m;
         const float v0 = v[a], v1 = v[b];
-        v[a] = v0 * cs[j] - v1 * sn[j];
-        v[b] = v0 * sn[j] + v1 * cs[j];
+        v[a] = v0 * c - v1 * s;
+        v[b] = v0 * s + v1 * c;
       }
     }
   }

@@ -143,9 +143,11 @@ Status cpu_supports(const Graph& graph) {
   // The scratch (scratch_sizes) is planned from the model's head_dim and
   // n_heads: the ops may not need more.
   for (const Op& op : graph.ops) {
-    if ((op.kind == OpKind::Rope && op.params.rope.head_dim != graph.hparams.head_dim()) ||
+    if ((op.kind == OpKind::Rope && (op.params.rope.head_dim != graph.hparams.head_dim() ||
+                                     rope_rotated_dims(op.params.rope) != rope_rotated_dims(rope_table_op(graph)->params.rope))) ||
         (op.kind == OpKind::Attention && op.params.attention.n_heads > graph.hparams.n_heads)) {
-      return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: %s op with other heads than the model's (head_dim %u, %u heads)",
+      return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: %s op with other heads than the model's (head_dim %u, %u heads, "
+                           "every rope rotating as many dims)",
                            op_name(op.kind), graph.hparams.head_dim(), graph.hparams.n_heads);
     }
   }
@@ -224,9 +226,11 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
   // f32 logits match it closely; one table per distinct Rope (cpu_supports
   // checks every Rope has the model's head_dim).
   EMBER_TRY(cpu_supports(graph));
+  // Angles for the rotated pairs only (n_rot / 2 per position; cpu_supports
+  // checks every Rope rotates as many).
   const std::vector<const Op*> tables = rope_tables(graph);
-  const int64_t head_dim = tables.empty() ? 0 : tables[0]->params.rope.head_dim;
-  rope_half_ = std::min<int64_t>(head_dim / 2, s.half);
+  const int64_t rotated = tables.empty() ? 0 : rope_rotated_dims(tables[0]->params.rope);
+  rope_half_ = std::min<int64_t>(rotated / 2, s.half);
   for (size_t t = 0; t < tables.size(); ++t) {
     for (int64_t j = 0; j < rope_half_; ++j) {
       scratch_.rope_freq[t * rope_freq_stride_ + j] = rope_inv_freq(tables[t]->params.rope, j);

@@ -11,9 +11,11 @@ namespace ember {
 namespace {
 
 // Rotates every head of one key row by `delta` positions, with the RoPE the
-// keys were stored with (graph.h key_rope: head_dim 0 rotates nothing).
+// keys were stored with (graph.h key_rope: head_dim 0 rotates nothing): its
+// rotated dims and frequency factors, not its mscale (the stored keys carry
+// it already; a rotation keeps their length).
 void rotate_row(const RopeParams& rope, float* row, int32_t delta) {
-  const int64_t head_dim = rope.head_dim, half = head_dim / 2;
+  const int64_t head_dim = rope.head_dim, half = rope_rotated_dims(rope) / 2;
   const bool adjacent = rope.style == RopeStyle::Adjacent;
   for (int64_t j = 0; j < half; ++j) {
     const float freq = rope_inv_freq(rope, j);

@@ -102,6 +102,7 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
       push.p[6] = rope.head_dim;
       push.p[7] = rope.style == RopeStyle::Adjacent ? 1 : 0;
       push.p[8] = static_cast<uint32_t>(std::max(0, rope_table_of(*graph_, rope))) * rope.head_dim;
+      push.p[9] = rope_rotated_dims(rope);
       dispatch_1d(*dev_, layout_, cb, pipeline_, sets_[l], push, static_cast<uint64_t>(r) * units);
       // The next chunk overwrites the scratch and reads rows this one wrote.
       full_barrier(a, cb);
@@ -110,12 +111,13 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
 }
 
 Status KvShift::run(int32_t start, int32_t end, int32_t n_pos) {
-  // The angles of a -d rotation, computed as the CPU's rotate_row does.
+  // The angles of a -d rotation, computed as the CPU's rotate_row does (the
+  // rotated pairs only, no mscale: a pure rotation).
   const int32_t delta = -(end - start);
   const std::vector<const Op*> tables = rope_tables(*graph_);
   for (size_t t = 0; t < tables.size(); ++t) {
     const RopeParams& rope = tables[t]->params.rope;
-    const int64_t head_dim = rope.head_dim, half = head_dim / 2;
+    const int64_t head_dim = rope.head_dim, half = rope_rotated_dims(rope) / 2;
     float* table = static_cast<float*>(table_.mapped) + t * head_dim;
     for (int64_t j = 0; j < half; ++j) {
       const float freq = rope_inv_freq(rope, j);

@@ -198,7 +198,8 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
     case OpKind::Rope: {
       const uint32_t cols = static_cast<uint32_t>(graph.activations[op.a].cols);
       const RopeParams& rp = op.params.rope;
-      const uint32_t head_dim = rp.head_dim, half = head_dim / 2;
+      // Only the rotated pairs (partial rotary: the rest of each head stays).
+      const uint32_t head_dim = rp.head_dim, half = rope_rotated_dims(rp) / 2;
       const uint64_t count = static_cast<uint64_t>(nu) * rp.n_heads * half;
       push.p[0] = cols;
       push.p[1] = head_dim;

@@ -68,7 +68,9 @@ Result<Sizes> device_sizes(const Graph& g) {
   EMBER_ASSIGN_OR_RETURN(s.v_row_words, vk::kv_row_words(g.kv_type_v, hp.kv_dim()));
   s.kv = static_cast<uint64_t>(hp.n_layers) * g.context * 4 * (s.k_row_words + s.v_row_words);
   for (const ActivationDesc& a : g.activations) s.acts += static_cast<uint64_t>(a.cols) * a.rows * 4;
-  s.other = static_cast<uint64_t>(g.context) * hp.head_dim() * 4 *  // rope cos + sin, per table
+  const Op* rope = rope_table_op(g);
+  const uint64_t rotated = rope ? rope_rotated_dims(rope->params.rope) : hp.head_dim();
+  s.other = static_cast<uint64_t>(g.context) * rotated * 4 *  // rope cos + sin (rotated pairs), per table
                 std::max<uint64_t>(1, rope_tables(g).size())
             + 8 + static_cast<uint64_t>(g.max_batch) * 4          // step
             + static_cast<uint64_t>(hp.vocab_size) * 4 + 4        // logits + dummy
@@ -167,6 +169,12 @@ Status vulkan_supports(const Graph& graph) {
       return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: attention of layer %d reads keys no rope op rotated",
                            op.layer);
     }
+    // One rotated width for every rope: the tables share a layout.
+    if (op.kind == OpKind::Rope &&
+        rope_rotated_dims(op.params.rope) != rope_rotated_dims(rope_table_op(graph)->params.rope)) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: rope ops rotating %u and %u dims in one graph",
+                           rope_rotated_dims(op.params.rope), rope_rotated_dims(rope_table_op(graph)->params.rope));
+    }
     const uint32_t head_dim = op.kind == OpKind::Rope        ? op.params.rope.head_dim
                               : op.kind == OpKind::Attention ? op.params.attention.head_dim
                                                              : 0;
@@ -238,10 +246,12 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
       EMBER_TRY(up.upload_weight(w, b));
     }
     // RoPE angles computed exactly as the CPU backend computes them, one
-    // table per distinct RoPE (vulkan_supports: all of the model's head_dim):
-    // cos [context][half] then sin, 2 x context x half floats each.
+    // table per distinct RoPE (vulkan_supports: all of the model's head_dim,
+    // one rotated width): cos [context][half] then sin, 2 x context x half
+    // floats each, half = the rotated pairs; times the rope's mscale as the
+    // CPU's cpu_rope scales them.
     const std::vector<const Op*> ropes = rope_tables(graph);
-    const int64_t half = ropes.empty() ? 0 : ropes[0]->params.rope.head_dim / 2;
+    const int64_t half = ropes.empty() ? 0 : rope_rotated_dims(ropes[0]->params.rope) / 2;
     const int64_t per_table = 2 * half * graph.context;
     std::vector<float> table(static_cast<size_t>(std::max<int64_t>(per_table * static_cast<int64_t>(ropes.size()), 1)));
     for (size_t t = 0; t < ropes.size(); ++t) {
@@ -251,8 +261,8 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
         for (int64_t j = 0; j < half; ++j) {
           const float freq = rope_inv_freq(rp, j);
           const float angle = static_cast<float>(p) * freq;
-          tb[p * half + j] = std::cos(angle);
-          tb[(graph.context + p) * half + j] = std::sin(angle);
+          tb[p * half + j] = std::cos(angle) * rp.mscale;
+          tb[(graph.context + p) * half + j] = std::sin(angle) * rp.mscale;
         }
       }
     }

@@ -33,6 +33,13 @@ Status check_op_params(const Graph& graph) {
                              "op %zu (rope): %u heads of head_dim %u do not fill its row of %lld (head_dim must be even)",
                              i, p.n_heads, p.head_dim, static_cast<long long>(cols(op.a)));
       }
+      if (p.n_rot % 2 || p.n_rot > p.head_dim) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "op %zu (rope): n_rot = %u must be even and <= head_dim %u", i,
+                             p.n_rot, p.head_dim);
+      }
+      if (!(p.mscale > 0.0f && p.mscale < 1e3f)) {
+        return Status::error(EMBER_ERR_BAD_TENSOR, "op %zu (rope): mscale = %g must be in (0, 1e3)", i, p.mscale);
+      }
     } else if (op.kind == OpKind::RmsNorm) {
       const uint32_t group = op.params.rmsnorm.group;
       const int64_t width = group ? group : cols(op.a);
@@ -91,7 +98,7 @@ const Op* rope_table_op(const Graph& graph) {
 namespace {
 bool same_table(const RopeParams& a, const RopeParams& b) {
   return a.head_dim == b.head_dim && a.theta == b.theta && a.freq_factors == b.freq_factors &&
-         a.freq_scale == b.freq_scale;
+         a.freq_scale == b.freq_scale && rope_rotated_dims(a) == rope_rotated_dims(b) && a.mscale == b.mscale;
 }
 }  // namespace
 
@@ -128,7 +135,7 @@ int rope_table_of(const Graph& graph, const RopeParams& rope) {
 }
 
 float rope_inv_freq(const RopeParams& rope, int64_t j) {
-  const float f = 1.0f / std::pow(rope.theta, static_cast<float>(2 * j) / static_cast<float>(rope.head_dim));
+  const float f = 1.0f / std::pow(rope.theta, static_cast<float>(2 * j) / static_cast<float>(rope_rotated_dims(rope)));
   const float g = rope.freq_factors != nullptr ? f / rope.freq_factors[j] : f;
   return rope.freq_scale != 1.0f ? g * rope.freq_scale : g;
 }

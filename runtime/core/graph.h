@@ -74,7 +74,18 @@ struct RopeParams {
   const float* freq_factors = nullptr;
   // Linear scaling: angles multiplied by it (1 / the GGUF factor); 1 = none.
   float freq_scale = 1.0f;
+  // Partial rotary: only the first n_rot elements of each head rotate (pairs
+  // by `style` within them: (2j, 2j+1), or (j, j + n_rot/2)); the rest pass
+  // through. Even, <= head_dim; 0 = head_dim. The angle of pair j is
+  // theta^(-2j / n_rot) (ggml's rope with n_dims = n_rot).
+  uint32_t n_rot = 0;
+  // cos and sin are multiplied by it (LongRoPE's attention factor, GGUF
+  // rope.scaling.attn_factor); 1 = none. Context shifting does not apply it
+  // again: moving a stored key is a pure rotation.
+  float mscale = 1.0f;
 };
+// The elements of each head a rope rotates (n_rot, or head_dim when 0).
+inline uint32_t rope_rotated_dims(const RopeParams& p) { return p.n_rot ? p.n_rot : p.head_dim; }
 struct AttentionParams {
   uint32_t n_heads = 0;     // query heads
   uint32_t n_kv_heads = 0;  // key/value heads (grouped-query: n_heads % n_kv_heads == 0)
@@ -149,8 +160,8 @@ const Op* rope_table_op(const Graph& graph);
 // Whether every Rope op has the first one's head_dim, theta and frequency
 // factors (what one shared angle table needs).
 bool rope_ops_share_table(const Graph& graph);
-// Angle tables: Rope ops with the same head_dim, theta, frequency factors
-// and freq_scale share one (Gemma's sliding and global layers need two).
+// Angle tables: Rope ops with the same head_dim, theta, frequency factors,
+// freq_scale, n_rot and mscale share one (Gemma's sliding and global layers need two).
 // rope_tables lists one op per distinct table, in the order first met;
 // rope_table_index gives an op's table in that list (-1 when not a Rope).
 std::vector<const Op*> rope_tables(const Graph& graph);
@@ -158,8 +169,8 @@ int rope_table_index(const Graph& graph, const Op& op);
 // The table of a rope's parameters (key_rope's, for context shifting), or -1.
 int rope_table_of(const Graph& graph, const RopeParams& rope);
 constexpr int kMaxRopeTables = 4;
-// The angle per position of pair j (0 <= j < head_dim / 2) of a rope:
-// theta^(-2j / head_dim) (float powf, as the reference computes it), divided
+// The angle per position of pair j (0 <= j < n_rot / 2) of a rope:
+// theta^(-2j / n_rot) (float powf, as the reference computes it), divided
 // by freq_factors[j] when the rope has them, times freq_scale when not 1. Every backend's table and
 // context shift use this one function.
 float rope_inv_freq(const RopeParams& rope, int64_t j);

@@ -81,7 +81,22 @@ struct HParams {
   // Linear RoPE scaling of the global (not sliding) layers: positions are
   // divided by it (GGUF rope.scaling.factor with type linear; Gemma 3 4B).
   float rope_scale_global = 1.0f;
+  // Partial rotary (GGUF rope.dimension_count; Phi-4-mini: 96 of 128): the
+  // first rope_dims elements of each head rotate, the rest pass through.
+  // 0 = head_dim; else even and <= head_dim.
+  uint32_t rope_dims = 0;
+  // cos/sin multiplied by it (GGUF rope.scaling.attn_factor: LongRoPE's
+  // attention factor, which llama.cpp's converter derives from the context
+  // ratio); 1 = none.
+  float rope_attn_factor = 1.0f;
+  // LongRoPE (phi3's rope_factors_long/short tensors): the long factors are
+  // used when the session's context exceeds this (GGUF
+  // rope.scaling.original_context_length), the short ones otherwise;
+  // 0 = max_seq_len (llama.cpp's default, the training context).
+  uint32_t rope_orig_context = 0;
 
+  uint32_t rotated_dims() const { return rope_dims ? rope_dims : head_dim(); }
+  uint32_t long_rope_threshold() const { return rope_orig_context ? rope_orig_context : max_seq_len; }
   bool sliding_layer(uint32_t l) const {
     if (sliding_window == 0) return false;
     return swa_period == 0 || l % swa_period < swa_period - 1;

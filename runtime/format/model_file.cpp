@@ -137,6 +137,14 @@ Status check_hparams(const HParams& hp) {
   if (!(hp.rope_scale_global >= 1e-3f && hp.rope_scale_global <= 1e3f)) {
     return bad_float("rope_scale_global", hp.rope_scale_global, "must be in [1e-3, 1e3]");
   }
+  if (hp.rope_dims % 2 != 0 || hp.rope_dims > hp.head_dim()) {
+    return Status::error(EMBER_ERR_BAD_HPARAMS, "hparams.rope_dims = %u: must be 0 (head_dim) or even and <= head_dim %u",
+                         hp.rope_dims, hp.head_dim());
+  }
+  if (!(hp.rope_attn_factor > 0.0f && hp.rope_attn_factor < 1e3f)) {
+    return bad_float("rope_attn_factor", hp.rope_attn_factor, "must be in (0, 1e3)");
+  }
+  if (hp.rope_orig_context > kMaxSeqLen) return bad("rope_orig_context", hp.rope_orig_context, "must be in 0..1048576");
   // What only Gemma's graph reads must not be set on another family (it
   // would be ignored).
   const bool gemma = model_arch_is_gemma(hp.arch);
@@ -335,6 +343,9 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   hp.swa_period = h->swa_period();
   hp.rope_theta_swa = h->rope_theta_swa();
   hp.rope_scale_global = h->rope_scale_global();
+  hp.rope_dims = h->rope_dims();
+  hp.rope_attn_factor = h->rope_attn_factor();
+  hp.rope_orig_context = h->rope_orig_context();
   hp.arch = static_cast<ModelArch>(m->arch());  // checked above
   EMBER_TRY(check_hparams(hp));
 

@@ -1,5 +1,6 @@
 #include "model/llama_graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -81,9 +82,37 @@ std::string llama_tensor_name(const char* base, int layer) {
 }
 
 const char* const kRopeFreqs = "rope_freqs.weight";
+const char* const kRopeLong = "rope_factors_long.weight";
+const char* const kRopeShort = "rope_factors_short.weight";
+
+namespace {
+// phi3's LongRoPE factor tensors (llama.cpp loads them for phi3).
+bool is_long_rope_tensor(const HParams& hp, const std::string& name) {
+  return hp.arch == ModelArch::Phi3 && (name == kRopeLong || name == kRopeShort);
+}
+
+// An f32 [n_rot / 2] vector of finite factors > 0, as each frequency-factor
+// tensor must be.
+Status check_factor_tensor(const TensorView& f, int64_t half) {
+  if (f.n_dims != 1 || f.shape[0] != half || f.dtype != DType::F32) {
+    return Status::error(EMBER_ERR_BAD_TENSOR,
+                         "tensor '%s': expected f32 [%lld] (rotated dims / 2), got %s with %d dims [%lld]",
+                         f.name.c_str(), static_cast<long long>(half), dtype_name(f.dtype), f.n_dims,
+                         static_cast<long long>(f.shape[0]));
+  }
+  const float* v = reinterpret_cast<const float*>(f.data);
+  for (int64_t j = 0; j < half; ++j) {
+    if (!(v[j] > 0.0f && v[j] < 1e30f)) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s'[%lld] = %g: frequency factors must be finite and > 0",
+                           f.name.c_str(), static_cast<long long>(j), v[j]);
+    }
+  }
+  return Status::ok();
+}
+}  // namespace
 
 bool is_llama_tensor(const HParams& hp, const std::string& name) {
-  if (name == kRopeFreqs) return true;
+  if (name == kRopeFreqs || is_long_rope_tensor(hp, name)) return true;
   for (const Expect& e : expected_tensors(hp)) {
     if (e.name == name) return true;
   }
@@ -96,7 +125,7 @@ Status check_llama_tensors(const ModelContents& contents) {
   // change the arithmetic of the model it came from, so it is refused, never
   // dropped.
   for (const TensorView& t : contents.tensors) {
-    bool known = t.name == kRopeFreqs;
+    bool known = t.name == kRopeFreqs || is_long_rope_tensor(contents.hparams, t.name);
     for (size_t i = 0; i < expected.size() && !known; ++i) known = expected[i].name == t.name;
     if (!known) {
       return Status::error(EMBER_ERR_UNSUPPORTED,
@@ -104,20 +133,23 @@ Status check_llama_tensors(const ModelContents& contents) {
                            t.name.c_str());
     }
   }
-  if (const TensorView* f = find(contents, kRopeFreqs)) {
-    const int64_t half = contents.hparams.head_dim() / 2;
-    if (f->n_dims != 1 || f->shape[0] != half || f->dtype != DType::F32) {
-      return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': expected f32 [%lld] (head_dim / 2), got %s with %d dims [%lld]",
-                           kRopeFreqs, static_cast<long long>(half), dtype_name(f->dtype), f->n_dims,
-                           static_cast<long long>(f->shape[0]));
-    }
-    const float* v = reinterpret_cast<const float*>(f->data);
-    for (int64_t j = 0; j < half; ++j) {
-      if (!(v[j] > 0.0f && v[j] < 1e30f)) {
-        return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s'[%lld] = %g: frequency factors must be finite and > 0",
-                             kRopeFreqs, static_cast<long long>(j), v[j]);
-      }
-    }
+  // Frequency factors, one per rotated pair: Llama 3.x's rope_freqs, or
+  // phi3's LongRoPE pair (both or neither; not with rope_freqs, which
+  // llama.cpp's phi3 does not read).
+  const int64_t half = contents.hparams.rotated_dims() / 2;
+  const TensorView* freqs = find(contents, kRopeFreqs);
+  const TensorView* lng = find(contents, kRopeLong);
+  const TensorView* sht = find(contents, kRopeShort);
+  if ((lng != nullptr) != (sht != nullptr)) {
+    return Status::error(EMBER_ERR_MISSING_TENSOR, "tensor '%s' is required with '%s' (LongRoPE needs both)",
+                         lng ? kRopeShort : kRopeLong, lng ? kRopeLong : kRopeShort);
+  }
+  if (lng && freqs) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "tensor '%s' together with LongRoPE's '%s': two sets of factors",
+                         kRopeFreqs, kRopeLong);
+  }
+  for (const TensorView* f : {freqs, lng, sht}) {
+    if (f) EMBER_TRY(check_factor_tensor(*f, half));
   }
   for (const Expect& e : expected) {
     const TensorView* t = find(contents, e.name);
@@ -155,6 +187,8 @@ RopeParams llama_rope_params(const HParams& hp, uint32_t rope_heads, const float
   p.n_heads = rope_heads;
   p.theta = hp.rope_theta;
   p.style = hp.rope_style;
+  p.n_rot = hp.rotated_dims();
+  p.mscale = hp.rope_attn_factor;
   return p;
 }
 
@@ -186,8 +220,15 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
   };
   int32_t k_act = -1;  // the keys' activation (set below, before any op)
   int cur_layer = -1;  // the layer being emitted (its RoPE base and window)
-  // Llama 3.x: per-pair frequency factors (check_llama_tensors checked them).
+  // Per-pair frequency factors (check_llama_tensors checked them): Llama
+  // 3.x's rope_freqs, or phi3's LongRoPE factors chosen by the session's
+  // context as llama.cpp chooses them (long when the context exceeds the
+  // original one, short otherwise).
   const TensorView* freqs = find(contents, kRopeFreqs);
+  if (!freqs && find(contents, kRopeLong)) {
+    const bool long_ctx = static_cast<uint32_t>(std::max(context, 0)) > hp.long_rope_threshold();
+    freqs = find(contents, long_ctx ? kRopeLong : kRopeShort);
+  }
   const float* freq_factors = freqs ? reinterpret_cast<const float*>(freqs->data) : nullptr;
   auto activation = [&](const char* name, int64_t cols, int32_t rows) {
     g.activations.push_back({name, cols, rows});

@@ -16,18 +16,22 @@ std::string llama_bias_name(const char* base, int layer);
 
 // Checks that every tensor the architecture needs is present with the shape
 // the hyper-parameters imply (EMBER_ERR_MISSING_TENSOR, EMBER_ERR_BAD_TENSOR),
-// that the optional rope_freqs.weight (Llama 3.x frequency factors: f32
-// [head_dim / 2], finite, > 0) is well formed, and that the file holds no
-// other tensor (EMBER_ERR_UNSUPPORTED naming it: never ignored).
+// that the optional frequency factors are well formed (f32 [rotated dims /
+// 2], finite, > 0: Llama 3.x's rope_freqs.weight, or phi3's LongRoPE pair
+// rope_factors_long/short.weight, both or neither), and that the file holds
+// no other tensor (EMBER_ERR_UNSUPPORTED naming it: never ignored).
 Status check_llama_tensors(const ModelContents& contents);
 
 // Whether `name` is a tensor the llama graph of `hp` reads (its matrices and
-// norms, output.weight unless tied, rope_freqs.weight). Importers refuse the
+// norms, output.weight unless tied, rope_freqs.weight, phi3's
+// rope_factors_long/short.weight). Importers refuse the
 // others by name.
 bool is_llama_tensor(const HParams& hp, const std::string& name);
 
 // Emits the forward pass for a session shape (n_seqs sequences of `context`
 // positions each). The model must have passed check_llama_tensors.
+// LongRoPE: the Rope ops read the long factors when `context` exceeds
+// HParams::long_rope_threshold(), else the short ones.
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
                                 KvType kv_type_k = KvType::F32, KvType kv_type_v = KvType::F32,
                                 int32_t n_seqs = 1);

@@ -103,6 +103,10 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
     // disabled"): the file's arithmetic there is full causal attention,
     // which ember runs. Gemma's windows are read; others' are refused below.
     if (hp.arch == ModelArch::Phi3 && name == "attention.sliding_window") ok = true;
+    // phi3's partial rotary and LongRoPE attention factor (read and checked
+    // by import_gguf; llama.cpp's llama, qwen2 and qwen3 graphs assert full
+    // rotary, so there the neutral check below refuses it).
+    if (hp.arch == ModelArch::Phi3 && (name == "rope.dimension_count" || name == "rope.scaling.attn_factor")) ok = true;
     // Gemma 3's linear scaling of the global layers (read by import_gguf).
     const bool gemma3_linear = hp.arch == ModelArch::Gemma3 && kv.value.type == GgufType::String &&
                                kv.value.str == "linear";
@@ -257,6 +261,39 @@ Status read_gemma_keys(const GgufFile& gguf, const std::string& p, const std::st
   return Status::ok();
 }
 
+// phi3's RoPE keys, as llama.cpp reads them: rope.dimension_count (partial
+// rotary, Phi-4-mini: 96 of 128; even, in 1..head_dim),
+// rope.scaling.attn_factor (LongRoPE's cos/sin scale; absent: 1, as
+// llama.cpp runs it: its converter writes the factor it derives from the
+// context ratio) and rope.scaling.original_context_length (absent: the
+// training context).
+Status read_phi3_rope_keys(const GgufFile& gguf, const std::string& p, const std::string& path, HParams* hp) {
+  if (gguf.find(p + "rope.dimension_count")) {
+    EMBER_ASSIGN_OR_RETURN(uint32_t n_rot, gguf.get_u32(p + "rope.dimension_count"));
+    if (n_rot == 0 || n_rot % 2 != 0 || n_rot > hp->head_dim()) {
+      return Status::error(EMBER_ERR_BAD_HPARAMS, "'%s': %srope.dimension_count = %u: must be even and in 2..%u (head_dim)",
+                           path.c_str(), p.c_str(), n_rot, hp->head_dim());
+    }
+    hp->rope_dims = n_rot == hp->head_dim() ? 0 : n_rot;
+  }
+  if (gguf.find(p + "rope.scaling.attn_factor")) {
+    EMBER_ASSIGN_OR_RETURN(float f, gguf.get_f32(p + "rope.scaling.attn_factor"));
+    if (!(f > 0.0f && f < 1e3f)) {
+      return Status::error(EMBER_ERR_BAD_HPARAMS, "'%s': %srope.scaling.attn_factor = %g: must be in (0, 1e3)",
+                           path.c_str(), p.c_str(), f);
+    }
+    hp->rope_attn_factor = f;
+  }
+  if (gguf.find(p + "rope.scaling.original_context_length")) {
+    EMBER_ASSIGN_OR_RETURN(hp->rope_orig_context, gguf.get_u32(p + "rope.scaling.original_context_length"));
+    if (hp->rope_orig_context > kMaxSeqLen) {
+      return Status::error(EMBER_ERR_BAD_HPARAMS, "'%s': %srope.scaling.original_context_length = %u: must be <= %u",
+                           path.c_str(), p.c_str(), hp->rope_orig_context, kMaxSeqLen);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_gguf_file(const std::string& path) {
@@ -317,6 +354,7 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
     }
   }
   if (model_arch_is_gemma(hp.arch)) EMBER_TRY(read_gemma_keys(gguf, p, path, &hp));
+  if (hp.arch == ModelArch::Phi3) EMBER_TRY(read_phi3_rope_keys(gguf, p, path, &hp));
   EMBER_ASSIGN_OR_RETURN(model->spec.vocab, vocab_from_gguf(gguf));
   hp.vocab_size = static_cast<uint32_t>(model->spec.vocab.pieces.size());
   hp.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
@@ -348,9 +386,9 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
       if (!is_llama_tensor(hp, piece.name)) {
         if (name.find("rope_factors_") != std::string::npos) {
           return Status::error(EMBER_ERR_UNSUPPORTED,
-                               "'%s': tensor '%s': LongRoPE frequency factors (Phi-3.5/Phi-4-mini 128k) are not "
-                               "implemented (refused rather than ignored)",
-                               path.c_str(), name.c_str());
+                               "'%s': tensor '%s': LongRoPE frequency factors are implemented for phi3 only, not "
+                               "for %s (refused rather than ignored)",
+                               path.c_str(), name.c_str(), arch.c_str());
         }
         return Status::error(EMBER_ERR_UNSUPPORTED,
                              "'%s': tensor '%s' is not part of the %s graph ember runs (refused rather than "

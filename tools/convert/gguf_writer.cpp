@@ -214,7 +214,7 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   kv.kv_u32((a + ".embedding_length").c_str(), hp.dim);
   kv.kv_u32((a + ".block_count").c_str(), hp.n_layers);
   kv.kv_u32((a + ".feed_forward_length").c_str(), hp.hidden_dim);
-  kv.kv_u32((a + ".rope.dimension_count").c_str(), hp.head_dim());
+  kv.kv_u32((a + ".rope.dimension_count").c_str(), hp.rotated_dims());
   kv.kv_u32((a + ".attention.head_count").c_str(), hp.n_heads);
   if (hp.explicit_head_dim) {
     kv.kv_u32((a + ".attention.key_length").c_str(), hp.explicit_head_dim);
@@ -231,6 +231,11 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
     kv.kv_u32((a + ".attention.sliding_window_pattern").c_str(), hp.swa_period);
     // Written always: llama.cpp's default differs per family (gemma3: 10000).
     kv.kv_f32((a + ".rope.freq_base_swa").c_str(), hp.rope_theta_swa != 0.0f ? hp.rope_theta_swa : hp.rope_theta);
+  }
+  // LongRoPE (phi3), with the keys llama.cpp's converter writes.
+  if (hp.rope_attn_factor != 1.0f) kv.kv_f32((a + ".rope.scaling.attn_factor").c_str(), hp.rope_attn_factor);
+  if (hp.rope_orig_context != 0) {
+    kv.kv_u32((a + ".rope.scaling.original_context_length").c_str(), hp.rope_orig_context);
   }
   if (hp.rope_scale_global != 1.0f) {
     kv.kv_str((a + ".rope.scaling.type").c_str(), "linear");

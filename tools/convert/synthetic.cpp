@@ -93,6 +93,15 @@ std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float fac
   return f;
 }
 
+std::vector<float> synth_long_rope_factors(uint32_t pairs, bool long_factors) {
+  std::vector<float> f(pairs);
+  for (uint32_t j = 0; j < pairs; ++j) {
+    const float t = pairs > 1 ? static_cast<float>(j) / static_cast<float>(pairs - 1) : 0.0f;
+    f[j] = long_factors ? 1.0f + 15.0f * t * t : 1.0f + 0.25f * t;
+  }
+  return f;
+}
+
 Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
                                                       const std::string& vocab_path) {
   if (!synth_arch_known(shape.arch)) {
@@ -166,6 +175,21 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   }
   if (phi3) hp.arch = ModelArch::Phi3;
   hp.rope_style = model_arch_rope_style(hp.arch);
+  if (shape.rope_dims % 2 != 0 || shape.rope_dims > hp.head_dim()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "rope dims %u: must be even and <= the head width %u",
+                         shape.rope_dims, hp.head_dim());
+  }
+  hp.rope_dims = shape.rope_dims == hp.head_dim() ? 0 : shape.rope_dims;
+  if (shape.long_rope_orig != 0) {
+    if (!phi3) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "LongRoPE is a phi3 option, not %s's", shape.arch.c_str());
+    }
+    hp.rope_orig_context = shape.long_rope_orig;
+    const double scale = static_cast<double>(hp.max_seq_len) / shape.long_rope_orig;
+    hp.rope_attn_factor =
+        scale > 1.0 ? static_cast<float>(std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(shape.long_rope_orig))))
+                    : 1.0f;
+  }
   spec.vocab = std::move(vocab);
   const uint32_t block = static_cast<uint32_t>(dtype_block_elements(dtype));
   if (hp.dim % block || hp.hidden_dim % block) {
@@ -204,6 +228,19 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
     model->owned.push_back(std::move(bytes));
   };
   const int64_t dim = hp.dim, q = hp.q_dim(), kv = hp.kv_dim(), hidden = hp.hidden_dim;
+  // First, long then short, as llama.cpp's converter writes them (its rope
+  // reads freq_factors for all head_dim / 2 pairs, past n_rot / 2: a factor
+  // tensor at the end of a file can fault there).
+  if (shape.long_rope_orig != 0) {
+    for (const bool lng : {true, false}) {
+      const std::vector<float> f = synth_long_rope_factors(hp.rotated_dims() / 2, lng);
+      std::vector<uint8_t> bytes(f.size() * sizeof(float));
+      std::memcpy(bytes.data(), f.data(), bytes.size());
+      spec.tensors.push_back({lng ? "rope_factors_long.weight" : "rope_factors_short.weight", DType::F32,
+                              {static_cast<int64_t>(f.size())}, bytes.data(), bytes.size()});
+      model->owned.push_back(std::move(bytes));
+    }
+  }
   matrix("token_embd.weight", hp.vocab_size, dim);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
     const int li = static_cast<int>(l);

@@ -30,7 +30,20 @@ struct SynthShape {
   // gemma2: soft-caps 1.5 (scores) and 2 (logits); gemma3: Q/K norms, theta
   // 1e6 (global, linear factor 8) and 10000 (sliding)).
   std::string arch = "llama";
+  // Partial rotary: the first rope_dims elements of each head rotate (even,
+  // <= the head width); 0: all of them.
+  uint32_t rope_dims = 0;
+  // phi3 only: LongRoPE with this original context (rope_factors_long/short
+  // tensors of made-up factors, short 1..1.25 and long 1..16 across the
+  // pairs, and the attention factor llama.cpp's converter derives:
+  // sqrt(1 + ln(context / orig) / ln(orig)) when context > orig, else 1).
+  // 0: none.
+  uint32_t long_rope_orig = 0;
 };
+
+// LongRoPE's synthetic factors for `pairs` rotated pairs (what
+// make_synthetic stores; tests recompute the angles from them).
+std::vector<float> synth_long_rope_factors(uint32_t pairs, bool long_factors);
 
 // The synthetic families ("llama", "llama3", "qwen2", "qwen3", "phi3",
 // "gemma2", "gemma3"); false for another name.

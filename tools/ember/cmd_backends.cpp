@@ -21,7 +21,7 @@ namespace {
 // tests hold both to the same logits); a backend that cannot run a model
 // says why in supports(), and auto then takes the cpu.
 const char* const kWeightTypes = "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs";
-const char* const kFamilies = "llama (incl. Llama 3.x rope_freqs), qwen2, qwen3, phi3 (not LongRoPE), gemma2, gemma3 (text)";
+const char* const kFamilies = "llama (incl. Llama 3.x rope_freqs), qwen2, qwen3, phi3 (incl. LongRoPE, partial rotary), gemma2, gemma3 (text)";
 
 struct Row {
   std::string backend, status, device_type, device, memory, quantizations, families, batching, readiness, why;

@@ -62,6 +62,10 @@ int cmd_info(int argc, char** argv) {
   std::printf("             vocab %u  max context %u  norm eps %g  rope theta %g (%s pairs)  output %s\n",
               hp.vocab_size, hp.max_seq_len, hp.norm_eps, hp.rope_theta,
               hp.rope_style == RopeStyle::Adjacent ? "adjacent" : "half", hp.tied_embeddings ? "tied" : "separate");
+  if (hp.rope_dims != 0 || hp.rope_attn_factor != 1.0f || hp.rope_orig_context != 0) {
+    std::printf("             rope on %u of %u dims  attention factor %g  original context %u\n", hp.rotated_dims(),
+                hp.head_dim(), hp.rope_attn_factor, hp.long_rope_threshold());
+  }
   if (model_arch_is_gemma(hp.arch)) {
     std::printf("             soft-cap attention %g final %g  sliding window %u (period %u)  rope theta sliding %g"
                 "  global linear factor %g\n",

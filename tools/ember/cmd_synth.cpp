@@ -38,7 +38,8 @@ std::string find_llama2_vocab() {
 
 const char* kSynthHelp =
     "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype TYPE] [--gguf]\n"
-    "                   [--arch llama|llama3|qwen2|qwen3|phi3|gemma2|gemma3] [--head-dim N] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
+    "                   [--arch llama|llama3|qwen2|qwen3|phi3|gemma2|gemma3] [--head-dim N] [--rope-dims N]\n"
+    "                   [--longrope ORIG] [--context N] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
     "  deterministic pseudo-random weights of a named shape (norms f32), for tests and benchmarks:\n"
     "    tiny  dim 64,   hidden 192,  2 layers,  4 heads,  2 kv-heads\n"
     "    110m  dim 768,  hidden 2048, 12 layers, 12 heads, 12 kv-heads, vocabulary 32000\n"
@@ -56,6 +57,14 @@ const char* kSynthHelp =
     "              bases, linear factor 8 on global layers)\n"
     "  --head-dim N  attention head width (default dim / heads; Qwen3 and Gemma heads are wider:\n"
     "              queries n_heads * N wide, written as GGUF attention.key_length)\n"
+    "  --rope-dims N  partial rotary: RoPE on the first N elements of each head (even, <= the head\n"
+    "              width; Phi-4-mini: 96 of 128), written as GGUF rope.dimension_count; GGUF import\n"
+    "              takes it for phi3 only (llama.cpp's llama/qwen2/qwen3 assert full rotary)\n"
+    "  --longrope ORIG  phi3 only: LongRoPE factors (rope_factors_long/short) with original context\n"
+    "              ORIG: sessions with a context > ORIG use the long factors, others the short\n"
+    "              ones; attention factor sqrt(1 + ln(context / ORIG) / ln(ORIG)) as llama.cpp's\n"
+    "              converter derives it\n"
+    "  --context N   the model's training context (default: the shape's)\n"
     "  --seed N    weight seed (default 42): the same seed gives the same bytes\n"
     "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
     "              the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
@@ -65,14 +74,20 @@ const char* kSynthHelp =
 }  // namespace
 
 int cmd_synth(int argc, char** argv) {
-  Args args(argc, argv, {"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--arch", "--head-dim"});
+  Args args(argc, argv,
+            {"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--arch", "--head-dim", "--rope-dims", "--longrope",
+             "--context"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kSynthHelp, stdout);
     return 0;
   }
-  args.check_known({"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--gguf", "--arch", "--head-dim"});
+  args.check_known({"--shape", "--dtype", "-o", "--seed", "--vocab", "--layout", "--gguf", "--arch", "--head-dim",
+                    "--rope-dims", "--longrope", "--context"});
   const int64_t seed = args.get_int("--seed", 42, 0, INT64_MAX);
   const int64_t head_dim = args.get_int("--head-dim", 0, 0, kMaxHeadDim);
+  const int64_t rope_dims = args.get_int("--rope-dims", 0, 0, kMaxHeadDim);
+  const int64_t longrope = args.get_int("--longrope", 0, 0, kMaxSeqLen);
+  const int64_t context = args.get_int("--context", 0, 0, kMaxSeqLen);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember synth --help)");
   if (!args.positionals().empty()) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "unexpected argument '" + args.positionals()[0] + "' (see ember synth --help)");
@@ -84,6 +99,9 @@ int cmd_synth(int argc, char** argv) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--shape '" + shape_name + "' is not a shape (tiny, 110m, 0.5b, 1.1b)");
   }
   shape.head_dim = static_cast<uint32_t>(head_dim);
+  shape.rope_dims = static_cast<uint32_t>(rope_dims);
+  shape.long_rope_orig = static_cast<uint32_t>(longrope);
+  if (context) shape.context = static_cast<uint32_t>(context);
   if (head_dim % 2 != 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--head-dim " + std::to_string(head_dim) + " must be even");
   shape.arch = args.get("--arch", "llama");
   if (!synth_arch_known(shape.arch)) {

@@ -16,12 +16,15 @@
 #define HEAD_DIM pc.p[6]
 #define ADJACENT pc.p[7]
 #define TABLE_OFF pc.p[8]
+#define ROT pc.p[9]
 #include "kv.glsl"
 
-// Element e of source row i after the rotation (the CPU's rotate_row).
+// Element e of source row i after the rotation (the CPU's rotate_row): the
+// first ROT elements of each head rotate (partial rotary), the rest stay.
 float rotated(uint i, uint e) {
-  uint half_ = HEAD_DIM / 2u;
+  uint half_ = ROT / 2u;
   uint hd = e % HEAD_DIM, base = e - hd;
+  if (hd >= ROT) return v_load(KTYPE, K_ROWW, i, e);
   uint j, ia, ib;
   if (ADJACENT != 0u) {
     j = hd / 2u;

@@ -2,7 +2,9 @@
 // Rotates pairs of a[i] in place for position pos + i. cos/sin come from a
 // table the host computed exactly as the CPU backend does (aux: cos for
 // [context][half], then sin; one such table per distinct RoPE, TABLE_OFF
-// floats in), so both backends rotate by the same angles.
+// floats in), so both backends rotate by the same angles. HALF is the
+// rotated pairs per head (partial rotary: the elements past 2 x HALF stay);
+// the host scaled cos/sin by the rope's mscale.
 #include "common.glsl"
 #define COLS pc.p[0]
 #define HEAD_DIM pc.p[1]

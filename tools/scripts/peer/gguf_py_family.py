@@ -4,8 +4,14 @@
 # so that ember's reading of such files is checked against a writer that is
 # not ember's (issue 13: "GGUFs written by llama.cpp's tools load too").
 # usage: GGUF_PY=.../gguf-py python3 gguf_py_family.py ARCH OUT.gguf [--separate-qkv]
+#          [--rope-dims N] [--longrope ORIG] [--context N]
 #   phi3 writes a fused attn_qkv unless --separate-qkv, and always a fused
 #   ffn_up (gate rows first); qwen3 writes heads of 32 over dim 64.
+#   --rope-dims N: partial rotary (rope.dimension_count N of the head's 16).
+#   --longrope ORIG (phi3): rope_factors_long/short of random factors, the
+#   original context ORIG and the attention factor phi3's converter derives
+#   (conversion/phi.py: sqrt(1 + ln(ctx / ORIG) / ln(ORIG))); --context N:
+#   the training context (default 256).
 import os
 import sys
 
@@ -15,10 +21,20 @@ import gguf  # noqa: E402
 
 arch, out = sys.argv[1], sys.argv[2]
 separate = "--separate-qkv" in sys.argv[3:]
+
+
+def opt(flag, default):
+    a = sys.argv[3:]
+    return int(a[a.index(flag) + 1]) if flag in a else default
+
+
 rng = np.random.default_rng(7)
-dim, hidden, layers, heads, kv_heads, ctx = 64, 192, 2, 4, 2, 256
+dim, hidden, layers, heads, kv_heads = 64, 192, 2, 4, 2
+ctx = opt("--context", 256)
 head = 32 if arch == "qwen3" else dim // heads
 q, kv = heads * head, kv_heads * head
+n_rot = opt("--rope-dims", head)
+orig = opt("--longrope", 0)
 
 w = gguf.GGUFWriter(out, arch)
 w.add_name(f"gguf-py-{arch}-tiny")
@@ -29,7 +45,11 @@ w.add_feed_forward_length(hidden)
 w.add_head_count(heads)
 w.add_head_count_kv(kv_heads)
 w.add_layer_norm_rms_eps(1e-6)
-w.add_rope_dimension_count(head)
+w.add_rope_dimension_count(n_rot)
+if orig:
+    scale = ctx / orig
+    w.add_rope_scaling_orig_ctx_len(orig)
+    w.add_rope_scaling_attn_factors(float(np.sqrt(1 + np.log(scale) / np.log(orig))) if scale > 1.0 else 1.0)
 if arch == "qwen3":
     w.add_rope_freq_base(1000000.0)
     w.add_key_length(head)
@@ -72,6 +92,13 @@ def norm(n):
     return (1.0 + 0.1 * rng.uniform(-1, 1, n)).astype(np.float32)
 
 
+if orig:
+    # First, long then short, as llama.cpp's converter writes them (its rope
+    # reads factors past n_rot / 2 with partial rotary: a factor tensor at
+    # the end of the file can fault). Increasing across the pairs, as the
+    # real ones (short ~1..1.3, long ~1..60).
+    w.add_tensor(name(T.ROPE_FACTORS_LONG), np.sort(1.0 + 20.0 * rng.uniform(0, 1, n_rot // 2)).astype(np.float32))
+    w.add_tensor(name(T.ROPE_FACTORS_SHORT), np.sort(1.0 + 0.3 * rng.uniform(0, 1, n_rot // 2)).astype(np.float32))
 w.add_tensor(name(T.TOKEN_EMBD), mat(vocab, dim))
 for l in range(layers):
     w.add_tensor(name(T.ATTN_NORM, l), norm(dim))
@@ -101,4 +128,5 @@ w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()
 w.close()
-print(f"{out}: {arch}, {vocab} tokens, dim {dim}, {layers} layers, {heads} heads of {head}")
+print(f"{out}: {arch}, {vocab} tokens, dim {dim}, {layers} layers, {heads} heads of {head}, rope on {n_rot}"
+      + (f", LongRoPE from {orig} of {ctx}" if orig else ""))

@@ -30,7 +30,10 @@ int main(int argc, char** argv) {
   llama_model* model = llama_model_load_from_file(argv[1], mp);
   if (!model) return 1;
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(ids.size() + 16);
+  // $PEER_N_CTX: the context to ask for (LongRoPE picks its factors by it;
+  // llama.cpp pads it to a multiple of 256).
+  const char* n_ctx = std::getenv("PEER_N_CTX");
+  cp.n_ctx = n_ctx && *n_ctx ? static_cast<uint32_t>(std::atoi(n_ctx)) : static_cast<uint32_t>(ids.size() + 16);
   cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(ids.size());
   cp.n_threads = cp.n_threads_batch = 2;
   cp.type_k = GGML_TYPE_F32;  // ember's default cache: f32
