@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     CHECK(sopt.arena_size == 0);
     CHECK(sopt.max_bytes == 0);
     CHECK(sopt.vulkan_pipeline_cache_dir == NULL);
+    CHECK(sopt.n_seqs == 1);
     CHECK(sopt.thread_pool == NULL);
     memset(&gopt, 0x7F, sizeof gopt);
     ember_generate_options_default(&gopt);
@@ -378,6 +379,51 @@ int main(int argc, char** argv) {
     int32_t tok = info.bos_id >= 0 ? info.bos_id : 0;
     CHECK_OK(ember_session_decode(session, tok, NULL));
     CHECK(ember_session_position(session) == pos + 1);
+  }
+
+  /* ---- batched decoding from C: two sequences in one step give each the
+   * logits of a session of its own ---- */
+  {
+    const size_t bytes = (size_t)info.vocab_size * sizeof(float);
+    float* l0 = (float*)malloc(bytes);
+    float* l1 = (float*)malloc(bytes);
+    float* lone = (float*)malloc(bytes);
+    ember_session_options bo = sopt;
+    bo.n_seqs = 2;
+    ember_session* batch = NULL;
+    ember_session* single = NULL;
+    CHECK_OK(ember_session_create(model, &bo, &batch));
+    CHECK_OK(ember_session_create(model, &sopt, &single));
+    if (batch && single && l0 && l1 && lone) {
+      CHECK(ember_session_n_seqs(batch) == 2);
+      ember_batch_item items[2];
+      memset(items, 0, sizeof items);
+      items[0].seq = 0;
+      items[0].tokens = prompt;
+      items[0].n_tokens = n_prompt;
+      items[0].logits = l0;
+      items[1].seq = 1;
+      items[1].tokens = prompt;
+      items[1].n_tokens = 1;
+      items[1].logits = l1;
+      CHECK_OK(ember_session_decode_batch(batch, items, 2));
+      CHECK_OK(ember_session_prefill(single, prompt, n_prompt, lone));
+      CHECK(memcmp(l0, lone, bytes) == 0);
+      CHECK(ember_session_seq_position(batch, 0) == (int32_t)n_prompt);
+      CHECK(ember_session_seq_position(batch, 1) == 1);
+      CHECK(ember_session_seq_position(batch, 2) == -1);
+      CHECK_OK(ember_session_seq_copy(batch, 0, 1, (int32_t)n_prompt));
+      CHECK(ember_session_seq_position(batch, 1) == (int32_t)n_prompt);
+      items[1].n_tokens = 2; /* the same sequence twice */
+      items[0].seq = 1;
+      CHECK_STATUS(ember_session_decode_batch(batch, items, 2), EMBER_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(ember_session_decode_batch(batch, NULL, 1), EMBER_ERR_INVALID_ARGUMENT);
+    }
+    ember_session_free(batch);
+    ember_session_free(single);
+    free(l0);
+    free(l1);
+    free(lone);
   }
 
   /* ---- a host thread pool shared by two sessions: the logits of a session
