@@ -181,6 +181,31 @@ TEST_CASE("100 decode steps allocate nothing on the heap") {
   ember_session_free(s);
 }
 
+TEST_CASE("batched decoding allocates nothing on the heap either: 4 sequences, 50 steps, a prompt chunk joining") {
+  Model model(tiny_model());
+  ember_session_options o = options(128);
+  o.n_seqs = 4;
+  ember_session* s = nullptr;
+  REQUIRE(ember_session_create(model.m, &o, &s) == EMBER_OK);
+  std::vector<float> logits(4 * static_cast<size_t>(model.vocab));
+  const std::vector<int32_t> toks = some_tokens(120, model.vocab);
+  ember::test::start_counting_allocations();
+  for (int step = 0; step < 50; ++step) {
+    ember_batch_item items[4];
+    for (int32_t q = 0; q < 4; ++q) {
+      // Sequence 3 joins at step 20 with a 10-token prompt chunk.
+      const bool chunk = q == 3 && step == 20;
+      items[q] = {q, toks.data() + step, chunk ? size_t{10} : size_t{1}, logits.data() + q * model.vocab};
+    }
+    REQUIRE(ember_session_decode_batch(s, items, step < 20 ? 3 : 4) == EMBER_OK);
+  }
+  const long allocations = ember::test::stop_counting_allocations();
+  CHECK(allocations == 0);
+  CHECK(ember_session_seq_position(s, 0) == 50);
+  CHECK(ember_session_seq_position(s, 3) == 10 + 29);
+  ember_session_free(s);
+}
+
 TEST_CASE("a full context returns EMBER_ERR_CONTEXT_FULL and changes nothing; rewinding equals a fresh session") {
   Model model(tiny_model());
   ember_session_options o = options(16);
