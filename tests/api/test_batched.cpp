@@ -15,6 +15,7 @@
 #include "test_data.h"
 #include "tools/convert/model_writer.h"
 #include "tools/convert/synthetic.h"
+#include "tools/tools_helpers.h"
 
 namespace {
 
@@ -311,4 +312,21 @@ TEST_CASE("batched decoding: the plan holds n_seqs caches and the session fits i
   CHECK(ember_session_decode_batch(s, items.data(), items.size()) == EMBER_OK);
   for (int32_t i = 0; i < 4; ++i) CHECK(ember_session_seq_position(s, i) == 64);
   ember_session_free(s);
+}
+
+TEST_CASE("batched decoding: ember plan --seqs N shows N caches, as the C API plans them") {
+  const std::string path = synth_model("llama", ember::DType::Q8_0, "plan-q8.ember");
+  auto kv_of = [&](const std::string& extra) {
+    auto r = ember::test::run_cli("plan -m " + path + " --ctx 64 --json" + extra);
+    REQUIRE_MESSAGE(r.rc == 0, r.out);
+    const size_t at = r.out.find("\"kv_bytes\": ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(r.out.substr(at + 12));
+  };
+  const unsigned long long one = kv_of(""), five = kv_of(" --seqs 5");
+  CHECK(one > 0);
+  CHECK(five == 5 * one);
+  auto r = ember::test::run_cli("plan -m " + path + " --ctx 64 --seqs 5");
+  CHECK(r.out.find("context 64 x 5 sequences (batched)") != std::string::npos);
+  CHECK(ember::test::run_cli("plan -m " + path + " --seqs 0 2>&1").rc != 0);
 }

@@ -47,8 +47,8 @@ void session_options_from_args(Args& args, ember_session_options* o) {
 }
 
 int cmd_plan(int argc, char** argv) {
-  std::vector<std::string> with_value = {"-m"};
-  std::vector<std::string> known = {"-m", "--json"};
+  std::vector<std::string> with_value = {"-m", "--seqs"};
+  std::vector<std::string> known = {"-m", "--json", "--seqs"};
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -56,12 +56,16 @@ int cmd_plan(int argc, char** argv) {
   Args args(argc, argv, with_value);
   if (args.has("--help") || args.has("-h")) {
     std::puts("usage: ember plan -m MODEL.ember [--ctx N] [--batch B] [--threads T] [--kv-type f32|f16|q8_0]\n"
-              "                  [--kv-type-k T] [--kv-type-v T] [--backend cpu|vulkan|auto] [--max-bytes N] [--json]");
+              "                  [--kv-type-k T] [--kv-type-v T] [--backend cpu|vulkan|auto] [--max-bytes N]\n"
+              "                  [--seqs N] [--json]\n"
+              "  --seqs N   sequences decoded together in one session (batched decoding, as ember serve\n"
+              "             --parallel): N KV caches of --ctx positions each (default 1)");
     return 0;
   }
   args.check_known(known);
   ember_session_options so;
   session_options_from_args(args, &so);
+  so.n_seqs = static_cast<int32_t>(args.get_int("--seqs", 1, 1, 256));
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
   if (so.kv_type_k < 0 || so.kv_type_v < 0) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
@@ -89,9 +93,9 @@ int cmd_plan(int argc, char** argv) {
   const bool fits = so.max_bytes == 0 || p.private_bytes <= so.max_bytes;
   if (args.has("--json")) {
     std::printf("{\n  \"model\": \"%s\",\n  \"parameters\": %llu,\n  \"context_length\": %d,\n  \"max_batch\": %d,\n"
-                "  \"kv_type_k\": \"%s\",\n  \"kv_type_v\": \"%s\",\n",
+                "  \"n_seqs\": %d,\n  \"kv_type_k\": \"%s\",\n  \"kv_type_v\": \"%s\",\n",
                 args.get("-m").c_str(), static_cast<unsigned long long>(info.n_parameters), p.context_length,
-                p.max_batch, kv_names[so.kv_type_k], kv_names[so.kv_type_v]);
+                p.max_batch, p.n_seqs, kv_names[so.kv_type_k], kv_names[so.kv_type_v]);
     const struct { const char* key; uint64_t v; } rows[] = {
         {"weights_mapped_bytes", p.weights_mapped_bytes}, {"weights_resident_bytes", p.weights_resident_bytes},
         {"kv_bytes", p.kv_bytes}, {"activations_bytes", p.activations_bytes}, {"scratch_bytes", p.scratch_bytes},
@@ -102,9 +106,10 @@ int cmd_plan(int argc, char** argv) {
     std::printf("  \"max_bytes\": %llu,\n  \"fits\": %s\n}\n", static_cast<unsigned long long>(so.max_bytes),
                 fits ? "true" : "false");
   } else {
-    std::printf("memory plan for %s: context %d, batch %d, KV %s/%s, %llu parameters\n\n", args.get("-m").c_str(),
-                p.context_length, p.max_batch, kv_names[so.kv_type_k], kv_names[so.kv_type_v],
-                static_cast<unsigned long long>(info.n_parameters));
+    std::printf("memory plan for %s: context %d%s, batch %d, KV %s/%s, %llu parameters\n\n", args.get("-m").c_str(),
+                p.context_length,
+                p.n_seqs > 1 ? (" x " + std::to_string(p.n_seqs) + " sequences (batched)").c_str() : "", p.max_batch,
+                kv_names[so.kv_type_k], kv_names[so.kv_type_v], static_cast<unsigned long long>(info.n_parameters));
     std::printf("  %-24s %16s %s\n", "", "bytes", "");
     auto row = [](const char* name, uint64_t v, const char* note) {
       std::printf("  %-24s %16llu %s  %s\n", name, static_cast<unsigned long long>(v), mib(v).c_str(), note);
@@ -115,13 +120,17 @@ int cmd_plan(int argc, char** argv) {
     row("KV cache", p.kv_bytes, where);
     row("activations", p.activations_bytes, where);
     row("scratch", p.scratch_bytes, "in the arena");
-    row("runtime buffers", p.runtime_bytes, "in the arena: logits, token history");
+    row("runtime buffers", p.runtime_bytes,
+        p.n_seqs > 1 ? "in the arena: logits rows, token histories, a batched step's rows"
+                     : "in the arena: logits, token history");
     row("arena", p.arena_bytes, "= one allocation per session");
     row("private", p.private_bytes, "resident + arena + session tables: cannot be paged back to the file");
     if (p.device_bytes) row("device", p.device_bytes, "GPU memory");
     std::printf("\n  first-order estimates:\n");
     row("parameters x bits / 8", p.estimate_weights_bytes, "vs weights mapped + resident above");
-    row("KV formula", p.estimate_kv_bytes, "layers x 2 x ctx x kv_heads x head_dim x kv_bits / 8");
+    row("KV formula", p.estimate_kv_bytes,
+        p.n_seqs > 1 ? "layers x 2 x ctx x seqs x kv_heads x head_dim x kv_bits / 8"
+                     : "layers x 2 x ctx x kv_heads x head_dim x kv_bits / 8");
     if (so.max_bytes) {
       std::printf("\n  budget %llu bytes: %s\n", static_cast<unsigned long long>(so.max_bytes),
                   fits ? "fits" : "DOES NOT FIT (ember run would fail with EMBER_ERR_NO_MEMORY)");
