@@ -56,9 +56,10 @@ class Backend {
   // Batched graphs (Graph::n_seqs > 1): the same for sequence `seq`
   // (default: sequence 0 only, through remove_positions).
   virtual Status remove_seq_positions(int32_t seq, int32_t start, int32_t end, int32_t n_pos);
-  // Copies positions 0 .. n_pos - 1 of sequence `src`'s cache to sequence
-  // `dst` (a shared prompt prefix reused). Default: EMBER_ERR_UNSUPPORTED.
-  virtual Status copy_seq(int32_t src, int32_t dst, int32_t n_pos);
+  // Copies positions 0 .. n_pos - 1 of sequence `src`'s cache (which holds
+  // src_positions) to sequence `dst` (a shared prompt prefix reused).
+  // Default: EMBER_ERR_UNSUPPORTED.
+  virtual Status copy_seq(int32_t src, int32_t dst, int32_t n_pos, int32_t src_positions);
   // Copies the first `rows` rows of layer `layer`'s key (values: value) cache
   // out to `out`, or in from `in`, in the CPU's row format (kv_row_bytes of
   // the cache's type per row), for saved sessions. 0 < rows <= context.

@@ -123,7 +123,7 @@ Status Backend::remove_seq_positions(int32_t seq, int32_t start, int32_t end, in
                        seq);
 }
 
-Status Backend::copy_seq(int32_t src, int32_t dst, int32_t) {
+Status Backend::copy_seq(int32_t src, int32_t dst, int32_t, int32_t) {
   return Status::error(EMBER_ERR_UNSUPPORTED, "%s: the backend cannot copy sequence %d to %d", name(), src, dst);
 }
 

@@ -42,7 +42,7 @@ void cpu_rope(const RopeParams& p, float* x, int64_t cols, int32_t n, const floa
 void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const float* v, int32_t n,
                   const CpuStepRows& rows) {
   for (int32_t i = 0; i < n; ++i) {
-    const int64_t r = static_cast<int64_t>(rows.base[i]) + rows.pos[i];
+    const int64_t r = cpu_kv_slot(kv, rows.seq[i], rows.pos[i]);
     kv_store_row(kv.k_type, k + i * kv_dim, kv.k + r * kv.k_row_bytes, kv_dim);
     kv_store_row(kv.v_type, v + i * kv_dim, kv.v + r * kv.v_row_bytes, kv_dim);
   }
@@ -60,22 +60,30 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
   float* vrow = krow + kv_dim;
   for (int32_t i = row_begin; i < row_end; ++i) {
     // Keys t0 .. pos[i] of the row's sequence: all of them, or a sliding
-    // window's last p.window. t counts from the sequence's first cache row.
+    // window's last p.window. In a ring they lie in at most two runs of
+    // slots: n1 from slot s1, then the rest from the ring's first slot.
     const int32_t n_all = rows.pos[i] + 1;
-    const int64_t base = rows.base[i];
     const int32_t t0 = p.window != 0 && n_all > static_cast<int32_t>(p.window) ? n_all - static_cast<int32_t>(p.window) : 0;
     const int32_t n_pos = n_all - t0;
+    const int64_t s1 = cpu_kv_slot(kv, rows.seq[i], t0);
+    const int64_t ring_base = static_cast<int64_t>(rows.seq[i]) * kv.rows;
+    const int32_t n1 = kv.ring ? std::min<int32_t>(n_pos, static_cast<int32_t>(ring_base + kv.rows - s1)) : n_pos;
+    auto slot = [&](int32_t t) { return t < n1 ? s1 + t : ring_base + (t - n1); };
     const float* qi = q + i * q_dim;
     if (kv.k_type == KvType::F32) {
       const float* k = reinterpret_cast<const float*>(kv.k);
       const int64_t stride = static_cast<int64_t>(kv.k_row_bytes / sizeof(float));
       for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        kern.dot_rows(qi + hh * head_dim, k + (base + t0) * stride + (hh / group) * head_dim, stride, n_pos, head_dim, scale,
-                      scores + hh * context);
+        const int64_t off = (hh / group) * head_dim;
+        kern.dot_rows(qi + hh * head_dim, k + s1 * stride + off, stride, n1, head_dim, scale, scores + hh * context);
+        if (n1 < n_pos) {
+          kern.dot_rows(qi + hh * head_dim, k + ring_base * stride + off, stride, n_pos - n1, head_dim, scale,
+                        scores + hh * context + n1);
+        }
       }
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
-        kv_load_row(kv.k_type, kv.k + (base + t0 + t) * kv.k_row_bytes, krow, kv_dim);
+        kv_load_row(kv.k_type, kv.k + slot(t) * kv.k_row_bytes, krow, kv_dim);
         for (int32_t hh = head_begin; hh < head_end; ++hh) {
           scores[hh * context + t] = kern.dot(qi + hh * head_dim, krow + (hh / group) * head_dim, head_dim) * scale;
         }
@@ -94,12 +102,16 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
       const float* v = reinterpret_cast<const float*>(kv.v);
       const int64_t stride = static_cast<int64_t>(kv.v_row_bytes / sizeof(float));
       for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        kern.axpy_rows(out + i * q_dim + hh * head_dim, scores + hh * context, v + (base + t0) * stride + (hh / group) * head_dim,
-                       stride, n_pos, head_dim);
+        const int64_t off = (hh / group) * head_dim;
+        float* o = out + i * q_dim + hh * head_dim;
+        kern.axpy_rows(o, scores + hh * context, v + s1 * stride + off, stride, n1, head_dim);
+        if (n1 < n_pos) {
+          kern.axpy_rows(o, scores + hh * context + n1, v + ring_base * stride + off, stride, n_pos - n1, head_dim);
+        }
       }
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
-        kv_load_row(kv.v_type, kv.v + (base + t0 + t) * kv.v_row_bytes, vrow, kv_dim);
+        kv_load_row(kv.v_type, kv.v + slot(t) * kv.v_row_bytes, vrow, kv_dim);
         for (int32_t hh = head_begin; hh < head_end; ++hh) {
           kern.axpy(out + i * q_dim + hh * head_dim, scores[hh * context + t], vrow + (hh / group) * head_dim,
                     head_dim);

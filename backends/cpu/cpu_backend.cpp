@@ -186,17 +186,31 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
     acts_[i] = reinterpret_cast<float*>(arena + plan.activation_offsets[i]);
   }
   kv_.resize(hp.n_layers);
+  // Ring layers' shifts (graph.h kv_rows): per layer and sequence, 0 until
+  // context shifting moves them.
+  ring_shift_.assign(static_cast<size_t>(hp.n_layers) * graph.n_seqs, 0);
+  if (plan.kv_k_offsets.size() != hp.n_layers || plan.kv_v_offsets.size() != hp.n_layers) {
+    return Status::error(EMBER_ERR_INTERNAL, "cpu backend: the plan has no per-layer KV offsets");
+  }
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
     CpuKvLayer& kv = kv_[l];
-    kv.k = arena + plan.kv_offset + l * plan.kv_layer_bytes;
-    kv.v = kv.k + plan.kv_v_offset;
+    kv.k = arena + plan.kv_k_offsets[l];
+    kv.v = arena + plan.kv_v_offsets[l];
     kv.k_type = graph.kv_type_k;
     kv.v_type = graph.kv_type_v;
     kv.k_row_bytes = plan.kv_k_row_bytes;
     kv.v_row_bytes = plan.kv_v_row_bytes;
+    kv.rows = kv_layer_rows(graph, static_cast<int32_t>(l));
+    kv.ring = kv.rows < graph.context;
+    kv.shift = ring_shift_.data() + static_cast<size_t>(l) * graph.n_seqs;
+  }
+  for (const Op& op : graph.ops) {
+    if (op.kind == OpKind::Attention && op.layer >= 0 && op.layer < static_cast<int32_t>(hp.n_layers)) {
+      kv_[op.layer].window = static_cast<int32_t>(op.params.attention.window);
+    }
   }
   row_pos_.assign(static_cast<size_t>(graph.max_batch), 0);
-  row_base_.assign(static_cast<size_t>(graph.max_batch), 0);
+  row_seq_.assign(static_cast<size_t>(graph.max_batch), 0);
   const ScratchSizes s = scratch_sizes(graph, n_threads_);
   attention_floats_ = s.attention;
   row_stride_ = s.row;
@@ -469,12 +483,12 @@ Status CpuBackend::execute(const StepArgs& step) {
     Status st = check_step(g, step);
     if (!st.is_ok()) return Status::error(st.code(), "cpu backend: %s", st.message().c_str());
   }
-  // Where each row goes: its position and its sequence's first cache row.
+  // Where each row goes: its position and its sequence.
   for (int32_t i = 0; i < n; ++i) {
     row_pos_[i] = step.positions ? step.positions[i] : step.pos + i;
-    row_base_[i] = step.seqs ? step.seqs[i] * g.context : 0;
+    row_seq_[i] = step.seqs ? step.seqs[i] : 0;
   }
-  const CpuStepRows rows{row_pos_.data(), row_base_.data()};
+  const CpuStepRows rows{row_pos_.data(), row_seq_.data()};
   // The logits head's rows: the step's output rows, or its last row.
   const int32_t last_row = n - 1;
   const int32_t* out_rows = step.out_rows ? step.out_rows : &last_row;

@@ -96,7 +96,7 @@ class CpuBackend final : public Backend {
   Status execute(const StepArgs& step) override;
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
   Status remove_seq_positions(int32_t seq, int32_t start, int32_t end, int32_t n_pos) override;  // cpu_kv_shift.cpp
-  Status copy_seq(int32_t src, int32_t dst, int32_t n_pos) override;                             // cpu_kv_shift.cpp
+  Status copy_seq(int32_t src, int32_t dst, int32_t n_pos, int32_t src_positions) override;  // cpu_kv_shift.cpp
   Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out) override;       // cpu_kv_rows.cpp
   Status write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in) override;  // cpu_kv_rows.cpp
   std::string describe() const override;
@@ -139,8 +139,10 @@ class CpuBackend final : public Backend {
   std::vector<float*> acts_;       // into the arena (lifetime: the session)
   std::vector<CpuKvLayer> kv_;     // per layer, into the arena (sequence 0's row 0)
   // Per step row (max_batch each, sized at prepare): its position and its
-  // sequence's first cache row.
-  std::vector<int32_t> row_pos_, row_base_;
+  // sequence.
+  std::vector<int32_t> row_pos_, row_seq_;
+  // Ring layers' slot shifts, n_layers x n_seqs (CpuKvLayer::shift points in).
+  std::vector<int32_t> ring_shift_;
   std::vector<CpuStep> steps_;     // the lowered graph (prepare)
   std::vector<CpuMatmul> matmuls_; // the steps' matmuls
   Scratch scratch_;

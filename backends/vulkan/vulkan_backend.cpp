@@ -151,6 +151,12 @@ Status vulkan_supports(const Graph& graph) {
   for (const WeightRef& w : graph.weights) EMBER_TRY(vk::weight_layout(w).status());
   for (KvType t : {graph.kv_type_k, graph.kv_type_v}) EMBER_TRY(vk::kv_row_words(t, hp.kv_dim()).status());
   EMBER_TRY(check_op_params(graph));
+  for (int32_t l = 0; l < static_cast<int32_t>(hp.n_layers); ++l) {
+    if (kv_layer_ring(graph, l)) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: layer %d's sliding-window cache is a ring of %d rows; the "
+                           "vulkan backend keeps every position", l, kv_layer_rows(graph, l));
+    }
+  }
   if (graph.n_seqs != 1) {
     return Status::error(EMBER_ERR_UNSUPPORTED,
                          "vulkan: batched decoding (%d sequences in one session) is not implemented; the cpu runs it",

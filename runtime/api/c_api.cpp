@@ -102,6 +102,7 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
   so->context_length = o.context_length;
   so->max_batch = o.max_batch;
   so->n_seqs = o.n_seqs;
+  so->sliding_window_full = o.sliding_window_full != 0;
   so->n_threads = o.n_threads;
   so->arena = o.arena;
   so->arena_size = o.arena_size;

@@ -17,6 +17,11 @@ struct ArenaLayout {
   uint64_t kv_v_offset = 0;
   uint64_t kv_k_row_bytes = 0;  // one position's keys (kv_dim elements)
   uint64_t kv_v_row_bytes = 0;
+  // Per layer (Graph::kv_rows: a sliding-window layer may hold fewer rows):
+  // its keys at kv_k_offsets[l], its values at kv_v_offsets[l] (arena
+  // offsets). The scalar fields above describe layer 0 and, when every layer
+  // holds the context, all of them.
+  std::vector<uint64_t> kv_k_offsets, kv_v_offsets;
   std::vector<uint64_t> activation_offsets;  // one per Graph::activations entry
   uint64_t scratch_offset = 0;
   uint64_t scratch_bytes = 0;   // the backend's scratch, aligned

@@ -193,3 +193,23 @@ Status check_step(const Graph& graph, const StepArgs& step) {
 }
 
 }  // namespace ember
+
+namespace ember {
+
+int32_t kv_layer_rows(const Graph& graph, int32_t layer) {
+  if (graph.kv_rows.empty() || layer < 0 || layer >= static_cast<int32_t>(graph.kv_rows.size())) return graph.context;
+  return graph.kv_rows[layer];
+}
+
+void set_sliding_kv_rings(Graph* graph) {
+  graph->kv_rows.assign(graph->hparams.n_layers, graph->context);
+  for (const Op& op : graph->ops) {
+    if (op.kind != OpKind::Attention || op.layer < 0 || op.layer >= static_cast<int32_t>(graph->kv_rows.size())) continue;
+    const int64_t window = op.params.attention.window;
+    if (window == 0) continue;
+    const int64_t ring = window + graph->max_batch;
+    if (ring < graph->context) graph->kv_rows[op.layer] = static_cast<int32_t>(ring);
+  }
+}
+
+}  // namespace ember

@@ -140,6 +140,12 @@ struct Graph {
   // 0 .. context - 1; layer l's keys of sequence s, position t are cache row
   // s * context + t). The logits head computes up to n_seqs rows a step.
   int32_t n_seqs = 1;
+  // Cache rows each sequence holds per layer: empty (every layer holds
+  // `context`), or one entry per layer. A sliding-window layer may hold
+  // fewer (set_sliding_kv_rings): a ring where position p lives in slot
+  // (p + shift) % rows, shift kept by the backend per sequence (0 until
+  // context shifting moves it).
+  std::vector<int32_t> kv_rows;
   KvType kv_type_k = KvType::F32;
   KvType kv_type_v = KvType::F32;
   std::vector<WeightRef> weights;
@@ -147,6 +153,16 @@ struct Graph {
   std::vector<Op> ops;
   int32_t logits = -1;     // activation holding [n_out, vocab_size] after a step
 };
+
+// Positions layer `layer` holds per sequence (graph.kv_rows, else context).
+int32_t kv_layer_rows(const Graph& graph, int32_t layer);
+// Whether the layer's cache is a ring (fewer rows than the context).
+inline bool kv_layer_ring(const Graph& graph, int32_t layer) { return kv_layer_rows(graph, layer) < graph.context; }
+// Gives every sliding-window layer (the Attention op's window) a ring of
+// window + max_batch rows when that is less than the context: a step's
+// first row still sees its window after the step's last row is stored. For
+// backends that run rings (the cpu); others keep the full context.
+void set_sliding_kv_rings(Graph* graph);
 
 // Every op's params against its operands: a Rope op's heads fill its row
 // (head_dim even), an Attention op's heads match q, k, v and the cache's

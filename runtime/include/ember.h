@@ -360,6 +360,13 @@ typedef struct ember_session_options {
    * refuses it (EMBER_ERR_UNSUPPORTED). Appended: an older struct_size gets
    * 1. */
   int32_t n_seqs;
+  /* Sliding-window layers (Gemma 2/3) keep every position instead of a
+   * ring of window + max_batch rows (0, default: the ring, on the CPU: the
+   * plan's KV shrinks accordingly). With the ring, ember_session_remove /
+   * ember_session_seq_remove / ember_session_seq_copy are refused
+   * (EMBER_ERR_UNSUPPORTED) where the window would read positions the ring
+   * no longer holds; 1 keeps them all. Appended. */
+  int32_t sliding_window_full;
 } ember_session_options;
 
 /* Every byte a session would use, computed before anything is allocated. */

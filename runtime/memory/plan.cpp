@@ -21,14 +21,26 @@ Result<MemoryPlan> plan_memory(const Graph& graph, const BackendEntry& entry, co
   const HParams& hp = graph.hparams;
   EMBER_ASSIGN_OR_RETURN(plan.kv_k_row_bytes, kv_row_bytes(graph.kv_type_k, hp.kv_dim()));
   EMBER_ASSIGN_OR_RETURN(plan.kv_v_row_bytes, kv_row_bytes(graph.kv_type_v, hp.kv_dim()));
-  uint64_t k_bytes = 0, v_bytes = 0, kv_total = 0, kv_rows = 0;
-  if (graph.n_seqs < 1 || !mul(static_cast<uint64_t>(graph.context), static_cast<uint64_t>(graph.n_seqs), &kv_rows) ||
-      !mul(plan.kv_k_row_bytes, kv_rows, &k_bytes) || !mul(plan.kv_v_row_bytes, kv_rows, &v_bytes) ||
-      !add(align(k_bytes), align(v_bytes), &plan.kv_layer_bytes) ||
-      !mul(plan.kv_layer_bytes, hp.n_layers, &kv_total)) {
-    return overflow;
+  // Per layer: n_seqs x its rows (Graph::kv_rows: a sliding-window ring
+  // may hold fewer than the context).
+  if (graph.n_seqs < 1) return overflow;
+  uint64_t kv_total = 0;
+  for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    uint64_t rows = 0, k_bytes = 0, v_bytes = 0, layer = 0;
+    if (!mul(static_cast<uint64_t>(kv_layer_rows(graph, static_cast<int32_t>(l))), static_cast<uint64_t>(graph.n_seqs),
+             &rows) ||
+        !mul(plan.kv_k_row_bytes, rows, &k_bytes) || !mul(plan.kv_v_row_bytes, rows, &v_bytes) ||
+        !add(align(k_bytes), align(v_bytes), &layer)) {
+      return overflow;
+    }
+    plan.kv_k_offsets.push_back(kv_total);
+    plan.kv_v_offsets.push_back(kv_total + align(k_bytes));
+    if (l == 0) {
+      plan.kv_v_offset = align(k_bytes);
+      plan.kv_layer_bytes = layer;
+    }
+    if (!add(kv_total, layer, &kv_total)) return overflow;
   }
-  plan.kv_v_offset = align(k_bytes);
   plan.kv_offset = 0;
   plan.kv_bytes = kv_total;
 

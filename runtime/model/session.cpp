@@ -136,6 +136,8 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   const BackendOptions bo = backend_options(options);
   std::string auto_note;
   EMBER_ASSIGN_OR_RETURN(const BackendEntry* entry, choose_entry(*graph, options, bo, &auto_note));
+  // Sliding-window layers as rings where the backend runs them (the cpu).
+  if (entry->kind == BackendKind::Cpu && !options.sliding_window_full) set_sliding_kv_rings(graph);
 
   SessionPlan plan;
   plan.context = context;
@@ -339,7 +341,7 @@ Status Session::copy_seq(int32_t src, int32_t dst, int32_t n) {
     positions_[dst] = n;
     return Status::ok();
   }
-  EMBER_TRY(backend_->copy_seq(src, dst, n));
+  EMBER_TRY(backend_->copy_seq(src, dst, n, positions_[src]));
   std::memcpy(history_ + static_cast<int64_t>(dst) * graph_.context, history_ + static_cast<int64_t>(src) * graph_.context,
               static_cast<size_t>(n) * sizeof(int32_t));
   positions_[dst] = n;

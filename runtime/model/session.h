@@ -27,6 +27,11 @@ struct SessionOptions {
   // Sequences the session holds, each with its own positions and KV
   // (batched decoding: decode_batch runs several in one step). 1..256.
   int32_t n_seqs = 1;
+  // Sliding-window layers keep every position (as the full layers do)
+  // rather than a ring of window + max_batch rows. The ring (default, on the
+  // cpu) saves memory; it cannot remove or copy positions whose window
+  // reaches past the ring (EMBER_ERR_UNSUPPORTED says so).
+  bool sliding_window_full = false;
   int32_t n_threads = 0;
   KvType kv_type_k = KvType::F32;
   KvType kv_type_v = KvType::F32;

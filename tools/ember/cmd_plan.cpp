@@ -118,6 +118,10 @@ int cmd_plan(int argc, char** argv) {
     row("weights resident", p.weights_resident_bytes, "copies: repacked or converted weights");
     const char* where = p.device_bytes ? "in device memory (part of device below)" : "in the arena";
     row("KV cache", p.kv_bytes, where);
+    if (p.kv_bytes < p.estimate_kv_bytes) {
+      std::printf("  %-24s %16s %s  sliding-window layers keep a ring of window + batch rows, not the context\n", "",
+                  "", "              ");
+    }
     row("activations", p.activations_bytes, where);
     row("scratch", p.scratch_bytes, "in the arena");
     row("runtime buffers", p.runtime_bytes,
