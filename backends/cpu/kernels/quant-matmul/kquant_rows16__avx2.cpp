@@ -72,8 +72,26 @@ struct Q4_KRows16 {
   }
   static constexpr int sub(int p, int k) { return 2 * p + k; }
   static constexpr bool kPer16 = false;
+  static constexpr int kInt16Chunks = 8;  // chunks an int16 sum takes: 16 products of 15 x 127
   static __m256i scale16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
   static __m256i offset16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
+};
+
+// Q5_K: Q4_K's d, dmin and scales; the fifth bits (qh words, bit s =
+// sub-block s) at 256, the nibbles at 768. Quants up to 31: the int16 sums
+// take 4 chunks (8 products of 31 x 127 = 31496 per lane).
+struct Q5_KRows16 : Q4_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
+  static constexpr int kInt16Chunks = 4;
+  static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
+    const __m256i v = load32(tile + 768 + 64 * (8 * p + c) + 32 * h);
+    const __m256i q = load32(tile + 256 + 64 * c + 32 * h);
+    const __m256i m0f = _mm256_set1_epi8(0x0f), m01 = _mm256_set1_epi8(0x01);
+    const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * p)), m01), 4);
+    const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * p + 1)), m01), 4);
+    *lo = _mm256_or_si256(_mm256_and_si256(v, m0f), h0);
+    *hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m0f), h1);
+  }
 };
 
 // Q6_K: tile = ql words at 0, qh words at 2048, the 16 int8 scales
@@ -171,25 +189,30 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
           }
         }
       } else {
-        __m256i s0[H][T], s1[H][T];  // int16 sums
-        for (int h = 0; h < H; ++h)
-          for (int j = 0; j < T; ++j) s0[h][j] = s1[h][j] = _mm256_setzero_si256();
-        for (int c = 0; c < 8; ++c) {
-          for (int h = 0; h < H; ++h) {
-            __m256i lo, hi;
-            W::quants(tl, h0 + h, p, c, &lo, &hi);
-            for (int j = 0; j < T; ++j) {
-              s0[h][j] =
-                  _mm256_add_epi16(s0[h][j], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(word(xa[j] + e0 + 4 * c))));
-              s1[h][j] =
-                  _mm256_add_epi16(s1[h][j], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(word(xa[j] + e1 + 4 * c))));
+        // int16 sums over W::kInt16Chunks chunks at a time, then int32.
+        constexpr int kRun = W::kInt16Chunks;
+        for (int c0 = 0; c0 < 8; c0 += kRun) {
+          __m256i s0[H][T], s1[H][T];  // int16 sums
+          for (int h = 0; h < H; ++h)
+            for (int j = 0; j < T; ++j) s0[h][j] = s1[h][j] = _mm256_setzero_si256();
+          for (int c = c0; c < c0 + kRun; ++c) {
+            for (int h = 0; h < H; ++h) {
+              __m256i lo, hi;
+              W::quants(tl, h0 + h, p, c, &lo, &hi);
+              for (int j = 0; j < T; ++j) {
+                s0[h][j] =
+                    _mm256_add_epi16(s0[h][j], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(word(xa[j] + e0 + 4 * c))));
+                s1[h][j] =
+                    _mm256_add_epi16(s1[h][j], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(word(xa[j] + e1 + 4 * c))));
+              }
             }
           }
-        }
-        for (int h = 0; h < H; ++h) {
-          for (int j = 0; j < T; ++j) {
-            i0[h][j] = _mm256_madd_epi16(s0[h][j], ones);
-            i1[h][j] = _mm256_madd_epi16(s1[h][j], ones);
+          for (int h = 0; h < H; ++h) {
+            for (int j = 0; j < T; ++j) {
+              const __m256i w0 = _mm256_madd_epi16(s0[h][j], ones), w1 = _mm256_madd_epi16(s1[h][j], ones);
+              i0[h][j] = c0 == 0 ? w0 : _mm256_add_epi32(i0[h][j], w0);
+              i1[h][j] = c0 == 0 ? w1 : _mm256_add_epi32(i1[h][j], w1);
+            }
           }
         }
       }
@@ -250,6 +273,8 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx2, rows16_gemv<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx2, rows16_gemm<Q4_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx2, rows16_gemv<Q5_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, avx2, rows16_gemm<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, avx2, rows16_gemv<Q6_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx2, rows16_gemm<Q6_KRows16>)
 

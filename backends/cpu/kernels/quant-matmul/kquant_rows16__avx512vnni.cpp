@@ -81,6 +81,23 @@ struct Q4_KRows16 {
   static __m512i scale16(const uint8_t*, int) { return _mm512_setzero_si512(); }
 };
 
+// Q5_K: Q4_K's d, dmin and scales; the fifth bits (qh words, bit s =
+// sub-block s) at 256, the nibbles at 768.
+struct Q5_KRows16 : Q4_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
+  static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
+    const __m512i v = _mm512_loadu_si512(tile + 768 + 64 * (8 * p + c));
+    const __m512i h = _mm512_loadu_si512(tile + 256 + 64 * c);
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m01 = _mm512_set1_epi8(0x01);
+    // Bit 2p (2p + 1) of each byte to bit 4: shift right, mask, shift left by 4
+    // (16-bit shifts; the mask drops what crossed from the neighbour byte).
+    const __m512i h0 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h, _mm_cvtsi32_si128(2 * p)), m01), 4);
+    const __m512i h1 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h, _mm_cvtsi32_si128(2 * p + 1)), m01), 4);
+    *lo = _mm512_or_si512(_mm512_and_si512(v, m0f), h0);
+    *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f), h1);
+  }
+};
+
 // Q6_K: tile = ql words at 0, qh words at 2048, the 16 int8 scales
 // transposed at 3072, d[16] f16 at 3328 (core/layout.h). Pair p = the two
 // sub-blocks sharing ql bytes 32p..: 4 (p / 2) + p % 2 (low nibbles) and
@@ -230,6 +247,8 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx512vnni, rows16_gemv<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx512vnni, rows16_gemm<Q4_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx512vnni, rows16_gemv<Q5_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, avx512vnni, rows16_gemm<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, avx512vnni, rows16_gemv<Q6_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx512vnni, rows16_gemm<Q6_KRows16>)
 
