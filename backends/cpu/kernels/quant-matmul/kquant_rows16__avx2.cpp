@@ -131,6 +131,33 @@ struct Q6_KRows16 {
 
 constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
 
+// Part P (0: lo, 1: hi) of pair p, T tokens, H halves: the exact int32
+// sums of W::kInt16Chunks-chunk runs of int16 sums (vpmaddubsw), added.
+template <class W, int T, int H, int P>
+inline void part_sums(const uint8_t* tl, int h0, int p, const int8_t* const* xa, int64_t e, __m256i (&out)[H][T]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int c0 = 0; c0 < 8; c0 += W::kInt16Chunks) {
+    __m256i s[H][T];
+    for (int h = 0; h < H; ++h)
+      for (int j = 0; j < T; ++j) s[h][j] = _mm256_setzero_si256();
+    for (int c = c0; c < c0 + W::kInt16Chunks; ++c) {
+      for (int h = 0; h < H; ++h) {
+        __m256i lo, hi;
+        W::quants(tl, h0 + h, p, c, &lo, &hi);
+        for (int j = 0; j < T; ++j) {
+          s[h][j] = _mm256_add_epi16(s[h][j], _mm256_maddubs_epi16(P ? hi : lo, _mm256_set1_epi32(word(xa[j] + e + 4 * c))));
+        }
+      }
+    }
+    for (int h = 0; h < H; ++h) {
+      for (int j = 0; j < T; ++j) {
+        const __m256i w = _mm256_madd_epi16(s[h][j], ones);
+        out[h][j] = c0 == 0 ? w : _mm256_add_epi32(out[h][j], w);
+      }
+    }
+  }
+}
+
 // T tokens from t against H halves (8 rows each) from half h0 of the group
 // at `group` (per output lane the operation sequence of the VNNI file's
 // tile16, whatever T and H).
@@ -191,6 +218,12 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
       } else {
         // int16 sums over W::kInt16Chunks chunks at a time, then int32.
         constexpr int kRun = W::kInt16Chunks;
+        if constexpr (kRun < 8) {
+          // Runs of chunks would keep both parts' int32 sums live beside
+          // the int16 ones (more than the 16 ymm registers): one part at a time.
+          part_sums<W, T, H, 0>(tl, h0, p, xa, e0, i0);
+          part_sums<W, T, H, 1>(tl, h0, p, xa, e1, i1);
+        } else
         for (int c0 = 0; c0 < 8; c0 += kRun) {
           __m256i s0[H][T], s1[H][T];  // int16 sums
           for (int h = 0; h < H; ++h)

@@ -153,29 +153,33 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
       const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
       __m512i i0[T], i1[T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
       if constexpr (W::kPer16) {
-        // Groups of 16 (chunks 0-3, 4-7) in their own chains, each seeded
-        // with -32 x the group's activation sum (the quants are q + 32).
-        __m512i s0[2][T], s1[2][T];
+        // Groups of 16 (chunks 0-3 and 4-7, met side by side: four chains
+        // per token) each in its own chain, seeded with -32 x the group's
+        // activation sum (the quants are q + 32), then scaled in int32.
+        __m512i a0[T], b0[T], a1[T], b1[T];  // sub-block u0's groups, u1's
         for (int j = 0; j < T; ++j) {
-          for (int g = 0; g < 2; ++g) {
-            s0[g][j] = _mm512_set1_epi32(-32 * xs[j][sb * 16 + 2 * u0 + g]);
-            s1[g][j] = _mm512_set1_epi32(-32 * xs[j][sb * 16 + 2 * u1 + g]);
-          }
+          const int16_t* s16 = xs[j] + sb * 16;
+          a0[j] = _mm512_set1_epi32(-32 * s16[2 * u0]);
+          b0[j] = _mm512_set1_epi32(-32 * s16[2 * u0 + 1]);
+          a1[j] = _mm512_set1_epi32(-32 * s16[2 * u1]);
+          b1[j] = _mm512_set1_epi32(-32 * s16[2 * u1 + 1]);
         }
-        for (int c = 0; c < 8; ++c) {
-          __m512i lo, hi;
+        for (int c = 0; c < 4; ++c) {
+          __m512i lo, hi, lo4, hi4;
           W::quants(tile, p, c, &lo, &hi);
-          const int g = c / 4;
+          W::quants(tile, p, c + 4, &lo4, &hi4);
           for (int j = 0; j < T; ++j) {
-            s0[g][j] = _mm512_dpbusd_epi32(s0[g][j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
-            s1[g][j] = _mm512_dpbusd_epi32(s1[g][j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
+            a0[j] = _mm512_dpbusd_epi32(a0[j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
+            b0[j] = _mm512_dpbusd_epi32(b0[j], lo4, _mm512_set1_epi32(word(xa[j] + e0 + 16 + 4 * c)));
+            a1[j] = _mm512_dpbusd_epi32(a1[j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
+            b1[j] = _mm512_dpbusd_epi32(b1[j], hi4, _mm512_set1_epi32(word(xa[j] + e1 + 16 + 4 * c)));
           }
         }
-        const __m512i a0 = W::scale16(tile, 2 * u0), b0 = W::scale16(tile, 2 * u0 + 1);
-        const __m512i a1 = W::scale16(tile, 2 * u1), b1 = W::scale16(tile, 2 * u1 + 1);
+        const __m512i ma0 = W::scale16(tile, 2 * u0), mb0 = W::scale16(tile, 2 * u0 + 1);
+        const __m512i ma1 = W::scale16(tile, 2 * u1), mb1 = W::scale16(tile, 2 * u1 + 1);
         for (int j = 0; j < T; ++j) {
-          i0[j] = _mm512_add_epi32(_mm512_mullo_epi32(s0[0][j], a0), _mm512_mullo_epi32(s0[1][j], b0));
-          i1[j] = _mm512_add_epi32(_mm512_mullo_epi32(s1[0][j], a1), _mm512_mullo_epi32(s1[1][j], b1));
+          i0[j] = _mm512_add_epi32(_mm512_mullo_epi32(a0[j], ma0), _mm512_mullo_epi32(b0[j], mb0));
+          i1[j] = _mm512_add_epi32(_mm512_mullo_epi32(a1[j], ma1), _mm512_mullo_epi32(b1[j], mb1));
         }
       } else {
         // Decode (T = 1): even and odd chunks in separate chains, halving the
