@@ -140,6 +140,7 @@ inline void part_sums(const uint8_t* tl, int h0, int p, const int8_t* const* xa,
     __m256i s[H][T];
     for (int h = 0; h < H; ++h)
       for (int j = 0; j < T; ++j) s[h][j] = _mm256_setzero_si256();
+#pragma GCC unroll 8
     for (int c = c0; c < c0 + W::kInt16Chunks; ++c) {
       for (int h = 0; h < H; ++h) {
         __m256i lo, hi;
@@ -197,6 +198,7 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
             i1[h][j] = _mm256_madd_epi16(o1, _mm256_set1_epi32(w1));
           }
         }
+#pragma GCC unroll 4
         for (int c = 0; c < 8; c += 2) {
           for (int h = 0; h < H; ++h) {
             __m256i lo0, hi0, lo1, hi1;

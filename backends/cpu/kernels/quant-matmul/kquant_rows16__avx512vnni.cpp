@@ -164,6 +164,7 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
           a1[j] = _mm512_set1_epi32(-32 * s16[2 * u1]);
           b1[j] = _mm512_set1_epi32(-32 * s16[2 * u1 + 1]);
         }
+#pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
           __m512i lo, hi, lo4, hi4;
           W::quants(tile, p, c, &lo, &hi);
