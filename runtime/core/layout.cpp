@@ -72,7 +72,7 @@ void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
   }
 }
 
-// ---- Super-block types (Q4_K): per 256 columns one tile of 16 x the
+// ---- Super-block types (Q4_K, Q5_K, Q6_K): per 256 columns one tile of 16 x the
 // block's bytes. Each field of the GGUF block (source offset `off`, `n`
 // bytes) takes 16 x n bytes at 16 x off in the tile, arranged by `how`
 // (core/layout.h): the 16 rows' copies one after another, or transposed
@@ -85,16 +85,20 @@ struct Field {
 };
 struct SuperShape {
   int nfields;
-  Field f[4];
+  Field f[5];
 };
 bool super_shape(DType t, SuperShape* s) {
   switch (t) {
     case DType::Q4_K: *s = {4, {{0, 2, How::Copy}, {2, 2, How::Copy}, {4, 12, How::Transpose}, {16, 128, How::Words}}}; return true;
+    case DType::Q5_K:
+      *s = {5, {{0, 2, How::Copy}, {2, 2, How::Copy}, {4, 12, How::Transpose}, {16, 32, How::Words}, {48, 128, How::Words}}};
+      return true;
+    case DType::Q6_K: *s = {4, {{0, 128, How::Words}, {128, 64, How::Words}, {192, 16, How::Transpose}, {208, 2, How::Copy}}}; return true;
     default: return false;
   }
 }
 bool is_super(DType t) {
-  SuperShape s;
+  SuperShape s{};
   return super_shape(t, &s);
 }
 
@@ -110,7 +114,7 @@ int64_t field_byte(const Field& f, int i, int k) {
 }
 
 void put_super(DType t, const uint8_t* blk, uint8_t* tile, int i) {
-  SuperShape s;
+  SuperShape s{};
   super_shape(t, &s);
   for (int fi = 0; fi < s.nfields; ++fi) {
     const Field& f = s.f[fi];
@@ -118,7 +122,7 @@ void put_super(DType t, const uint8_t* blk, uint8_t* tile, int i) {
   }
 }
 void get_super(DType t, const uint8_t* tile, int i, uint8_t* blk) {
-  SuperShape s;
+  SuperShape s{};
   super_shape(t, &s);
   for (int fi = 0; fi < s.nfields; ++fi) {
     const Field& f = s.f[fi];

@@ -3,7 +3,7 @@
 // RowMajor: shape [rows, cols], each row contiguous; quantized rows are runs
 // of 32-element blocks (as GGUF stores them).
 //
-// Rows16 (Q8_0, Q4_0, Q5_0 and Q4_K matrices whose row count is a multiple of 16): the
+// Rows16 (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K matrices whose row count is a multiple of 16): the
 // same bytes regrouped so that a 64-byte load feeds one int8 dot-product
 // instruction per 16 rows, with no horizontal sums and no scale shuffling.
 // Rows are taken 16 at a time; group g occupies the bytes that rows
@@ -34,6 +34,21 @@
 //         256 + 64c + 4i (chunk c = 8p + j: low nibbles = elements
 //         64p + 4j.. of sub-block 2p, high nibbles = sub-block 2p + 1's)
 //
+// Q5_K (the same rule, per super-block one tile of 16 x 176 bytes, 2816):
+//   0, 32, 64  d, dmin and the scale bytes as Q4_K's
+//   256   qh: 8 chunks of 64 bytes, row i's qh bytes 4c..4c+3 at 256 + 64c
+//         + 4i (bit s = sub-block s's fifth bit of elements 4c..4c+3)
+//   768   the nibbles as Q4_K's at 256: chunk 8p + j at 768 + 64 (8p + j)
+//
+// Q6_K (the same rule, per super-block one tile of 16 x 210 bytes, 3360):
+//   0     ql: 32 chunks of 64 bytes, row i's ql bytes 4c..4c+3 at 64c + 4i
+//         (chunk c = 8p + j: low nibbles = elements 4j.. of sub-block
+//         4 (p / 2) + p % 2, high nibbles = sub-block 4 (p / 2) + p % 2 + 2)
+//   2048  qh: 16 chunks of 64 bytes, row i's qh bytes 4c..4c+3 at 2048 +
+//         64c + 4i (chunk 8h + j: bit pair k = sub-block 4h + k's high bits)
+//   3072  the 16 int8 scales transposed: scale k of row i at 3072 + 16k + i
+//   3328  16 f16 d
+//
 // One stream per group: scales kept in a separate run read as a second
 // stream measured half the bandwidth on an AMD Zen core.
 // The tensor's size and every plan figure are those of RowMajor. Written at
@@ -63,8 +78,8 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 // row itself for RowMajor, else gathered into `scratch` (row bytes).
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch);
 
-// Storage block j of row r (32 elements; for Q4_K the 256-element
-// super-block), in RowMajor bytes, into `out` (34, 18, 22 or 144 bytes). For
+// Storage block j of row r (32 elements; for Q4_K / Q5_K / Q6_K the 256-element
+// super-block), in RowMajor bytes, into `out` (34, 18, 22, 144, 176 or 210 bytes). For
 // a RowMajor tensor, a copy.
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out);
 

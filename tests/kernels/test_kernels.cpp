@@ -283,7 +283,7 @@ TEST_CASE("kernel block mirrors: the IQ4 levels equal core's") {
 }
 
 TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls match the reference on every path") {
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     CAPTURE(dtype_name(t));
     std::mt19937 rng(23);
     const int64_t block = dtype_block_elements(t);
@@ -349,8 +349,85 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
   CHECK(!layout_fits(Layout::Rows16, DType::Q4_K, 32, 128));  // not whole super-blocks
   CHECK(!layout_fits(Layout::Rows16, DType::Q4_K, 40, 256));
   CHECK(layout_fits(Layout::Rows16, DType::Q4_K, 32, 512));
-  CHECK(!layout_fits(Layout::Rows16, DType::Q6_K, 32, 512));  // no rows16 form (yet)
+  CHECK(layout_fits(Layout::Rows16, DType::Q6_K, 32, 512));
+  CHECK(!layout_fits(Layout::Rows16, DType::Q6_K, 32, 768 + 32));
+  CHECK(layout_fits(Layout::Rows16, DType::Q5_K, 32, 512));
+  CHECK(!layout_fits(Layout::Rows16, DType::Q3_K, 32, 512));  // no rows16 form (yet)
+  CHECK(!layout_fits(Layout::Rows16, DType::IQ4_XS, 32, 512));
   CHECK(layout_fits(Layout::RowMajor, DType::F16, 3, 5));
+}
+
+TEST_CASE("rows16 K-quants at the extremes: largest quants and scales x activations of +-127 stay exact on every path") {
+  // Where the integer sums are tightest (AVX2's int16 sums, plain NEON's
+  // int16 products): every quant at its largest (or random bytes, every
+  // scale included), activations all +127, all -127 or random signs.
+  const int64_t rows = 32, cols = 512;
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    CAPTURE(dtype_name(t));
+    const int bb = dtype_block_bytes(t);
+    const int64_t nsb = cols / 256;
+    std::mt19937 rng(41);
+    for (int fill = 0; fill < 2; ++fill) {
+      std::vector<uint8_t> plain(rows * nsb * bb);
+      for (auto& v : plain) v = fill == 0 ? 0xff : static_cast<uint8_t>(rng());
+      // Finite scales: Q6_K's d is its last 2 bytes, Q4_K/Q5_K's d and dmin their first 4.
+      for (int64_t b = 0; b < rows * nsb; ++b) {
+        uint8_t* blk = plain.data() + b * bb;
+        const uint16_t d = f32_to_f16(0.001f * (1 + static_cast<int>(rng() % 7)));
+        if (t == DType::Q6_K) {
+          std::memcpy(blk + 208, &d, 2);
+          if (fill == 0) std::memset(blk + 192, 0x80, 16);  // scale -128
+        } else {
+          std::memcpy(blk, &d, 2);
+          std::memcpy(blk + 2, &d, 2);
+        }
+      }
+      std::vector<float> wv(rows * cols);
+      for (int64_t r = 0; r < rows; ++r) dequantize_row(t, plain.data() + r * nsb * bb, wv.data() + r * cols, cols);
+      std::vector<uint8_t> packed(plain.size());
+      pack_rows16(t, plain.data(), packed.data(), rows, cols);
+      for (int sign = 0; sign < 3; ++sign) {
+        CAPTURE(fill);
+        CAPTURE(sign);
+        const int32_t n = 5;
+        QuantBuffers qb;
+        for (int64_t i = 0; i < n * cols; ++i) {
+          const int8_t q = sign == 0 ? 127 : sign == 1 ? -127 : (rng() & 1 ? 127 : -127);
+          qb.q.push_back(q);
+        }
+        for (int64_t b = 0; b < n * cols / 32; ++b) {
+          int32_t sum = 0;
+          for (int j = 0; j < 32; ++j) sum += qb.q[b * 32 + j];
+          qb.d.push_back(0.01f);
+          qb.bias.push_back(-8 * sum);
+        }
+        AlignedActs acts(qb, cols);
+        for (CpuIsa isa : supported_isas()) {
+          CAPTURE(cpu_isa_name(isa));
+          const QMatmulPair fns = cpu_quant_matmuls(cpu_kernels_for(isa), t, Layout::Rows16);
+          std::vector<float> outs[2];
+          for (QMatmulFn fn : {fns.gemv, fns.gemm}) {
+            REQUIRE((fn != nullptr));
+            std::vector<float>& out = outs[fn == fns.gemm];
+            out.assign(n * rows, NAN);
+            fn(packed.data(), cols, 0, rows, acts.view, n, out.data(), rows);
+            for (int32_t i = 0; i < n; ++i) {
+              for (int64_t r = 0; r < rows; ++r) {
+                double acc = 0, m = 0;
+                for (int64_t c = 0; c < cols; ++c) {
+                  const double xv = static_cast<double>(qb.q[i * cols + c]) * qb.d[i * (cols / 32) + c / 32];
+                  acc += wv[r * cols + c] * xv;
+                  m += std::fabs(wv[r * cols + c] * xv);
+                }
+                REQUIRE(std::fabs(out[i * rows + r] - acc) <= 2e-6 * m + 1e-6);
+              }
+            }
+          }
+          CHECK(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("float matmuls (f32, f16; gemv and gemm) match the scalar reference on every path") {
@@ -472,14 +549,14 @@ TEST_CASE("attention row kernels (dot_rows, axpy_rows) equal dot and axpy row by
 TEST_CASE("logits are bit-identical for 1, 2 and 3 threads on every path and weight type") {
   SynthShape tiny;
   REQUIRE(synth_shape("tiny", &tiny));
-  // Q4_K (rows16) needs whole 256-element super-blocks: a 256-wide shape.
+  // Q4_K / Q5_K / Q6_K (rows16) need whole 256-element super-blocks: a 256-wide shape.
   const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("kernels");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     CAPTURE(dtype_name(t));
-    const SynthShape& shape = t == DType::Q4_K ? k256 : tiny;
+    const SynthShape& shape = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? k256 : tiny;
     auto m = make_synthetic(shape, t, 5, "");
     REQUIRE(m.is_ok());
     const std::string path = dir + "/tiny-" + dtype_name(t) + ".ember";

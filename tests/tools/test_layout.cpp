@@ -61,17 +61,19 @@ size_t argmax(const float* v, size_t n) {
 
 TEST_SUITE("tools") {
 
-TEST_CASE("rows16: the writer regroups q8_0/q4_0/q4_k matrices, reads back the same bytes, runs like row-major") {
+TEST_CASE("rows16: the writer regroups q8_0/q4_0/q4_k/q5_k/q6_k matrices, reads back the same bytes, runs like row-major") {
   SynthShape tiny;
   REQUIRE(synth_shape("tiny", &tiny));
-  // Q4_K needs whole 256-element super-blocks: a 256-wide shape.
+  // Q4_K / Q5_K / Q6_K need whole 256-element super-blocks: a 256-wide shape.
   const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("layout");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
-    CAPTURE(dtype_name(t));
-    const SynthShape& shape = t == DType::Q4_K ? k256 : tiny;
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    const std::string type_name = dtype_name(t);
+    CAPTURE(type_name);
+    const bool super = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+    const SynthShape& shape = super ? k256 : tiny;
     auto m = make_synthetic(shape, t, 9, "");
     REQUIRE(m.is_ok());
     ModelSpec& spec = m.value()->spec;
@@ -110,14 +112,32 @@ TEST_CASE("rows16: the writer regroups q8_0/q4_0/q4_k matrices, reads back the s
     for (int i = 0; i < kCpuIsaCount; ++i) {
       const CpuIsa isa = static_cast<CpuIsa>(i);
       if (!cpu_isa_supported(isa)) continue;
-      CAPTURE(cpu_isa_name(isa));
+      const std::string isa_name = cpu_isa_name(isa);
+      CAPTURE(isa_name);
       setenv("EMBER_ISA", cpu_isa_name(isa), 1);
       const std::vector<float> la = run_model(plain), lb = run_model(packed);
       REQUIRE(la.size() == lb.size());
       const size_t vocab = la.size() / 4;
-      float worst = 0;
-      for (size_t k = 0; k < la.size(); ++k) worst = std::max(worst, std::fabs(la[k] - lb[k]));
-      CHECK(worst <= 1e-3f);
+      float worst = 0, top = 0;
+      for (size_t k = 0; k < la.size(); ++k) {
+        worst = std::max(worst, std::fabs(la[k] - lb[k]));
+        top = std::max(top, std::fabs(la[k]));
+      }
+      if (!super) {
+        CHECK(worst <= 1e-3f);
+      } else if (isa == CpuIsa::Generic) {
+        // Generic's rows16 K-quant kernels gather each row back and run the
+        // row-major reference: the same logits bit for bit.
+        CHECK(la == lb);
+      } else {
+        // The vector paths' K-quant tiles (rows16 and row-major) sum in
+        // different orders; each matmul agrees to rounding (the kernels
+        // suite), but a last-bit difference can flip the rounding of one
+        // int8 activation at the next layer's quantizer, which moves these
+        // tiny models' logits by up to ~2% of the largest (measured over
+        // seeds for q4_k and q6_k, either layout against generic).
+        CHECK(worst <= 0.03f * top);
+      }
       for (size_t step = 0; step < 4; ++step) {
         CHECK(argmax(la.data() + step * vocab, vocab) == argmax(lb.data() + step * vocab, vocab));
       }

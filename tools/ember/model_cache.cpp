@@ -58,8 +58,9 @@ std::string env(const char* name) {
 // The cache key's second half: a newer ember (or schema) never trusts an
 // older ember's conversion, so a converter fix reaches every cached model.
 // kConversionRevision counts converter changes within one version and schema
-// (2: pre-tokenizer names, model families, Q5_0 rows16; 3: Q4_K rows16).
-constexpr int kConversionRevision = 3;
+// (2: pre-tokenizer names, model families, Q5_0 rows16; 3: Q4_K rows16;
+// 4: Q6_K rows16).
+constexpr int kConversionRevision = 4;
 std::string cache_tag() {
   return std::string("v") + ember_version() + "-s" + std::to_string(kSchemaVersion) + "-c" +
          std::to_string(kConversionRevision);

@@ -239,6 +239,10 @@ void rows16_matmul(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const
 
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, generic, (rows16_matmul<Q4_K, DType::Q4_K>))
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, generic, (rows16_matmul<Q4_K, DType::Q4_K>))
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, generic, (rows16_matmul<Q5_K, DType::Q5_K>))
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, generic, (rows16_matmul<Q5_K, DType::Q5_K>))
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, generic, (rows16_matmul<Q6_K, DType::Q6_K>))
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, generic, (rows16_matmul<Q6_K, DType::Q6_K>))
 
 #define EMBER_GGUF_GENERIC(t, W)                 \
   EMBER_DEFINE_QMATMUL(t##_gemv, generic, matmul<W>) \

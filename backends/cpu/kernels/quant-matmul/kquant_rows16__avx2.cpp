@@ -8,10 +8,19 @@
 // work per sub-block is the VNNI file's, so both give the same per-output
 // sequence of float operations. One template for the shape, a traits struct
 // per type:
+//   W::sub(p, k)             the sub-block of pair p's part k (Q4_K: 2p + k)
 //   W::scales(tile, h, sc, mn)  half h's float scale and min of each
 //                            sub-block
 //   W::quants(tile, h, p, c, lo, hi)  half h of chunk c of sub-block pair
-//                            p: sub-block 2p's unsigned bytes in lo, 2p+1's in hi
+//                            p: sub(p, 0)'s unsigned bytes in lo, sub(p, 1)'s in hi
+//   kPer16 (Q6_K: int8 scales per 16, quants q + 32 up to 63): the int16
+//                            sums take 2 chunks (4 products of 63 x 127 =
+//                            32004 per lane), then vpmaddwd by the group's
+//                            scale (W::scale16: the row's scale in both int16
+//                            halves of its dword) into int32, seeded with
+//                            vpmaddwd of W::offset16 (the row's -32 x scale
+//                            of the sub-block's two groups) by the token's two
+//                            sum16: exact, one int32 per sub-block as Q4_K's.
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>
@@ -61,9 +70,94 @@ struct Q4_KRows16 {
     *lo = _mm256_and_si256(v, m0f);
     *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
   }
+  static constexpr int sub(int p, int k) { return 2 * p + k; }
+  static constexpr bool kPer16 = false;
+  static constexpr int kInt16Chunks = 8;  // chunks an int16 sum takes: 16 products of 15 x 127
+  static __m256i scale16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
+  static __m256i offset16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
+};
+
+// Q5_K: Q4_K's d, dmin and scales; the fifth bits (qh words, bit s =
+// sub-block s) at 256, the nibbles at 768. Quants up to 31: the int16 sums
+// take 4 chunks (8 products of 31 x 127 = 31496 per lane).
+struct Q5_KRows16 : Q4_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
+  static constexpr int kInt16Chunks = 4;
+  static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
+    const __m256i v = load32(tile + 768 + 64 * (8 * p + c) + 32 * h);
+    const __m256i q = load32(tile + 256 + 64 * c + 32 * h);
+    const __m256i m0f = _mm256_set1_epi8(0x0f), m01 = _mm256_set1_epi8(0x01);
+    const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * p)), m01), 4);
+    const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * p + 1)), m01), 4);
+    *lo = _mm256_or_si256(_mm256_and_si256(v, m0f), h0);
+    *hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m0f), h1);
+  }
+};
+
+// Q6_K: tile = ql words at 0, qh words at 2048, the 16 int8 scales
+// transposed at 3072, d[16] f16 at 3328 (core/layout.h); pairs as in
+// kquant_rows16__avx512vnni.cpp.
+struct Q6_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ6_K);
+  static constexpr bool kHasMin = false;
+  static constexpr bool kPer16 = true;
+  static constexpr int sub(int p, int k) { return 4 * (p / 2) + p % 2 + 2 * k; }
+  static void scales(const uint8_t* tile, int h, __m256* sc, __m256*) {
+    const __m256 d = f16x8(tile + 3328 + 16 * h);
+    for (int s = 0; s < 8; ++s) sc[s] = d;
+  }
+  // Half h's int8 scales of group g, each row's in both int16 halves of its dword.
+  static __m256i scale16(const uint8_t* tile, int h, int g) {
+    const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 3072 + 16 * g + 8 * h)));
+    return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
+  }
+  // Half h's (-32 x scale of group 2s, -32 x scale of group 2s + 1) per row.
+  static __m256i offset16(const uint8_t* tile, int h, int s) {
+    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 3072 + 16 * (2 * s) + 8 * h));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 3072 + 16 * (2 * s + 1) + 8 * h));
+    const __m256i v = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+    return _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(v, 5));
+  }
+  static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
+    const __m256i l = load32(tile + 64 * (8 * p + c) + 32 * h);
+    const __m256i q = load32(tile + 2048 + 64 * (8 * (p / 2) + c) + 32 * h);
+    const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    const __m256i ql = p % 2 ? _mm256_slli_epi16(q, 2) : _mm256_slli_epi16(q, 4);
+    const __m256i qh = p % 2 ? _mm256_srli_epi16(q, 2) : q;
+    *lo = _mm256_or_si256(_mm256_and_si256(l, m0f), _mm256_and_si256(ql, m30));
+    *hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m0f), _mm256_and_si256(qh, m30));
+  }
 };
 
 constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
+
+// Part P (0: lo, 1: hi) of pair p, T tokens, H halves: the exact int32
+// sums of W::kInt16Chunks-chunk runs of int16 sums (vpmaddubsw), added.
+template <class W, int T, int H, int P>
+inline void part_sums(const uint8_t* tl, int h0, int p, const int8_t* const* xa, int64_t e, __m256i (&out)[H][T]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int c0 = 0; c0 < 8; c0 += W::kInt16Chunks) {
+    __m256i s[H][T];
+    for (int h = 0; h < H; ++h)
+      for (int j = 0; j < T; ++j) s[h][j] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int c = c0; c < c0 + W::kInt16Chunks; ++c) {
+      for (int h = 0; h < H; ++h) {
+        __m256i lo, hi;
+        W::quants(tl, h0 + h, p, c, &lo, &hi);
+        for (int j = 0; j < T; ++j) {
+          s[h][j] = _mm256_add_epi16(s[h][j], _mm256_maddubs_epi16(P ? hi : lo, _mm256_set1_epi32(word(xa[j] + e + 4 * c))));
+        }
+      }
+    }
+    for (int h = 0; h < H; ++h) {
+      for (int j = 0; j < T; ++j) {
+        const __m256i w = _mm256_madd_epi16(s[h][j], ones);
+        out[h][j] = c0 == 0 ? w : _mm256_add_epi32(out[h][j], w);
+      }
+    }
+  }
+}
 
 // T tokens from t against H halves (8 rows each) from half h0 of the group
 // at `group` (per output lane the operation sequence of the VNNI file's
@@ -74,10 +168,12 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
   const int8_t* xa[T];
   const float* xd[T];
   const int32_t* xb[T];
+  const int16_t* xs[T];
   for (int j = 0; j < T; ++j) {
     xa[j] = x.q + (t + j) * x.cols;
     xd[j] = x.d + (t + j) * nb;
     xb[j] = x.bias + (t + j) * nb;
+    xs[j] = W::kPer16 ? x.sum16 + (t + j) * (x.cols / 16) : nullptr;
   }
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[H][T];
@@ -88,32 +184,84 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
     __m256 sc[H][8], mn[H][8];
     for (int h = 0; h < H; ++h) W::scales(tl, h0 + h, sc[h], mn[h]);
     for (int p = 0; p < 4; ++p) {
-      __m256i s0[H][T], s1[H][T];  // int16 sums
-      for (int h = 0; h < H; ++h)
-        for (int j = 0; j < T; ++j) s0[h][j] = s1[h][j] = _mm256_setzero_si256();
-      const int64_t e = sb * 256 + 64 * p;
-      for (int c = 0; c < 8; ++c) {
+      const int u0 = W::sub(p, 0), u1 = W::sub(p, 1);
+      const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
+      __m256i i0[H][T], i1[H][T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
+      if constexpr (W::kPer16) {
         for (int h = 0; h < H; ++h) {
-          __m256i lo, hi;
-          W::quants(tl, h0 + h, p, c, &lo, &hi);
+          const __m256i o0 = W::offset16(tl, h0 + h, u0), o1 = W::offset16(tl, h0 + h, u1);
           for (int j = 0; j < T; ++j) {
-            s0[h][j] = _mm256_add_epi16(s0[h][j], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(word(xa[j] + e + 4 * c))));
-            s1[h][j] =
-                _mm256_add_epi16(s1[h][j], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(word(xa[j] + e + 32 + 4 * c))));
+            int32_t w0, w1;  // the token's sum16 of the sub-block's two groups
+            memcpy(&w0, xs[j] + sb * 16 + 2 * u0, 4);
+            memcpy(&w1, xs[j] + sb * 16 + 2 * u1, 4);
+            i0[h][j] = _mm256_madd_epi16(o0, _mm256_set1_epi32(w0));
+            i1[h][j] = _mm256_madd_epi16(o1, _mm256_set1_epi32(w1));
+          }
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < 8; c += 2) {
+          for (int h = 0; h < H; ++h) {
+            __m256i lo0, hi0, lo1, hi1;
+            W::quants(tl, h0 + h, p, c, &lo0, &hi0);
+            W::quants(tl, h0 + h, p, c + 1, &lo1, &hi1);
+            const __m256i m0 = W::scale16(tl, h0 + h, 2 * u0 + c / 4), m1 = W::scale16(tl, h0 + h, 2 * u1 + c / 4);
+            for (int j = 0; j < T; ++j) {
+              const __m256i p0 =
+                  _mm256_add_epi16(_mm256_maddubs_epi16(lo0, _mm256_set1_epi32(word(xa[j] + e0 + 4 * c))),
+                                   _mm256_maddubs_epi16(lo1, _mm256_set1_epi32(word(xa[j] + e0 + 4 * c + 4))));
+              const __m256i p1 =
+                  _mm256_add_epi16(_mm256_maddubs_epi16(hi0, _mm256_set1_epi32(word(xa[j] + e1 + 4 * c))),
+                                   _mm256_maddubs_epi16(hi1, _mm256_set1_epi32(word(xa[j] + e1 + 4 * c + 4))));
+              i0[h][j] = _mm256_add_epi32(i0[h][j], _mm256_madd_epi16(p0, m0));
+              i1[h][j] = _mm256_add_epi32(i1[h][j], _mm256_madd_epi16(p1, m1));
+            }
+          }
+        }
+      } else {
+        // int16 sums over W::kInt16Chunks chunks at a time, then int32.
+        constexpr int kRun = W::kInt16Chunks;
+        if constexpr (kRun < 8) {
+          // Runs of chunks would keep both parts' int32 sums live beside
+          // the int16 ones (more than the 16 ymm registers): one part at a time.
+          part_sums<W, T, H, 0>(tl, h0, p, xa, e0, i0);
+          part_sums<W, T, H, 1>(tl, h0, p, xa, e1, i1);
+        } else
+        for (int c0 = 0; c0 < 8; c0 += kRun) {
+          __m256i s0[H][T], s1[H][T];  // int16 sums
+          for (int h = 0; h < H; ++h)
+            for (int j = 0; j < T; ++j) s0[h][j] = s1[h][j] = _mm256_setzero_si256();
+          for (int c = c0; c < c0 + kRun; ++c) {
+            for (int h = 0; h < H; ++h) {
+              __m256i lo, hi;
+              W::quants(tl, h0 + h, p, c, &lo, &hi);
+              for (int j = 0; j < T; ++j) {
+                s0[h][j] =
+                    _mm256_add_epi16(s0[h][j], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(word(xa[j] + e0 + 4 * c))));
+                s1[h][j] =
+                    _mm256_add_epi16(s1[h][j], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(word(xa[j] + e1 + 4 * c))));
+              }
+            }
+          }
+          for (int h = 0; h < H; ++h) {
+            for (int j = 0; j < T; ++j) {
+              const __m256i w0 = _mm256_madd_epi16(s0[h][j], ones), w1 = _mm256_madd_epi16(s1[h][j], ones);
+              i0[h][j] = c0 == 0 ? w0 : _mm256_add_epi32(i0[h][j], w0);
+              i1[h][j] = c0 == 0 ? w1 : _mm256_add_epi32(i1[h][j], w1);
+            }
           }
         }
       }
-      const int64_t b = sb * 8 + 2 * p;
+      const int64_t b0 = sb * 8 + u0, b1 = sb * 8 + u1;
       for (int h = 0; h < H; ++h) {
         for (int j = 0; j < T; ++j) {
-          __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s0[h][j], ones)), sc[h][2 * p]);
-          __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s1[h][j], ones)), sc[h][2 * p + 1]);
+          __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(i0[h][j]), sc[h][u0]);
+          __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(i1[h][j]), sc[h][u1]);
           if constexpr (W::kHasMin) {
-            f0 = _mm256_fnmadd_ps(mn[h][2 * p], _mm256_set1_ps(static_cast<float>(-(xb[j][b] / 8))), f0);
-            f1 = _mm256_fnmadd_ps(mn[h][2 * p + 1], _mm256_set1_ps(static_cast<float>(-(xb[j][b + 1] / 8))), f1);
+            f0 = _mm256_fnmadd_ps(mn[h][u0], _mm256_set1_ps(static_cast<float>(-(xb[j][b0] / 8))), f0);
+            f1 = _mm256_fnmadd_ps(mn[h][u1], _mm256_set1_ps(static_cast<float>(-(xb[j][b1] / 8))), f1);
           }
-          acc[h][j] = _mm256_fmadd_ps(f0, _mm256_set1_ps(xd[j][b]), acc[h][j]);
-          acc[h][j] = _mm256_fmadd_ps(f1, _mm256_set1_ps(xd[j][b + 1]), acc[h][j]);
+          acc[h][j] = _mm256_fmadd_ps(f0, _mm256_set1_ps(xd[j][b0]), acc[h][j]);
+          acc[h][j] = _mm256_fmadd_ps(f1, _mm256_set1_ps(xd[j][b1]), acc[h][j]);
         }
       }
     }
@@ -160,6 +308,10 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx2, rows16_gemv<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx2, rows16_gemm<Q4_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx2, rows16_gemv<Q5_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, avx2, rows16_gemm<Q5_KRows16>)
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, avx2, rows16_gemv<Q6_KRows16>)
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx2, rows16_gemm<Q6_KRows16>)
 
 }  // namespace ember
 #endif  // __x86_64__

@@ -4,12 +4,22 @@
 // activation bytes broadcast gives 16 rows' partial sums, no horizontal
 // sums. One template for the shape (8 sub-blocks of 32, each with its own
 // scale, optionally a min), a traits struct per type:
+//   W::sub(p, h)             the sub-block that pair p's part h (0: low
+//                            nibbles, 1: high) holds (Q4_K: 2p + h)
 //   W::scales(tile, sc, mn)  the 16 rows' float scale (d x 6-bit scale) and
 //                            min (dmin x 6-bit min) of each sub-block,
 //                            decoded once per super-block and tile of tokens
+//                            (kPer16: d alone, the integer scales below)
 //   W::quants(tile, p, c, lo, hi)  chunk c of sub-block pair p as vpdpbusd's
-//                            unsigned bytes: sub-block 2p's elements 4c..4c+3
-//                            in lo, 2p+1's in hi
+//                            unsigned bytes: sub(p, 0)'s elements 4c..4c+3
+//                            in lo, sub(p, 1)'s in hi
+//   kPer16 (Q6_K): W::scale16(tile, g) the 16 rows' int8 scale of group g
+//                            (16 elements) as int32 lanes; the quants are
+//                            q + 32 (0..63), the chains seeded with -32 x
+//                            the token's sum16 per group, so each group's
+//                            int32 sum is exact, then multiplied by its scale
+//                            (vpmulld) and the group pair added: one int32
+//                            per sub-block, as Q4_K's.
 // Per (sub-block, 16 rows, token): 8 vpdpbusd, then one convert, one
 // multiply by the scales, one FMA of the mins by the activation block's
 // sum (-bias / 8, exact) and one FMA by the activation's scale.
@@ -66,6 +76,52 @@ struct Q4_KRows16 {
     *lo = _mm512_and_si512(v, m0f);
     *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
   }
+  static constexpr int sub(int p, int h) { return 2 * p + h; }
+  static constexpr bool kPer16 = false;
+  static __m512i scale16(const uint8_t*, int) { return _mm512_setzero_si512(); }
+};
+
+// Q5_K: Q4_K's d, dmin and scales; the fifth bits (qh words, bit s =
+// sub-block s) at 256, the nibbles at 768.
+struct Q5_KRows16 : Q4_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
+  static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
+    const __m512i v = _mm512_loadu_si512(tile + 768 + 64 * (8 * p + c));
+    const __m512i h = _mm512_loadu_si512(tile + 256 + 64 * c);
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m01 = _mm512_set1_epi8(0x01);
+    // Bit 2p (2p + 1) of each byte to bit 4: shift right, mask, shift left by 4
+    // (16-bit shifts; the mask drops what crossed from the neighbour byte).
+    const __m512i h0 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h, _mm_cvtsi32_si128(2 * p)), m01), 4);
+    const __m512i h1 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h, _mm_cvtsi32_si128(2 * p + 1)), m01), 4);
+    *lo = _mm512_or_si512(_mm512_and_si512(v, m0f), h0);
+    *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f), h1);
+  }
+};
+
+// Q6_K: tile = ql words at 0, qh words at 2048, the 16 int8 scales
+// transposed at 3072, d[16] f16 at 3328 (core/layout.h). Pair p = the two
+// sub-blocks sharing ql bytes 32p..: 4 (p / 2) + p % 2 (low nibbles) and
+// that + 2 (high), their high bits in qh chunk 8 (p / 2) + c, bit pairs
+// p % 2 and p % 2 + 2.
+struct Q6_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ6_K);
+  static constexpr bool kHasMin = false;
+  static constexpr bool kPer16 = true;
+  static constexpr int sub(int p, int h) { return 4 * (p / 2) + p % 2 + 2 * h; }
+  static void scales(const uint8_t* tile, __m512* sc, __m512*) {
+    const __m512 d = f16x16(tile + 3328);
+    for (int s = 0; s < 8; ++s) sc[s] = d;
+  }
+  static __m512i scale16(const uint8_t* tile, int g) { return _mm512_cvtepi8_epi32(load16(tile + 3072 + 16 * g)); }
+  static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
+    const __m512i l = _mm512_loadu_si512(tile + 64 * (8 * p + c));
+    const __m512i h = _mm512_loadu_si512(tile + 2048 + 64 * (8 * (p / 2) + c));
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    const __m512i hl = p % 2 ? _mm512_slli_epi16(h, 2) : _mm512_slli_epi16(h, 4);
+    const __m512i hh = p % 2 ? _mm512_srli_epi16(h, 2) : h;
+    *lo = _mm512_or_si512(_mm512_and_si512(l, m0f), _mm512_and_si512(hl, m30));
+    *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m0f), _mm512_and_si512(hh, m30));
+  }
 };
 
 constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
@@ -79,10 +135,12 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
   const int8_t* xa[T];
   const float* xd[T];
   const int32_t* xb[T];
+  const int16_t* xs[T];
   for (int j = 0; j < T; ++j) {
     xa[j] = x.q + (t + j) * x.cols;
     xd[j] = x.d + (t + j) * nb;
     xb[j] = x.bias + (t + j) * nb;
+    xs[j] = W::kPer16 ? x.sum16 + (t + j) * (x.cols / 16) : nullptr;
   }
   __m512 acc[T];
   for (int j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
@@ -91,34 +149,70 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
     for (int p = 0; p < 4; ++p) {
-      // Decode (T = 1): even and odd chunks in separate chains, halving the
-      // dependency chains (exact int32 sums: no result changes). More
-      // tokens are enough chains, and registers.
-      constexpr int kChains = T == 1 ? 2 : 1;
-      __m512i s0[2][T], s1[2][T];
-      for (int j = 0; j < T; ++j) s0[0][j] = s1[0][j] = s0[1][j] = s1[1][j] = _mm512_setzero_si512();
-      const int64_t e = sb * 256 + 64 * p;
-      for (int c = 0; c < 8; ++c) {
-        __m512i lo, hi;
-        W::quants(tile, p, c, &lo, &hi);
+      const int u0 = W::sub(p, 0), u1 = W::sub(p, 1);
+      const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
+      __m512i i0[T], i1[T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
+      if constexpr (W::kPer16) {
+        // Groups of 16 (chunks 0-3 and 4-7, met side by side: four chains
+        // per token) each in its own chain, seeded with -32 x the group's
+        // activation sum (the quants are q + 32), then scaled in int32.
+        __m512i a0[T], b0[T], a1[T], b1[T];  // sub-block u0's groups, u1's
         for (int j = 0; j < T; ++j) {
-          const int k = c % kChains;
-          s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(xa[j] + e + 4 * c)));
-          s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(xa[j] + e + 32 + 4 * c)));
+          const int16_t* s16 = xs[j] + sb * 16;
+          a0[j] = _mm512_set1_epi32(-32 * s16[2 * u0]);
+          b0[j] = _mm512_set1_epi32(-32 * s16[2 * u0 + 1]);
+          a1[j] = _mm512_set1_epi32(-32 * s16[2 * u1]);
+          b1[j] = _mm512_set1_epi32(-32 * s16[2 * u1 + 1]);
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          __m512i lo, hi, lo4, hi4;
+          W::quants(tile, p, c, &lo, &hi);
+          W::quants(tile, p, c + 4, &lo4, &hi4);
+          for (int j = 0; j < T; ++j) {
+            a0[j] = _mm512_dpbusd_epi32(a0[j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
+            b0[j] = _mm512_dpbusd_epi32(b0[j], lo4, _mm512_set1_epi32(word(xa[j] + e0 + 16 + 4 * c)));
+            a1[j] = _mm512_dpbusd_epi32(a1[j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
+            b1[j] = _mm512_dpbusd_epi32(b1[j], hi4, _mm512_set1_epi32(word(xa[j] + e1 + 16 + 4 * c)));
+          }
+        }
+        const __m512i ma0 = W::scale16(tile, 2 * u0), mb0 = W::scale16(tile, 2 * u0 + 1);
+        const __m512i ma1 = W::scale16(tile, 2 * u1), mb1 = W::scale16(tile, 2 * u1 + 1);
+        for (int j = 0; j < T; ++j) {
+          i0[j] = _mm512_add_epi32(_mm512_mullo_epi32(a0[j], ma0), _mm512_mullo_epi32(b0[j], mb0));
+          i1[j] = _mm512_add_epi32(_mm512_mullo_epi32(a1[j], ma1), _mm512_mullo_epi32(b1[j], mb1));
+        }
+      } else {
+        // Decode (T = 1): even and odd chunks in separate chains, halving the
+        // dependency chains (exact int32 sums: no result changes). More
+        // tokens are enough chains, and registers.
+        constexpr int kChains = T == 1 ? 2 : 1;
+        __m512i s0[2][T], s1[2][T];
+        for (int j = 0; j < T; ++j) s0[0][j] = s1[0][j] = s0[1][j] = s1[1][j] = _mm512_setzero_si512();
+        for (int c = 0; c < 8; ++c) {
+          __m512i lo, hi;
+          W::quants(tile, p, c, &lo, &hi);
+          for (int j = 0; j < T; ++j) {
+            const int k = c % kChains;
+            s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
+            s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
+          }
+        }
+        for (int j = 0; j < T; ++j) {
+          i0[j] = kChains == 2 ? _mm512_add_epi32(s0[0][j], s0[1][j]) : s0[0][j];
+          i1[j] = kChains == 2 ? _mm512_add_epi32(s1[0][j], s1[1][j]) : s1[0][j];
         }
       }
-      const int64_t b = sb * 8 + 2 * p;
+      const int64_t b0 = sb * 8 + u0, b1 = sb * 8 + u1;
       for (int j = 0; j < T; ++j) {
-        const __m512i i0 = kChains == 2 ? _mm512_add_epi32(s0[0][j], s0[1][j]) : s0[0][j];
-        const __m512i i1 = kChains == 2 ? _mm512_add_epi32(s1[0][j], s1[1][j]) : s1[0][j];
-        __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(i0), sc[2 * p]);
-        __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(i1), sc[2 * p + 1]);
+        __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(i0[j]), sc[u0]);
+        __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(i1[j]), sc[u1]);
         if constexpr (W::kHasMin) {
-          f0 = _mm512_fnmadd_ps(mn[2 * p], _mm512_set1_ps(static_cast<float>(-(xb[j][b] / 8))), f0);
-          f1 = _mm512_fnmadd_ps(mn[2 * p + 1], _mm512_set1_ps(static_cast<float>(-(xb[j][b + 1] / 8))), f1);
+          f0 = _mm512_fnmadd_ps(mn[u0], _mm512_set1_ps(static_cast<float>(-(xb[j][b0] / 8))), f0);
+          f1 = _mm512_fnmadd_ps(mn[u1], _mm512_set1_ps(static_cast<float>(-(xb[j][b1] / 8))), f1);
         }
-        acc[j] = _mm512_fmadd_ps(f0, _mm512_set1_ps(xd[j][b]), acc[j]);
-        acc[j] = _mm512_fmadd_ps(f1, _mm512_set1_ps(xd[j][b + 1]), acc[j]);
+        acc[j] = _mm512_fmadd_ps(f0, _mm512_set1_ps(xd[j][b0]), acc[j]);
+        acc[j] = _mm512_fmadd_ps(f1, _mm512_set1_ps(xd[j][b1]), acc[j]);
       }
     }
   }
@@ -158,6 +252,10 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx512vnni, rows16_gemv<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx512vnni, rows16_gemm<Q4_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx512vnni, rows16_gemv<Q5_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, avx512vnni, rows16_gemm<Q5_KRows16>)
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, avx512vnni, rows16_gemv<Q6_KRows16>)
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx512vnni, rows16_gemm<Q6_KRows16>)
 
 }  // namespace ember
 #endif  // __x86_64__

@@ -9,6 +9,10 @@ namespace ember {
 
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, neondot, rows16_gemv<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, neondot, rows16_gemm<Q4_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, neondot, rows16_gemv<Q5_KRows16>)
+EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, neondot, rows16_gemm<Q5_KRows16>)
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, neondot, rows16_gemv<Q6_KRows16>)
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, neondot, rows16_gemm<Q6_KRows16>)
 
 }  // namespace ember
 #endif  // __aarch64__
