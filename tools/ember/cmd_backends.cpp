@@ -135,7 +135,7 @@ int cmd_backends(int argc, char** argv) {
   std::printf("\nmodel families (GGUF general.architecture): %s - cpu and vulkan\n", kFamilies);
   std::printf("weight types: %s - cpu and vulkan\n", kWeightTypes);
 #if EMBER_SERVE
-  std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; slots decoded round-robin, not yet batched)\n");
+  std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; --parallel slots batched into one step on the CPU, a prefix cache; round-robin where the backend cannot batch)\n");
 #else
   std::printf("ember serve: not built into this binary (%s)\n", EMBER_SERVE_MISSING);
 #endif
