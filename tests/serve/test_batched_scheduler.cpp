@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ember.h"
+#include "cli/cli_run.h"
 #include "model/stories_fixture.h"
 #include "tools/serve/scheduler.h"
 
@@ -387,4 +388,20 @@ TEST_CASE("serve scheduler: the round-robin fallback gives the same text, stop s
   }
   CHECK(stopped > 0);  // the case is exercised
   CHECK_FALSE(s->stats().batched);
+}
+
+TEST_CASE("serve: the plan of every sequence must fit --max-bytes, and a refusal says what fits") {
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  // stories260K: one sequence at ctx 512 holds 0.62 MiB of KV, so eight
+  // (4 slots + 4 cache) do not fit in ~2.9 MiB.
+  auto r = ember::test::run_ember("serve -m " + path + " --port 0 --parallel 4 --ctx 512 --max-bytes 3000000");
+  CHECK(r.code != 0);
+  CHECK(r.err.find("plan: one session of 8 sequence(s) (4 slot(s) + 4 cache) x ctx 512") != std::string::npos);
+  CHECK(r.err.find("EMBER_ERR_NO_MEMORY: 8 sequence(s) (4 slot(s) + 4 cache) at ctx 512 need") != std::string::npos);
+  CHECK(r.err.find("sequence(s) fit at this ctx") != std::string::npos);
+  CHECK(r.err.find("or all of them at --ctx ") != std::string::npos);
+  r = ember::test::run_ember("serve -m " + path + " --port 0 --parallel 200 --cache-slots 100");
+  CHECK(r.code != 0);
+  CHECK(r.err.find("at most 256") != std::string::npos);
 }

@@ -45,8 +45,9 @@ Row row_for(const BackendEntry& e, const DeviceInfo& d) {
   r.memory = memory;
   r.quantizations = kWeightTypes;
   r.families = kFamilies;
-  r.batching = "no (one sequence per session)";
+  r.batching = "no (one sequence per session; ember serve steps its slots round-robin)";
   if (e.kind == BackendKind::Cpu) {
+    r.batching = "yes (sequences of one session decoded as one step; ember serve, with a prefix cache)";
     r.readiness = "production (kernels tested against scalar references)";
   } else if (!d.available) {
     r.readiness = "not applicable (no device)";
