@@ -115,7 +115,6 @@ check(expected.every((t) => t.length > 0), 'ember run gave text for every prompt
 
 const srv = await startServer(['--parallel', '8', '--ctx', '256', '--max-queue', '256']);
 try {
-  check(/scheduler: batched/.test(srv.stderr()), `the batched scheduler runs: ${srv.stderr()}`);
   let next = 0;
   const tally = { complete: 0, errors: 0, left: 0, wrong: [] };
   const worker = async () => {
@@ -161,6 +160,8 @@ try {
   check(tally.complete >= 150, `complete answers: ${tally.complete}`);
   check(tally.wrong.length === 0, `greedy answers differ from ember run: requests ${tally.wrong}`);
 
+  // (stderr, read here: it may come after stdout's "listening")
+  check(/scheduler: batched/.test(srv.stderr()), `the batched scheduler runs: ${srv.stderr()}`);
   const health = await get(srv.port, '/health');
   check(health.status === 200, 'the server is up after the load');
   // Let the scheduler notice the last departures.
