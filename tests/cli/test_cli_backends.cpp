@@ -18,7 +18,8 @@ TEST_CASE("backends --json and --markdown: a row per backend, every column of th
   }
   CHECK(j.out.find("\"backend\": \"cpu\"") != std::string::npos);
   CHECK(j.out.find("\"backend\": \"vulkan\"") != std::string::npos);  // built in, or listed as not built
-  CHECK(j.out.find("\"continuous_batching\": \"no") != std::string::npos);
+  CHECK(j.out.find("\"continuous_batching\": \"no") != std::string::npos);   // vulkan
+  CHECK(j.out.find("\"continuous_batching\": \"yes") != std::string::npos);  // cpu
   CHECK(j.out.find("q4_k") != std::string::npos);
   // The cpu row says what the probe found: this machine's memory.
   const ember::DeviceInfo cpu = ember::find_backend(ember::BackendKind::Cpu)->probe();

@@ -2,16 +2,17 @@
 // input is split by its first byte into HTTP bytes fed in two pieces (so
 // every split point of a request is reached), then the body of a complete
 // request (or the raw input) goes to the completion and chat field readers
-// and the stop-string scan. Nothing may crash, leak or read out of bounds;
+// and the streamed text's stop strings. Nothing may crash, leak or read out of bounds;
 // every refusal carries a status and a message.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
 #include "tools/serve/http_request.h"
 #include "tools/serve/openai_api.h"
-#include "tools/serve/scheduler.h"
+#include "tools/serve/text_stream.h"
 
 using namespace ember::serve;
 
@@ -48,9 +49,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CompletionRequest r;
     if (!parse_completion_request(body, chat, &r, &error) && error.empty()) std::abort();
     if (!r.stop.empty()) {
-      size_t stop_at = 0;
+      // The text as pieces of 1..3 bytes: what is streamed is a prefix of it.
       const std::string text = r.prompt.empty() && !r.messages.empty() ? r.messages[0].content : r.prompt;
-      if (releasable_prefix(text, r.stop, &stop_at) > text.size()) std::abort();
+      TextStream stream(r.stop);
+      std::string out;
+      bool stopped = false;
+      for (size_t at = 0; at < text.size() && !stopped;) {
+        const size_t len = std::min<size_t>(1 + at % 3, text.size() - at);
+        stopped = stream.push(0, text.substr(at, len), &out);
+        at += len;
+      }
+      if (!stopped) stream.flush(&out);
+      if (out.size() > text.size() || text.compare(0, out.size(), out) != 0) std::abort();
+      if (!stopped && out != text) std::abort();
     }
   }
   (void)error_body(400, body);

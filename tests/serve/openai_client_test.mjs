@@ -2,7 +2,8 @@
 // models, completions and chat, streaming and not, HTTPS with a self-signed
 // CA made here, and the error cases (401, 400, 404, 405, 413, 429) with raw
 // requests; 8 concurrent greedy requests each give the text they give
-// alone; a client that disconnects; SIGTERM drains and exits 0.
+// alone; a cached prompt prefix (usage cached_tokens) gives the same text; a
+// client that disconnects; SIGTERM drains and exits 0.
 //
 //   node openai_client_test.mjs EMBER MODEL CLIENT_DIR SCRATCH_DIR
 // CLIENT_DIR holds node_modules/openai (tools/scripts/fetch_openai_client.sh).
@@ -168,6 +169,18 @@ async function mainTests() {
     eq(role, 'assistant', 'streamed chat role');
     eq(usage && usage.completion_tokens, 20, 'streamed chat usage');
 
+    // The prefix cache: a prompt that begins as an earlier one reuses its
+    // positions (usage.prompt_tokens_details.cached_tokens) and gives the
+    // text `ember run` gives it from scratch.
+    const story = 'Once upon a time, there was a little dog named Max. Max liked to run in the park and play. ';
+    await client.completions.create({ model: modelName, prompt: story + 'One day', max_tokens: 8, temperature: 0 });
+    const cachedRun = await client.completions.create({ model: modelName, prompt: story + 'The sun', max_tokens: 24,
+                                                        temperature: 0 });
+    const cachedTokens = cachedRun.usage.prompt_tokens_details && cachedRun.usage.prompt_tokens_details.cached_tokens;
+    check(cachedTokens >= 16 && cachedTokens < cachedRun.usage.prompt_tokens,
+          `a shared prefix is reused: cached_tokens ${cachedTokens} of ${cachedRun.usage.prompt_tokens}`);
+    eq(cachedRun.choices[0].text, runGreedy(story + 'The sun', 24), 'the text with a cached prefix = ember run');
+
     // 8 concurrent greedy requests: each the text it gives alone.
     const prompts = ['Once upon a time', 'The cat', 'Lily and Ben', 'One day', 'The sun was', 'Tom had a',
                      'In the park', 'A little bird'];
@@ -253,9 +266,12 @@ async function mainTests() {
     const metrics = (await raw(srv.port, 'GET', '/metrics', { headers: auth })).body;
     for (const name of ['ember_requests_total{route="/v1/completions",status="200"}', 'ember_generated_tokens_total',
                         'ember_time_to_first_token_seconds_bucket', 'ember_inter_token_latency_seconds_count',
-                        'ember_queue_depth', 'ember_kv_bytes_in_use', 'ember_prefix_cache_hits_total 0']) {
+                        'ember_queue_depth', 'ember_kv_bytes_in_use', 'ember_prefix_cache_hits_total',
+                        'ember_prefix_cache_tokens_total']) {
       check(metrics.includes(name), `/metrics has ${name}`);
     }
+    const hits = Number((metrics.match(/^ember_prefix_cache_hits_total (\d+)$/m) || [])[1]);
+    check(hits >= 1, `/metrics counts prefix cache hits: ${hits}`);
 
     // SIGTERM with a stream in flight: it completes, then the server exits 0.
     const drained = new Promise((resolve) => {

@@ -45,8 +45,9 @@ Row row_for(const BackendEntry& e, const DeviceInfo& d) {
   r.memory = memory;
   r.quantizations = kWeightTypes;
   r.families = kFamilies;
-  r.batching = "no (one sequence per session)";
+  r.batching = "no (one sequence per session; ember serve steps its slots round-robin)";
   if (e.kind == BackendKind::Cpu) {
+    r.batching = "yes (sequences of one session decoded as one step; ember serve, with a prefix cache)";
     r.readiness = "production (kernels tested against scalar references)";
   } else if (!d.available) {
     r.readiness = "not applicable (no device)";
@@ -135,7 +136,7 @@ int cmd_backends(int argc, char** argv) {
   std::printf("\nmodel families (GGUF general.architecture): %s - cpu and vulkan\n", kFamilies);
   std::printf("weight types: %s - cpu and vulkan\n", kWeightTypes);
 #if EMBER_SERVE
-  std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; slots decoded round-robin, not yet batched)\n");
+  std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; --parallel slots batched into one step on the CPU, a prefix cache; round-robin where the backend cannot batch)\n");
 #else
   std::printf("ember serve: not built into this binary (%s)\n", EMBER_SERVE_MISSING);
 #endif

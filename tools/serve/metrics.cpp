@@ -73,26 +73,39 @@ std::string Metrics::render(const SchedulerStats& s) const {
   out += "# HELP ember_time_to_first_token_seconds From a request's acceptance to its first generated token.\n"
          "# TYPE ember_time_to_first_token_seconds histogram\n";
   ttft_.write(&out, "ember_time_to_first_token_seconds");
-  out += "# HELP ember_inter_token_latency_seconds Between a request's consecutive tokens. The scheduler is "
-         "round-robin, not batched: each active slot is decoded in turn, every weight read once per sequence, so "
-         "this grows with the active slots.\n"
-         "# TYPE ember_inter_token_latency_seconds histogram\n";
+  out += s.batched
+             ? "# HELP ember_inter_token_latency_seconds Between a request's consecutive tokens. Batched: one step "
+               "decodes every active slot (and chunks of prompts being prefilled), every weight read once for all.\n"
+             : "# HELP ember_inter_token_latency_seconds Between a request's consecutive tokens. The scheduler is "
+               "round-robin, not batched: each active slot is decoded in turn, every weight read once per sequence, "
+               "so this grows with the active slots.\n";
+  out += "# TYPE ember_inter_token_latency_seconds histogram\n";
   itl_.write(&out, "ember_inter_token_latency_seconds");
   std::snprintf(line, sizeof line,
                 "# HELP ember_queue_depth Requests waiting for a slot.\n# TYPE ember_queue_depth gauge\n"
                 "ember_queue_depth %d\n"
-                "# HELP ember_slots_active Slots running a request (round-robin, not batched).\n"
+                "# HELP ember_slots_active Slots running a request (%s).\n"
                 "# TYPE ember_slots_active gauge\nember_slots_active %d\n"
                 "# HELP ember_slots Slots (--parallel).\n# TYPE ember_slots gauge\nember_slots %d\n"
-                "# HELP ember_kv_bytes_in_use KV cache bytes holding positions of active requests.\n"
+                "# HELP ember_prefix_cache_slots Sequences beyond the slots that keep cached prefixes (--cache-slots).\n"
+                "# TYPE ember_prefix_cache_slots gauge\nember_prefix_cache_slots %d\n"
+                "# HELP ember_kv_bytes_in_use KV cache bytes holding positions (running requests and cached "
+                "prefixes).\n"
                 "# TYPE ember_kv_bytes_in_use gauge\nember_kv_bytes_in_use %llu\n"
-                "# HELP ember_kv_bytes_planned KV cache bytes of all slots, as planned.\n"
+                "# HELP ember_kv_bytes_planned KV cache bytes of all sequences, as planned.\n"
                 "# TYPE ember_kv_bytes_planned gauge\nember_kv_bytes_planned %llu\n"
-                "# HELP ember_prefix_cache_hits_total Prompt prefixes reused from the prefix cache (there is none "
-                "yet: always 0).\n# TYPE ember_prefix_cache_hits_total counter\nember_prefix_cache_hits_total %llu\n",
-                s.queued, s.active, s.slots, static_cast<unsigned long long>(s.kv_bytes_in_use),
-                static_cast<unsigned long long>(s.kv_bytes_planned),
-                static_cast<unsigned long long>(s.prefix_cache_hits));
+                "# HELP ember_prefix_cache_hits_total Requests whose prompt began with positions the prefix cache "
+                "held (reused, not run again).\n"
+                "# TYPE ember_prefix_cache_hits_total counter\nember_prefix_cache_hits_total %llu\n"
+                "# HELP ember_prefix_cache_tokens_total Prompt tokens reused from the prefix cache.\n"
+                "# TYPE ember_prefix_cache_tokens_total counter\nember_prefix_cache_tokens_total %llu\n"
+                "# HELP ember_prefix_cache_evictions_total Cached sequences overwritten, least recently used first.\n"
+                "# TYPE ember_prefix_cache_evictions_total counter\nember_prefix_cache_evictions_total %llu\n",
+                s.queued, s.batched ? "batched" : "round-robin, not batched", s.active, s.slots, s.cache_slots,
+                static_cast<unsigned long long>(s.kv_bytes_in_use), static_cast<unsigned long long>(s.kv_bytes_planned),
+                static_cast<unsigned long long>(s.prefix_cache_hits),
+                static_cast<unsigned long long>(s.prefix_cache_tokens),
+                static_cast<unsigned long long>(s.prefix_cache_evictions));
   out += line;
   return out;
 }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tools/serve/scheduler.h"
+#include "tools/serve/text_stream.h"
 
 namespace ember::serve {
 
@@ -26,7 +27,7 @@ struct Slot {
   std::vector<int32_t> history; // prompt + generated, for the sampler's penalty
   int32_t last = -1;            // the last token, to decode next
   int32_t generated = 0;
-  std::string pending;          // text not yet released (stop strings, UTF-8)
+  std::unique_ptr<TextStream> text;  // stop strings and whole UTF-8 characters
   Clock::time_point last_token{};
 };
 
@@ -92,6 +93,7 @@ class RoundRobinScheduler final : public Scheduler {
   SchedulerStats stats() const override {
     std::lock_guard<std::mutex> lock(mutex_);
     SchedulerStats s;
+    s.batched = false;
     s.slots = static_cast<int32_t>(slots_.size());
     s.active = active_;
     s.queued = static_cast<int32_t>(queue_.size());
@@ -114,10 +116,10 @@ class RoundRobinScheduler final : public Scheduler {
  private:
   void finish(Slot& s, Finish why, std::string error = {}) {
     GenerationRequest& r = *s.request;
-    if (why != Finish::kError && why != Finish::kCancelled && !s.pending.empty() && r.on_text) {
-      size_t stop_at;
-      releasable_prefix(s.pending, r.stop, &stop_at);
-      r.on_text(std::string_view(s.pending).substr(0, stop_at == std::string_view::npos ? s.pending.size() : stop_at));
+    if (why != Finish::kError && why != Finish::kCancelled && s.text) {
+      std::string rest;
+      s.text->flush(&rest);
+      if (!rest.empty() && r.on_text) r.on_text(rest);
     }
     GenerationResult res;
     res.finish = why;
@@ -151,6 +153,7 @@ class RoundRobinScheduler final : public Scheduler {
       return true;
     }
     s.history = s.request->prompt;
+    s.text = std::make_unique<TextStream>(s.request->stop);
     return true;
   }
 
@@ -173,17 +176,14 @@ class RoundRobinScheduler final : public Scheduler {
       return;
     }
     ++s.generated;
-    char buf[256];
-    size_t len = 0;
-    if (ember_token_to_piece(model_, s.last, token, buf, sizeof buf, &len) == EMBER_OK) s.pending.append(buf, len);
+    const std::string piece = token_piece(model_, s.last, token);
     s.last = token;
     s.history.push_back(token);
-    size_t stop_at;
-    const size_t n = releasable_prefix(s.pending, r.stop, &stop_at);
-    if (n > 0 && r.on_text) r.on_text(std::string_view(s.pending).substr(0, n));
-    s.pending.erase(0, n);
-    if (stop_at != std::string_view::npos) {
-      s.pending.clear();
+    std::string out;
+    const bool stopped = s.text->push(token, piece, &out);
+    if (!out.empty() && r.on_text) r.on_text(out);
+    if (stopped) {
+      s.text.reset();
       finish(s, Finish::kStop);
       return;
     }

@@ -2,21 +2,27 @@
 //
 // The interface is what the HTTP layer needs and no more: submit a request
 // (prompt tokens, sampling, stop strings, a deadline, a cancellation flag,
-// and two callbacks), read counters for /metrics, drain on shutdown. It is
-// meant to outlive its first implementation:
+// and two callbacks), read counters for /metrics, drain on shutdown. Two
+// implementations:
 //
-//   RoundRobinScheduler (today): N slots, each with its own ember session and
-//   KV cache, stepped one token each, in turn, by one scheduler thread.
-//   Honest about the cost: it is NOT batched — every weight is read once per
-//   sequence per step, so N streams decode at about 1/N the speed each.
-//   Prompts are prefilled in chunks (--batch tokens per step) between the
-//   other slots' tokens, so a long prompt delays the others by a chunk, not
-//   the whole prompt.
+//   BatchedScheduler (the default): one session holding --parallel
+//   sequences for running requests plus --cache-slots sequences that keep
+//   finished requests' tokens and KV (the prefix cache). One scheduler
+//   thread; each step is one ember_session_decode_batch with every decoding
+//   slot's next token and, for slots still prefilling, chunks of their
+//   prompts (at most --batch rows in all, so a long prompt delays the others
+//   by one bounded step), every weight read once for all of them. New
+//   requests join between steps and take the sequence holding the longest
+//   prefix of their prompt (docs/decisions.md, "Serving: the batched
+//   scheduler and the prefix cache").
 //
-//   A batched implementation (issue 15 item 1, later) keeps this interface:
-//   one step decodes all active slots at once (each weight read once for all
-//   of them), a new request joins between steps, and a prefix cache fills
-//   GenerationResult::cached_tokens. Nothing above this header changes.
+//   RoundRobinScheduler (the fallback, for backends that refuse n_seqs > 1:
+//   Vulkan): N slots, each its own session and KV cache, stepped one token
+//   each in turn. NOT batched: every weight is read once per sequence per
+//   step, so N streams decode at about 1/N the speed each; no prefix cache.
+//
+// Both cut text at stop strings by the runtime's rule (text_stream.h) and
+// end at the vocabulary's end-of-generation tokens, as ember_generate does.
 //
 // Threading: submit(), stats() and drain() may be called from any thread.
 // The callbacks run on the scheduler's thread, one request's in order; they
@@ -41,7 +47,7 @@ struct GenerationResult {
   Finish finish = Finish::kStop;
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
-  int32_t cached_tokens = 0;  // prompt tokens whose KV came from a prefix cache (0: there is none yet)
+  int32_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache (not run again)
   std::string error;          // for Finish::kError
 };
 
@@ -65,12 +71,16 @@ struct GenerationRequest {
 };
 
 struct SchedulerStats {
+  bool batched = false;     // one batched step for all slots (else round-robin)
   int32_t slots = 0;
+  int32_t cache_slots = 0;  // sequences beyond the slots kept for the prefix cache
   int32_t active = 0;       // slots running a request
   int32_t queued = 0;       // requests waiting for a slot
-  uint64_t kv_bytes_in_use = 0;
-  uint64_t kv_bytes_planned = 0;
-  uint64_t prefix_cache_hits = 0;  // 0: there is no prefix cache yet
+  uint64_t kv_bytes_in_use = 0;   // positions held, running requests and cached prefixes
+  uint64_t kv_bytes_planned = 0;  // every sequence's KV, as planned
+  uint64_t prefix_cache_hits = 0;    // requests that reused cached positions
+  uint64_t prefix_cache_tokens = 0;  // prompt tokens reused (not run again)
+  uint64_t prefix_cache_evictions = 0;  // cached sequences overwritten (least recently used first)
 };
 
 // Observations the scheduler reports as they happen (for /metrics).
@@ -94,6 +104,26 @@ class Scheduler {
   virtual int32_t context_length() const = 0;
 };
 
+struct BatchedConfig {
+  int32_t slots = 1;        // requests decoded at once
+  int32_t cache_slots = 0;  // extra sequences that keep finished requests' prefixes
+  int32_t max_queue = 64;
+  // A cached prefix shorter than this is not worth taking another entry's
+  // sequence for (an eviction victim's own prefix is always reused).
+  int32_t min_prefix = 16;
+  // n_seqs is set by the scheduler (slots + cache_slots). max_batch is the
+  // rows of one step: every decoding slot's token, and the rows they leave
+  // for prompt chunks.
+  ember_session_options session{};
+};
+
+// Creates the one session up front (so a start that does not fit fails
+// before serving). On failure returns nullptr with *status and *error set:
+// EMBER_ERR_UNSUPPORTED when the backend does not run n_seqs > 1.
+std::unique_ptr<Scheduler> make_batched_scheduler(ember_model* model, const BatchedConfig& config,
+                                                  SchedulerObserver* observer, ember_status* status,
+                                                  std::string* error);
+
 struct RoundRobinConfig {
   int32_t slots = 1;
   int32_t max_queue = 64;
@@ -105,11 +135,5 @@ struct RoundRobinConfig {
 // before serving). On failure returns nullptr with *error set.
 std::unique_ptr<Scheduler> make_round_robin_scheduler(ember_model* model, const RoundRobinConfig& config,
                                                       SchedulerObserver* observer, std::string* error);
-
-// The longest prefix of `pending` that can be sent: all of it unless its
-// tail could begin a stop string. *stop_at is set to the offset of the first
-// complete stop string (npos when none); the text to send is then
-// pending[0, stop_at).
-size_t releasable_prefix(std::string_view pending, const std::vector<std::string>& stop, size_t* stop_at);
 
 }  // namespace ember::serve

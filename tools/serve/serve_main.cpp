@@ -1,4 +1,5 @@
 // `ember serve`: options, the plan of all slots, and the server's start.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -17,18 +18,25 @@ const char* kHelp =
     "  server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus).\n"
     "  --host H           address to listen on (default 127.0.0.1)\n"
     "  --port P           port (default 8080; 0 = any free port, printed at start)\n"
-    "  --parallel N       slots: requests decoded at once, each with its own KV cache (default 1).\n"
-    "                     Round-robin, one token per slot in turn: not yet batched, so N streams share\n"
-    "                     one stream's speed\n"
-    "  --ctx N            context per slot (default: the model's, capped so all slots fit --max-bytes)\n"
-    "  --max-bytes B      the budget of all slots' private memory: the server refuses to start over it\n"
+    "  --parallel N       slots: requests decoded at once (default 1), batched: each step runs every\n"
+    "                     slot's next token in one pass, every weight read once for all of them\n"
+    "  --cache-slots N    extra sequences that keep finished requests' tokens and KV, so a prompt that\n"
+    "                     starts the same way (a system prompt, earlier turns) reuses them: the prefix\n"
+    "                     cache, least recently used evicted first (default: = --parallel; 0: only the\n"
+    "                     slots' own sequences are reused)\n"
+    "  --ctx N            context per sequence (default: the model's, capped so all fit --max-bytes)\n"
+    "  --max-bytes B      the budget of all sequences' private memory: the server refuses to start over it\n"
     "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
     "  --timeout S        seconds a generation request may take (default 600)\n"
     "  --max-body B       largest request body in bytes (default 8 MiB; larger: 413)\n"
     "  --max-connections C  open connections (default 64; more: 503)\n"
     "  --api-key K | --api-key-file F   require Authorization: Bearer K (except GET /health)\n"
     "  --tls-cert C --tls-key K         serve HTTPS with this PEM certificate chain and key (mbedTLS)\n"
-    "  --threads T, --batch B, --kv-type T, --kv-type-k T, --kv-type-v T, --backend B: as for ember run\n";
+    "  --batch B          rows of one step (default 512): every decoding slot's token, the rest for\n"
+    "                     prompt chunks, so a long prompt delays the others by one such step\n"
+    "  --threads T, --kv-type T, --kv-type-k T, --kv-type-v T, --backend B: as for ember run.\n"
+    "  A backend that does not run batched sequences (vulkan) gets the round-robin fallback: one session\n"
+    "  per slot stepped in turn (N streams share one stream's speed), no prefix cache.\n";
 
 std::string mib(uint64_t b) {
   char buf[64];
@@ -36,10 +44,12 @@ std::string mib(uint64_t b) {
   return buf;
 }
 
-bool plan_for(ember_model* model, ember_session_options so, int32_t ctx, ember_memory_plan* plan) {
+ember_status plan_status(ember_model* model, ember_session_options so, int32_t ctx, int32_t n_seqs,
+                         ember_memory_plan* plan) {
   so.context_length = ctx;
+  so.n_seqs = n_seqs;
   plan->struct_size = sizeof *plan;
-  return ember_plan(model, &so, plan) == EMBER_OK;
+  return ember_plan(model, &so, plan);
 }
 
 }  // namespace
@@ -48,7 +58,7 @@ int serve_main(int argc, char** argv) {
   using cli::report;
   std::vector<std::string> with_value = {"-m",        "--host",    "--port",         "--parallel",  "--api-key",
                                          "--api-key-file", "--tls-cert", "--tls-key", "--max-queue", "--timeout",
-                                         "--max-body", "--max-connections"};
+                                         "--max-body", "--max-connections", "--cache-slots"};
   std::vector<std::string> known = with_value;
   for (int i = 0; cli::kSessionFlags[i]; ++i) {
     with_value.push_back(cli::kSessionFlags[i]);
@@ -64,6 +74,7 @@ int serve_main(int argc, char** argv) {
   config.host = args.get("--host", "127.0.0.1");
   config.port = static_cast<int>(args.get_int("--port", 8080, 0, 65535));
   const int32_t slots = static_cast<int32_t>(args.get_int("--parallel", 1, 1, 256));
+  int32_t cache_slots = static_cast<int32_t>(args.get_int("--cache-slots", slots, 0, 255));
   const int32_t max_queue = static_cast<int32_t>(args.get_int("--max-queue", 64, 0, 1 << 20));
   config.timeout_s = args.get_float("--timeout", 600, 0.001, 1e7);
   config.limits.max_body = static_cast<size_t>(args.get_int("--max-body", 8 << 20, 1, 1 << 30));
@@ -74,6 +85,10 @@ int serve_main(int argc, char** argv) {
   if (so.kv_type_k < 0 || so.kv_type_v < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
   if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember serve --help)");
+  if (slots + cache_slots > 256) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--parallel " + std::to_string(slots) + " + --cache-slots " +
+                                                  std::to_string(cache_slots) + " sequences: at most 256 in all");
+  }
   if (args.has("--api-key") && args.has("--api-key-file")) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--api-key and --api-key-file both give the key: pass one");
   }
@@ -115,63 +130,122 @@ int serve_main(int argc, char** argv) {
     config.model_name = slash == std::string::npos ? name : name.substr(slash + 1);
   }
 
-  // The plan of all slots against the budget (--max-bytes is for them all;
-  // the sessions themselves get no cap of their own).
+  // The plan against the budget (--max-bytes is for everything the server
+  // holds; the sessions themselves get no cap of their own). Batched: one
+  // session of slots + cache-slots sequences. A backend that refuses
+  // sequences (vulkan) gets the round-robin fallback: one session per slot.
   const uint64_t budget = so.max_bytes;
   so.max_bytes = 0;
   const bool ctx_given = args.has("--ctx");
   int32_t ctx = ctx_given ? so.context_length : info.max_context;
   ember_memory_plan plan;
-  if (!plan_for(model, so, ctx, &plan)) return cli::report_last(EMBER_ERR_INVALID_ARGUMENT);
-  auto total = [&](const ember_memory_plan& p) { return p.private_bytes * static_cast<uint64_t>(slots); };
-  if (budget && total(plan) > budget && !ctx_given) {
-    // The largest context that fits, by bisection over the plan.
+  bool batched = true;
+  ember_status st = plan_status(model, so, ctx, slots + cache_slots, &plan);
+  if (st == EMBER_ERR_UNSUPPORTED) {
+    // Sequences refused; is it the backend at all (no device, ...)?
+    const std::string why = ember_last_error();
+    st = plan_status(model, so, ctx, 1, &plan);
+    if (st != EMBER_OK) return cli::report_last(st);
+    std::fprintf(stderr, "batched decoding: not on this backend (%s): round-robin fallback, no prefix cache\n",
+                 why.c_str());
+    batched = false;
+    cache_slots = 0;
+  }
+  if (st != EMBER_OK) return cli::report_last(st);
+  const int32_t seqs = batched ? slots + cache_slots : 1;     // per session
+  const uint64_t sessions = batched ? 1 : static_cast<uint64_t>(slots);
+  auto total = [&](const ember_memory_plan& p) { return p.private_bytes * sessions; };
+  // The largest context at which n_seqs sequences fit the budget (0: none).
+  auto fitting_ctx = [&](int32_t n_seqs) {
     int32_t lo = 0, hi = ctx;
     while (hi - lo > 1) {
       const int32_t mid = lo + (hi - lo) / 2;
       ember_memory_plan p;
-      if (plan_for(model, so, mid, &p) && total(p) <= budget) lo = mid; else hi = mid;
+      if (plan_status(model, so, mid, n_seqs, &p) == EMBER_OK && total(p) <= budget) lo = mid; else hi = mid;
     }
+    return lo;
+  };
+  if (budget && total(plan) > budget && !ctx_given) {
+    const int32_t lo = fitting_ctx(seqs);
     if (lo >= 16) {
       ctx = lo;
-      plan_for(model, so, ctx, &plan);
+      plan_status(model, so, ctx, seqs, &plan);
     }
   }
   so.context_length = ctx;
-  std::fprintf(stderr,
-               "plan: %d slot(s) x ctx %d: per slot weights mapped %s, resident %s, KV %s, arena %s, private %s; "
-               "all slots private %s%s%s\n",
-               slots, ctx, mib(plan.weights_mapped_bytes).c_str(), mib(plan.weights_resident_bytes).c_str(),
-               mib(plan.kv_bytes).c_str(), mib(plan.arena_bytes).c_str(), mib(plan.private_bytes).c_str(),
-               mib(total(plan)).c_str(), budget ? (" of the budget " + mib(budget)).c_str() : "",
-               ctx_given || !budget || ctx == info.max_context ? "" : " (--ctx capped to fit)");
+  if (batched) {
+    std::fprintf(stderr,
+                 "plan: one session of %d sequence(s) (%d slot(s) + %d cache) x ctx %d: weights mapped %s, "
+                 "resident %s, KV %s (%s per sequence), arena %s, private %s%s%s\n",
+                 seqs, slots, cache_slots, ctx, mib(plan.weights_mapped_bytes).c_str(),
+                 mib(plan.weights_resident_bytes).c_str(), mib(plan.kv_bytes).c_str(),
+                 mib(plan.kv_bytes / static_cast<uint64_t>(seqs)).c_str(), mib(plan.arena_bytes).c_str(),
+                 mib(plan.private_bytes).c_str(), budget ? (" of the budget " + mib(budget)).c_str() : "",
+                 ctx_given || !budget || ctx == info.max_context ? "" : " (--ctx capped to fit)");
+  } else {
+    std::fprintf(stderr,
+                 "plan: %d slot(s) x ctx %d: per slot weights mapped %s, resident %s, KV %s, arena %s, private %s; "
+                 "all slots private %s%s%s\n",
+                 slots, ctx, mib(plan.weights_mapped_bytes).c_str(), mib(plan.weights_resident_bytes).c_str(),
+                 mib(plan.kv_bytes).c_str(), mib(plan.arena_bytes).c_str(), mib(plan.private_bytes).c_str(),
+                 mib(total(plan)).c_str(), budget ? (" of the budget " + mib(budget)).c_str() : "",
+                 ctx_given || !budget || ctx == info.max_context ? "" : " (--ctx capped to fit)");
+  }
   if (budget && total(plan) > budget) {
-    const uint64_t fit_slots = plan.private_bytes ? budget / plan.private_bytes : 0;
-    int32_t lo = 0, hi = ctx;
-    while (hi - lo > 1) {
-      const int32_t mid = lo + (hi - lo) / 2;
-      ember_memory_plan p;
-      if (plan_for(model, so, mid, &p) && total(p) <= budget) lo = mid; else hi = mid;
+    const int32_t lo = fitting_ctx(seqs);
+    std::string what = (batched ? std::to_string(seqs) + " sequence(s) (" + std::to_string(slots) + " slot(s) + " +
+                                      std::to_string(cache_slots) + " cache)"
+                                : std::to_string(slots) + " slot(s)") +
+                       " at ctx " + std::to_string(ctx) + " need " + mib(total(plan)) + ", over --max-bytes " +
+                       mib(budget) + ": ";
+    if (batched) {
+      int32_t fit = 0;  // sequences that fit at this ctx
+      for (int32_t n = seqs - 1; n >= 1 && fit == 0; --n) {
+        ember_memory_plan p;
+        if (plan_status(model, so, ctx, n, &p) == EMBER_OK && p.private_bytes <= budget) fit = n;
+      }
+      what += std::to_string(fit) + " sequence(s) fit at this ctx";
+      if (fit > slots) {
+        what += " (--cache-slots " + std::to_string(fit - slots) + ")";
+      } else if (fit > 0) {
+        what += " (--parallel " + std::to_string(fit) + " --cache-slots 0)";
+      }
+    } else {
+      what += std::to_string(plan.private_bytes ? budget / plan.private_bytes : 0) + " slot(s) fit at this ctx";
     }
-    return report(EMBER_ERR_NO_MEMORY,
-                  std::to_string(slots) + " slot(s) at ctx " + std::to_string(ctx) + " need " + mib(total(plan)) +
-                      ", over --max-bytes " + mib(budget) + ": " + std::to_string(fit_slots) +
-                      " slot(s) fit at this ctx" +
-                      (lo > 0 ? ", or " + std::to_string(slots) + " slot(s) at --ctx " + std::to_string(lo) : std::string()));
+    if (lo > 0) what += ", or all of them at --ctx " + std::to_string(lo);
+    return report(EMBER_ERR_NO_MEMORY, what);
   }
   std::fprintf(stderr, "chat template: %s\n", chat_template_name(model).c_str());
 
   Metrics metrics;
-  RoundRobinConfig rc;
-  rc.slots = slots;
-  rc.max_queue = max_queue;
-  rc.prefill_chunk = so.max_batch;
-  rc.session = so;
   std::string error;
-  std::unique_ptr<Scheduler> scheduler = make_round_robin_scheduler(model, rc, &metrics, &error);
-  if (!scheduler) return report(EMBER_ERR_NO_MEMORY, "creating the slots' sessions: " + error);
-  std::fprintf(stderr, "scheduler: round-robin over %d slot(s), one token per slot per step (not batched: every "
-               "weight is read once per sequence), queue %d\n", slots, max_queue);
+  std::unique_ptr<Scheduler> scheduler;
+  if (batched) {
+    BatchedConfig bc;
+    bc.slots = slots;
+    bc.cache_slots = cache_slots;
+    bc.max_queue = max_queue;
+    bc.session = so;
+    ember_status created = EMBER_OK;
+    scheduler = make_batched_scheduler(model, bc, &metrics, &created, &error);
+    if (!scheduler) return report(created, "creating the session of " + std::to_string(seqs) + " sequences: " + error);
+    std::fprintf(stderr,
+                 "scheduler: batched, %d slot(s) decoded as one step (every weight read once for all), steps of at "
+                 "most %d rows (prompts chunked into what the decoding slots leave), prefix cache over %d extra "
+                 "sequence(s), queue %d\n",
+                 slots, std::min(so.max_batch, ctx), cache_slots, max_queue);
+  } else {
+    RoundRobinConfig rc;
+    rc.slots = slots;
+    rc.max_queue = max_queue;
+    rc.prefill_chunk = so.max_batch;
+    rc.session = so;
+    scheduler = make_round_robin_scheduler(model, rc, &metrics, &error);
+    if (!scheduler) return report(EMBER_ERR_NO_MEMORY, "creating the slots' sessions: " + error);
+    std::fprintf(stderr, "scheduler: round-robin over %d slot(s), one token per slot per step (not batched: every "
+                 "weight is read once per sequence), queue %d\n", slots, max_queue);
+  }
   Server server(config, model, scheduler.get(), &metrics, tls.get());
   if (!server.listen(&error)) return report(EMBER_ERR_IO, error);
   server.run();
