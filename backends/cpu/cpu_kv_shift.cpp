@@ -104,6 +104,8 @@ Status CpuBackend::remove_seq_positions(int32_t seq, int32_t start, int32_t end,
                            start, end, n_pos, l, kv_[l].rows, start);
     }
   }
+  // A tail: nothing moves (its slots are written again as the sequence grows).
+  if (end == n_pos) return Status::ok();
   // scratch_.row holds the widest weight row, at least dim >= kv_dim floats.
   // n_layers and kv_dim: the cache layout (per model); the rotation: each
   // layer's key RoPE.

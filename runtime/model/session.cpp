@@ -317,7 +317,11 @@ Status Session::remove_seq(int32_t seq, int32_t start, int32_t end) {
                          start, end, pos);
   }
   if (start == end) return Status::ok();
-  if (end < pos) EMBER_TRY(backend_->remove_seq_positions(seq, start, end, pos));
+  // A tail needs no moving, except that a sliding-window ring must still
+  // hold what the window reads after it: the backend checks (graph.h).
+  bool rings = false;
+  for (uint32_t l = 0; l < graph_.hparams.n_layers; ++l) rings |= kv_layer_ring(graph_, static_cast<int32_t>(l));
+  if (end < pos || rings) EMBER_TRY(backend_->remove_seq_positions(seq, start, end, pos));
   int32_t* history = history_ + static_cast<int64_t>(seq) * graph_.context;
   std::memmove(history + start, history + end, static_cast<size_t>(pos - end) * sizeof(int32_t));
   positions_[seq] = pos - (end - start);

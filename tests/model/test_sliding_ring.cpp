@@ -149,6 +149,11 @@ TEST_CASE("sliding-window rings: what the ring no longer holds is refused by nam
   CHECK(ember_session_remove(p.full, 4, 40) == EMBER_OK);
   std::vector<float> l(p.vocab);
   CHECK(ember_session_decode(p.ring, 50, l.data()) == EMBER_OK);
+  // Rewinding a tail is refused too where the window would reach below it
+  // into positions the ring dropped (45 positions now; keep 30: the window
+  // reads 23..29, the ring holds 33..44).
+  CHECK(ember_session_remove(p.ring, 30, 45) == EMBER_ERR_UNSUPPORTED);
+  CHECK(ember_session_position(p.ring) == 45);
   // Starting over always works.
   CHECK(ember_session_remove(p.ring, 0, ember_session_position(p.ring)) == EMBER_OK);
   CHECK(ember_session_position(p.ring) == 0);

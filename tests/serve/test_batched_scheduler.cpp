@@ -20,6 +20,8 @@
 #include "cli/cli_run.h"
 #include "model/stories_fixture.h"
 #include "tools/serve/scheduler.h"
+#include "tools/convert/model_writer.h"
+#include "tools/convert/synthetic.h"
 
 using namespace ember::serve;
 
@@ -404,4 +406,33 @@ TEST_CASE("serve: the plan of every sequence must fit --max-bytes, and a refusal
   r = ember::test::run_ember("serve -m " + path + " --port 0 --parallel 200 --cache-slots 100");
   CHECK(r.code != 0);
   CHECK(r.err.find("at most 256") != std::string::npos);
+}
+
+TEST_CASE("serve scheduler: a sliding-window ring that cannot keep a prefix runs the prompt instead") {
+  // gemma2 tiny: window 8 on layer 0; max_batch 4 and context 64 make its
+  // cache a ring of 12 rows, which can keep a prefix only when the window
+  // after it stays within the ring.
+  ember::SynthShape shape;
+  REQUIRE(ember::synth_shape("tiny", &shape));
+  shape.arch = "gemma2";
+  auto made = ember::make_synthetic(shape, ember::DType::F32, 5, "");
+  REQUIRE(made.is_ok());
+  const std::string path = ember::test::temp_dir("serve-ring") + "/gemma2.ember";
+  REQUIRE(ember::write_model(made.value()->spec, path).is_ok());
+  Model model(path);
+  std::vector<int32_t> a(30), b;
+  for (int32_t i = 0; i < 30; ++i) a[i] = 40 + (i * 7) % 50;
+  a[0] = 1;
+  b.assign(a.begin(), a.begin() + 20);
+  for (int32_t i = 0; i < 6; ++i) b.push_back(90 + i);
+  auto s = batched(model.m, 1, 1, 4, 64);
+  GenerationResult r = run_checked(*s, model.m, a, 4);
+  CHECK(r.cached_tokens == 0);
+  // A again: its last 5 positions go, the window stays in the ring.
+  r = run_checked(*s, model.m, a, 4);
+  CHECK(r.cached_tokens == 29);
+  // B shares 20 tokens, but keeping them would need positions the ring
+  // dropped: the sequence starts over, and the text is still B's own.
+  r = run_checked(*s, model.m, b, 4);
+  CHECK(r.cached_tokens == 0);
 }

@@ -132,7 +132,10 @@ class BatchedScheduler final : public Scheduler {
 
  private:
   void finish(Slot& s, Finish why, std::string error = {}) {
-    GenerationRequest& r = *s.request;
+    // Held until on_done has run, after the slot is free again: a host that
+    // reads stats() once it is told the request is done sees it gone.
+    const std::shared_ptr<GenerationRequest> request = s.request;
+    GenerationRequest& r = *request;
     if (why != Finish::kError && why != Finish::kCancelled && s.text) {
       std::string rest;
       s.text->flush(&rest);
@@ -145,7 +148,6 @@ class BatchedScheduler final : public Scheduler {
     res.cached_tokens = s.cached;
     res.error = std::move(error);
     if (observer_) observer_->on_tokens(static_cast<int32_t>(s.prefilled) - s.cached, s.generated);
-    if (r.on_done) r.on_done(res);
     ember_sampler_free(s.sampler);
     // The sequence keeps what it holds: a cache entry from now on.
     if (s.seq >= 0) {
@@ -155,8 +157,11 @@ class BatchedScheduler final : public Scheduler {
     std::vector<float> logits = std::move(s.logits);
     s = Slot();
     s.logits = std::move(logits);
-    std::lock_guard<std::mutex> lock(mutex_);
-    --active_;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --active_;
+    }
+    if (r.on_done) r.on_done(res);
   }
 
   // Sequence seq forgets positions from `keep` on; false (with the message
@@ -228,15 +233,15 @@ class BatchedScheduler final : public Scheduler {
         seq = best;
         reuse = best_len;
       } else if (victim >= 0) {
-        if (!seqs_[static_cast<size_t>(victim)].tokens.empty()) ++evictions_;
-        if (ember_session_seq_copy(session_, best, victim, static_cast<int32_t>(best_len)) != EMBER_OK) {
-          *error = ember_last_error();
-          return -1;
+        // A sliding-window ring may no longer hold what the copy's window
+        // reads (EMBER_ERR_UNSUPPORTED): then no copy, the prompt runs.
+        if (ember_session_seq_copy(session_, best, victim, static_cast<int32_t>(best_len)) == EMBER_OK) {
+          if (!seqs_[static_cast<size_t>(victim)].tokens.empty()) ++evictions_;
+          Sequence& dst = seqs_[static_cast<size_t>(victim)];
+          dst.tokens.assign(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(best_len));
+          seq = victim;
+          reuse = best_len;
         }
-        Sequence& dst = seqs_[static_cast<size_t>(victim)];
-        dst.tokens.assign(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(best_len));
-        seq = victim;
-        reuse = best_len;
       }
     }
     if (seq < 0) {
@@ -251,8 +256,13 @@ class BatchedScheduler final : public Scheduler {
       if (q.tokens.size() > reuse) ++evictions_;
     }
     if (!trim(seq, reuse)) {
-      *error = ember_last_error();
-      return -1;
+      // A sliding-window ring cannot keep this prefix (its window would read
+      // positions the ring dropped): the sequence starts over instead.
+      reuse = 0;
+      if (!trim(seq, 0)) {
+        *error = ember_last_error();
+        return -1;
+      }
     }
     seqs_[static_cast<size_t>(seq)].slot = static_cast<int32_t>(&s - slots_.data());
     s.seq = seq;
