@@ -49,7 +49,7 @@ void* counted_alloc(size_t alignment, size_t size) {
   t_bytes += header + size;
   g_live.fetch_add(header + size, std::memory_order_relaxed);
   if (t_n_sizes < 8) t_sizes[t_n_sizes] = size;
-  ++t_n_sizes;
+  if (t_n_sizes < 1000) ++t_n_sizes;  // counts past 8 only to say "more"
   return p;
 }
 
@@ -177,7 +177,9 @@ uint64_t xnnpack_weight_bytes(int64_t rows, int64_t cols, int32_t slices) {
 Result<std::unique_ptr<XnnpackMatmuls>> XnnpackMatmuls::create() {
   const XnnpackInfo& info = xnnpack_info();
   if (!info.usable) return Status::error(EMBER_ERR_UNSUPPORTED, "xnnpack: %s", info.reason.c_str());
-  return std::unique_ptr<XnnpackMatmuls>(new (std::nothrow) XnnpackMatmuls());
+  std::unique_ptr<XnnpackMatmuls> m(new (std::nothrow) XnnpackMatmuls());
+  if (!m) return Status::error(EMBER_ERR_NO_MEMORY, "xnnpack: no memory for the operator table");
+  return m;
 }
 
 XnnpackMatmuls::~XnnpackMatmuls() {

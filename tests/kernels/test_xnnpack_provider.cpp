@@ -67,7 +67,7 @@ std::vector<double> reference(const FloatWeight& w, const std::vector<float>& x,
 
 TEST_SUITE("kernels") {
 
-TEST_CASE("EMBER_KERNELS: auto, ember, xnnpack; anything else is refused by name") {
+TEST_CASE("EMBER_KERNELS: auto, ember or xnnpack, anything else refused by name") {
   CHECK(cpu_kernels_choice(nullptr).value() == CpuKernelsChoice::Auto);
   CHECK(cpu_kernels_choice("").value() == CpuKernelsChoice::Auto);
   CHECK(cpu_kernels_choice("auto").value() == CpuKernelsChoice::Auto);
