@@ -31,8 +31,10 @@ Result<std::unique_ptr<Backend>> create_vulkan(const BackendOptions& options) {
 std::vector<BackendEntry> make_entries() {
   std::vector<BackendEntry> e;
   // The cpu keeps KV cache and activations in the host arena and reads the
-  // weights in place: no resident copies, no device memory.
-  e.push_back({"cpu", BackendKind::Cpu, cpu_probe, cpu_supports, cpu_scratch_bytes, none, none, create_cpu});
+  // weights in place; its resident copies are XNNPACK's packed weights, where
+  // that provider runs (backends/cpu/kernel_providers.h). No device memory.
+  e.push_back({"cpu", BackendKind::Cpu, cpu_probe, cpu_supports, cpu_scratch_bytes, cpu_resident_weight_bytes, none,
+               create_cpu});
 #if EMBER_VULKAN
   // Everything lives in device memory; the host arena holds nothing of it.
   e.push_back({"vulkan", BackendKind::Vulkan, vulkan_probe, vulkan_supports, none, none, vulkan_device_bytes,

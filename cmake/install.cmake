@@ -33,8 +33,9 @@ set(EMBER_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ember)
 #   includes     include/
 #   links        ember::mbedcrypto (an imported target ember-config.cmake
 #                makes from the host's libmbedcrypto), Threads::Threads,
-#                and libdl when the Vulkan backend (which dlopens
-#                libvulkan) is built. The objects of any layer library are
+#                libdl when the Vulkan backend (which dlopens libvulkan) is
+#                built, and ember::xnnpack (the host's libXNNPACK.so) when
+#                the XNNPACK provider is. The objects of any layer library are
 #                inside libember.a already.
 #   definitions  none (ember.h needs none)
 # Doing it here, rather than where `ember` is declared, keeps this file the
@@ -66,6 +67,11 @@ endif()
 set(_ember_install_links ember::mbedcrypto Threads::Threads)
 if(EMBER_VULKAN AND CMAKE_DL_LIBS)
   list(APPEND _ember_install_links ${CMAKE_DL_LIBS})
+endif()
+# The XNNPACK provider (EMBER_HAVE_XNNPACK): the host's libXNNPACK.so,
+# found by ember-config.cmake as ember::xnnpack.
+if(EMBER_HAVE_XNNPACK)
+  list(APPEND _ember_install_links ember::xnnpack)
 endif()
 list(TRANSFORM _ember_install_links REPLACE "^(.+)$" "$<INSTALL_INTERFACE:\\1>")
 ember_build_interface_only(INTERFACE_INCLUDE_DIRECTORIES "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
@@ -109,6 +115,9 @@ endif()
 if(EMBER_VULKAN AND CMAKE_DL_LIBS)
   string(APPEND EMBER_PC_LIBS_PRIVATE " -l${CMAKE_DL_LIBS}")
 endif()
+if(EMBER_HAVE_XNNPACK)
+  string(APPEND EMBER_PC_LIBS_PRIVATE " -lXNNPACK")
+endif()
 string(APPEND EMBER_PC_LIBS_PRIVATE " -lstdc++ -lm")
 set(EMBER_PC_PREFIX "@EMBER_PC_PREFIX@")   # kept for the install-time pass
 configure_file(${CMAKE_CURRENT_LIST_DIR}/ember.pc.in ${CMAKE_BINARY_DIR}/package/ember.pc.in @ONLY)
@@ -139,6 +148,11 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "ember maintainers <maintainers@users.noreply.a-seed-12d6af12.example>")
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libmbedtls-dev")
+if(EMBER_HAVE_XNNPACK)
+  # bin/ember loads libXNNPACK.so.0 (dpkg-shlibdeps adds libxnnpack0);
+  # linking libember.a needs its -dev package too.
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libmbedtls-dev, libxnnpack-dev")
+endif()
 if(EMBER_VULKAN)
   set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libvulkan1")
 endif()
@@ -149,6 +163,9 @@ elseif(NOT EMBER_STATIC)
   # Without dpkg-shlibdeps (or for another architecture): what a dynamic
   # bin/ember needs on Debian bookworm.
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1")
+  if(EMBER_HAVE_XNNPACK)
+    string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libxnnpack0")
+  endif()
 endif()
 if(CMAKE_CROSSCOMPILING)
   if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")

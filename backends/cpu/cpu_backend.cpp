@@ -158,6 +158,7 @@ CpuBackend::CpuBackend(const BackendOptions& options)
     : options_(options), selected_(cpu_select_families()), pool_(options.thread_pool) {
   n_threads_ = cpu_threads(options);
   if (selected_.is_ok()) k_ = cpu_kernels_for(selected_.value());
+  select_providers();
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -168,6 +169,10 @@ std::string CpuBackend::describe() const {
     std::snprintf(buf, sizeof buf, "cpu (int8: %s, float: %s, %d thread%s)",
                   cpu_int8_family_name(selected_.value().int8), cpu_float_family_name(selected_.value().fp),
                   n_threads_, n_threads_ == 1 ? "" : "s");
+    // Who runs the float matmuls (kernel_providers.h; chosen at construction).
+    if (providers_status_.is_ok()) {
+      return std::string(buf, std::strlen(buf) - 1) + ", float matmuls: " + providers_.describe() + ")";
+    }
   } else {
     std::snprintf(buf, sizeof buf, "cpu (no kernels, %d thread%s)", n_threads_, n_threads_ == 1 ? "" : "s");
   }
@@ -251,6 +256,7 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
     }
   }
   rope_tables_ = static_cast<int32_t>(tables.size());
+  EMBER_TRY(prepare_providers(graph));  // XNNPACK's operators, when it runs any family
   return lower(graph);
 }
 
@@ -353,6 +359,7 @@ Status CpuBackend::lower(const Graph& g) {
               }
               break;
           }
+          attach_providers(mm, mo.weight);
           matmuls_.push_back(mm);
         }
         if (st.uses_q8) {
@@ -453,6 +460,14 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
   pool_->run(n_chunks, [&](int chunk, int n_chunks, int thread) {
     for (int m = 0; m < count; ++m) {
       const CpuMatmul& j = jobs[m];
+      if (j.xnn >= 0) {
+        // XNNPACK: this chunk's share of the weight's operators, each over
+        // its own rows (kernel_providers.h: cpu_xnnpack_slices).
+        const int32_t s0 = static_cast<int32_t>(int64_t{chunk} * j.xnn_slices / n_chunks);
+        const int32_t s1 = static_cast<int32_t>(int64_t{chunk + 1} * j.xnn_slices / n_chunks);
+        for (int32_t sl = s0; sl < s1; ++sl) xnn_->run(j.xnn + sl, in, n, j.out);
+        continue;
+      }
       const int64_t rows = j.rows;
       int64_t r0, r1;
       split_range(rows, s.split, chunk, n_chunks, &r0, &r1);

@@ -12,7 +12,9 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_attention.h"
 #include "backends/cpu/dispatch.h"
+#include "backends/cpu/kernel_providers.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/cpu/xnnpack_provider.h"
 
 namespace ember {
 
@@ -47,6 +49,9 @@ struct CpuMatmul {
   float* out = nullptr;
   QMatmulFn q_gemv = nullptr, q_gemm = nullptr;  // 1-row step / n > 1
   FMatmulFn f_gemv = nullptr, f_gemm = nullptr;
+  // XNNPACK (kernel_providers.h): its first operator (slice 0), or -1, and
+  // how many (slices of rows) there are.
+  int32_t xnn = -1, xnn_slices = 0;
 };
 
 struct CpuStep {
@@ -127,6 +132,12 @@ class CpuBackend final : public Backend {
   Status lower(const Graph& graph);
   void run_matmuls(const CpuStep& s, int32_t n);
   void quantize_input(const float* in, int64_t cols, int32_t n);
+  // The float-matmul providers (cpu_backend_providers.cpp): chosen at
+  // construction (so describe() names them) and, for XNNPACK, its operators
+  // created at prepare; attached to a matmul in lower().
+  void select_providers();  // at construction: EMBER_KERNELS, the table, XNNPACK's probe
+  Status prepare_providers(const Graph& graph);
+  void attach_providers(CpuMatmul& mm, int32_t weight) const;
 
   BackendOptions options_;
   int n_threads_ = 1;
@@ -153,6 +164,11 @@ class CpuBackend final : public Backend {
   int64_t rope_stride_ = 0;        // floats between tables' cos (and sin) blocks
   int64_t rope_freq_stride_ = 0;   // floats between tables' frequencies
   int64_t row_stride_ = 0;         // floats between threads' conversion rows
+  CpuProviders providers_;         // who runs each float-matmul family
+  Status providers_status_;        // why there are none (a bad EMBER_KERNELS, XNNPACK asked for but missing)
+  std::unique_ptr<XnnpackMatmuls> xnn_;  // XNNPACK's operators, when it runs any (lifetime: the backend)
+  std::vector<int32_t> xnn_first_; // per graph weight: its first operator, or -1
+  std::vector<int32_t> xnn_count_; // per graph weight: its operators
 };
 
 }  // namespace ember

@@ -4,7 +4,9 @@
 # libhttp-parser and nlohmann-json (`ember serve`; the tools read JSON with it;
 # openssl makes the serve test's certificates),
 # Vulkan headers/loader, glslc and SPIR-V tools, Mesa's lavapipe (a CPU
-# Vulkan device for tests), doctest, nlohmann-json (the CLI's JSON input),
+# Vulkan device for tests), XNNPACK (the CPU backend's second float-matmul
+# provider; its xnnpack.h includes pthreadpool.h, hence libpthreadpool-dev),
+# doctest, nlohmann-json (the CLI's JSON input),
 # and clang for the sanitizer/fuzz builds;
 # for ARM boards, Debian's cross compilers (aarch64, armhf: with their own
 # glibc and libstdc++, static archives included) and qemu-user to run the
@@ -18,6 +20,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler libmbedtls-dev
   libhttp-parser-dev nlohmann-json3-dev openssl
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
+  libxnnpack-dev libpthreadpool-dev
   doctest-dev clang libclang-rt-14-dev nlohmann-json3-dev
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 )

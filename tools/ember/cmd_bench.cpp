@@ -437,6 +437,9 @@ int cmd_bench(int argc, char** argv) {
   const int threads = total_threads;
   const double bw = probe_read_bandwidth_gbs(threads, static_cast<uint64_t>(probe_mb) << 20, 8);
   const char* isa_env = std::getenv("EMBER_ISA");
+  // The float-matmul providers asked for (backends/cpu/kernel_providers.h);
+  // which families each one ran is in `kernels` (the backend's description).
+  const char* kernels_env = std::getenv("EMBER_KERNELS");
   const bool numa_bound = hw.numa_nodes > 1 && !hw.mems_allowed.empty() &&
                           hw.mems_allowed != "0-" + std::to_string(hw.numa_nodes - 1);
 
@@ -557,6 +560,7 @@ int cmd_bench(int argc, char** argv) {
         .str("backend", backend_name)
         .str("kernels", kernels)
         .str("ember_isa", isa_env ? isa_env : "")
+        .str("ember_kernels", kernels_env ? kernels_env : "")
         .str("quantization", facts->quantization)
         .str("quantization_recipe", facts->recipe)
         .integer("thread_count", threads)
