@@ -172,6 +172,10 @@ bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols) {
          rows % kRows16 == 0 && cols > 0 && cols % elems_of(t) == 0;
 }
 
+bool layout_preferred(Layout l, DType t) {
+  return l == Layout::RowMajor || (t != DType::Q5_K && t != DType::Q6_K);
+}
+
 void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
   const int64_t nb = cols / elems_of(t);
   const int64_t block = bytes_of(t);

@@ -69,6 +69,11 @@ const char* layout_name(Layout l);  // "row-major", "rows16"
 bool layout_from_name(const char* name, Layout* out);
 // Whether a [rows, cols] matrix of type t can be stored as l.
 bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols);
+// Whether writers choose l for type t when asked for l (convert, quantize,
+// synth, the GGUF cache): Q5_K and Q6_K fit rows16 but are written
+// row-major, because their rows16 decode (gemv) is slower than row-major's
+// (1.1b Q6_K: 23 vs 32 tok/s; docs/decisions.md "K-quant rows16 layout").
+bool layout_preferred(Layout l, DType t);
 
 // RowMajor -> Rows16 and back, for a whole [rows, cols] tensor (layout_fits).
 void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);

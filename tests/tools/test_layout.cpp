@@ -82,6 +82,7 @@ TEST_CASE("rows16: the writer regroups q8_0/q4_0/q4_k/q5_k/q6_k matrices, reads 
     spec.quant_layout = Layout::RowMajor;
     REQUIRE(write_model(spec, plain).is_ok());
     spec.quant_layout = Layout::Rows16;
+    spec.force_layout = true;  // Q5_K/Q6_K too (not the default for them)
     REQUIRE(write_model(spec, packed).is_ok());
     auto a = ModelFile::open(plain, ModelFile::Options{true});
     auto b = ModelFile::open(packed, ModelFile::Options{true});

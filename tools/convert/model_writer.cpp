@@ -21,7 +21,8 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
   std::vector<std::vector<uint8_t>> packed;
   for (TensorSource& t : written) {
     if (t.layout != Layout::RowMajor || spec.quant_layout == Layout::RowMajor || t.shape.size() != 2 ||
-        !layout_fits(spec.quant_layout, t.dtype, t.shape[0], t.shape[1])) {
+        !layout_fits(spec.quant_layout, t.dtype, t.shape[0], t.shape[1]) ||
+        !(spec.force_layout || layout_preferred(spec.quant_layout, t.dtype))) {
       continue;
     }
     uint64_t need = 0;

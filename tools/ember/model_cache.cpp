@@ -60,7 +60,7 @@ std::string env(const char* name) {
 // kConversionRevision counts converter changes within one version and schema
 // (2: pre-tokenizer names, model families, Q5_0 rows16; 3: Q4_K rows16;
 // 4: Q6_K rows16).
-constexpr int kConversionRevision = 4;
+constexpr int kConversionRevision = 5;
 std::string cache_tag() {
   return std::string("v") + ember_version() + "-s" + std::to_string(kSchemaVersion) + "-c" +
          std::to_string(kConversionRevision);
