@@ -15,8 +15,9 @@ Result<MemoryPlan> plan_memory(const Graph& graph, const BackendEntry& entry, co
   const Status overflow = Status::error(EMBER_ERR_NO_MEMORY, "session memory size overflows 64 bits");
   for (const auto& w : graph.weights) plan.weights_mapped_bytes += w.size;
 
-  // KV cache: per layer, n_seqs x context rows of keys then as many rows of
-  // values (sequence s's position t: row s * context + t), each in its own
+  // KV cache: per layer, n_seqs x rows (the context, or a sliding-window
+  // ring's rows: graph.h kv_rows) of keys then as many rows of values
+  // (sequence s's position t: row s * rows + its slot), each in its own
   // element type.
   const HParams& hp = graph.hparams;
   EMBER_ASSIGN_OR_RETURN(plan.kv_k_row_bytes, kv_row_bytes(graph.kv_type_k, hp.kv_dim()));
