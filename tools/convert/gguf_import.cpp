@@ -149,11 +149,6 @@ struct Piece {
   int64_t rows = 0;
 };
 
-bool ends_with(const std::string& s, const char* tail) {
-  const size_t n = std::strlen(tail);
-  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
-}
-
 // The separate tensors a fused GGUF tensor holds, or the tensor itself.
 //   blk.N.attn_qkv.{weight,bias}: q (q_dim rows), k, v (kv_dim each), as
 //     llama.cpp's build_qkv views them.
