@@ -25,6 +25,14 @@
 
 namespace ember {
 
+// Float gemm token blocking: the f32/f16 gemm kernels run their tokens in
+// blocks whose activations (block x cols f32) fit this many bytes, so a block
+// stays in L2 while every row of the thread's chunk passes over it (instead
+// of all n tokens streaming past each 4-row tile). Whole 4-token tiles; the
+// operations per output do not change, so results are bit-identical to the
+// unblocked loop and to gemv.
+constexpr int64_t kFloatGemmBlockBytes = 256 * 1024;
+
 // Activations quantized on the fly for the Q8_0 / Q4_0 matmuls: per token,
 // cols/32 blocks of 32 int8 with a float scale (x ~= q * d). `bias` holds
 // -8 * sum(q) per block: the Q4_0 kernels multiply the unsigned nibbles

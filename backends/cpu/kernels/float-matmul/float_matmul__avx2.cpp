@@ -10,6 +10,13 @@
 namespace ember {
 namespace {
 
+// Tokens per block (kernels.h, kFloatGemmBlockBytes): a multiple of 4, at least 4.
+int32_t token_block(int64_t cols, int32_t n) {
+  int64_t tb = kFloatGemmBlockBytes / (cols * 4) / 4 * 4;
+  if (tb < 4) tb = 4;
+  return tb < n ? static_cast<int32_t>(tb) : n;
+}
+
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -79,11 +86,15 @@ void gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x
 
 template <bool F16>
 void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out, int64_t os) {
-  for (int64_t r = r0; r < r1; r += 4) {
-    const int64_t re = r + 4 <= r1 ? r + 4 : r1;
-    int32_t t = 0;
-    for (; t + 2 <= n; t += 2) rows<F16, 2>(w, cols, x, r, re, t, out, os);
-    if (t < n) rows<F16, 1>(w, cols, x, r, re, t, out, os);
+  const int32_t tb = token_block(cols, n);
+  for (int32_t t0 = 0; t0 < n; t0 += tb) {
+    const int32_t te = t0 + tb < n ? t0 + tb : n;
+    for (int64_t r = r0; r < r1; r += 4) {
+      const int64_t re = r + 4 <= r1 ? r + 4 : r1;
+      int32_t t = t0;
+      for (; t + 2 <= te; t += 2) rows<F16, 2>(w, cols, x, r, re, t, out, os);
+      if (t < te) rows<F16, 1>(w, cols, x, r, re, t, out, os);
+    }
   }
 }
 

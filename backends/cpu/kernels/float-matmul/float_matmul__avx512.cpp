@@ -10,6 +10,13 @@
 namespace ember {
 namespace {
 
+// Tokens per block (kernels.h, kFloatGemmBlockBytes): a multiple of 4, at least 4.
+int32_t token_block(int64_t cols, int32_t n) {
+  int64_t tb = kFloatGemmBlockBytes / (cols * 4) / 4 * 4;
+  if (tb < 4) tb = 4;
+  return tb < n ? static_cast<int32_t>(tb) : n;
+}
+
 template <bool F16>
 inline __m512 load_w(const uint8_t* row, int64_t k) {
   if constexpr (F16) {
@@ -74,15 +81,19 @@ void gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x
 
 template <bool F16>
 void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out, int64_t os) {
-  for (int64_t r = r0; r < r1; r += 4) {
-    const int64_t re = r + 4 <= r1 ? r + 4 : r1;
-    int32_t t = 0;
-    for (; t + 4 <= n; t += 4) rows<F16, 4>(w, cols, x, r, re, t, out, os);
-    switch (n - t) {
-      case 3: rows<F16, 3>(w, cols, x, r, re, t, out, os); break;
-      case 2: rows<F16, 2>(w, cols, x, r, re, t, out, os); break;
-      case 1: rows<F16, 1>(w, cols, x, r, re, t, out, os); break;
-      default: break;
+  const int32_t tb = token_block(cols, n);
+  for (int32_t t0 = 0; t0 < n; t0 += tb) {
+    const int32_t te = t0 + tb < n ? t0 + tb : n;
+    for (int64_t r = r0; r < r1; r += 4) {
+      const int64_t re = r + 4 <= r1 ? r + 4 : r1;
+      int32_t t = t0;
+      for (; t + 4 <= te; t += 4) rows<F16, 4>(w, cols, x, r, re, t, out, os);
+      switch (te - t) {
+        case 3: rows<F16, 3>(w, cols, x, r, re, t, out, os); break;
+        case 2: rows<F16, 2>(w, cols, x, r, re, t, out, os); break;
+        case 1: rows<F16, 1>(w, cols, x, r, re, t, out, os); break;
+        default: break;
+      }
     }
   }
 }
