@@ -33,6 +33,9 @@
 #   --prompts LIST   prefill lengths (default 64,512)
 #   --gen N          decoded tokens (default 128)
 #   --rounds R       interleaved rounds; each runs each program once per model (default 5)
+#   --xnnpack        also run ember with EMBER_KERNELS=xnnpack (issue 17: ember's own kernels,
+#                    ember with XNNPACK and llama.cpp side by side; use float presets, e.g.
+#                    --set "0.5b:f32 0.5b:f16" --ik-bench none); a second table compares the three
 #   --prepare        only make the models (synth, llama-quantize, convert) and stop: the slow,
 #                    CPU-heavy part, done before a quiet window for the runs
 # Needs python3 (to take the medians). Prints a Markdown table on stdout,
@@ -57,9 +60,11 @@ PROMPTS=64,512
 GEN=128
 ROUNDS=5
 PREPARE=0
+XNNPACK=0
 if [[ $# -gt 0 && $1 != -* ]]; then LLAMA_BENCH=$1; shift; fi
 while [[ $# -gt 0 ]]; do
   if [[ $1 == --prepare ]]; then PREPARE=1; shift; continue; fi
+  if [[ $1 == --xnnpack ]]; then XNNPACK=1; shift; continue; fi
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
   case $1 in
     --llama-bench) LLAMA_BENCH=$2 ;;
@@ -110,7 +115,10 @@ for m in $SET; do
     "$EMBER" synth --shape "$shape" --dtype f32 --gguf -o "$src.part" >&2
     mv "$src.part" "$src"
   fi
-  if [[ ! -s $g || $src -nt $g ]]; then
+  if [[ $preset == f32 ]]; then
+    # The f32 source is the f32 file.
+    g=$src
+  elif [[ ! -s $g || $src -nt $g ]]; then
     echo "quantizing $src -> $g (${preset^^})" >&2
     LD_LIBRARY_PATH=$(lib_path "$QUANTIZE") "$QUANTIZE" "$src" "$g.part" "${preset^^}" "$THREADS" \
       > "$MODELS/synth-$shape-$preset.quantize.log" 2>&1 ||
@@ -137,6 +145,10 @@ run_ember() {
   "$EMBER" bench -m "$MODELS/synth-$(tag "$1").ember" --threads "$THREADS" -p "$PROMPTS" -n "$GEN" -r 1 --json \
     > "$RAW/ember-$(tag "$1")-$2.json"
 }
+run_emberx() {
+  EMBER_KERNELS=xnnpack "$EMBER" bench -m "$MODELS/synth-$(tag "$1").ember" --threads "$THREADS" -p "$PROMPTS" \
+    -n "$GEN" -r 1 --json > "$RAW/emberx-$(tag "$1")-$2.json"
+}
 run_llama() {
   LD_LIBRARY_PATH=$(lib_path "$LLAMA_BENCH") "$LLAMA_BENCH" -m "$MODELS/synth-$(tag "$1").gguf" -t "$THREADS" \
     -p "$PROMPTS" -n "$GEN" -r 1 -o json > "$RAW/llama-$(tag "$1")-$2.json" 2> "$RAW/llama-$(tag "$1")-$2.log"
@@ -150,6 +162,7 @@ run_ikrtr() {
     -p "$PROMPTS" -n "$GEN" -r 1 -o json > "$RAW/ikrtr-$(tag "$1")-$2.json" 2> "$RAW/ikrtr-$(tag "$1")-$2.log"
 }
 PROGRAMS=(ember llama)
+((XNNPACK)) && PROGRAMS+=(emberx)
 [[ $IK_BENCH != none ]] && PROGRAMS+=(ik ikrtr)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -166,6 +179,7 @@ python3 - "$RAW" "$THREADS" "$PROMPTS" "$GEN" "$ROUNDS" "$LOAD_BEFORE" "$LOAD_AF
   "$EMBER" "$LLAMA_BENCH" "$IK_BENCH" "$QUANTIZE" <<'PY'
 import glob, json, statistics, sys
 raw, threads, prompts, gen, rounds, load0, load1, models, ember, llama, ik, quantize = sys.argv[1:]
+xrows = []
 prompts = [int(p) for p in prompts.split(",")]
 gen = int(gen)
 med = statistics.median
@@ -200,6 +214,15 @@ for m in models.split():
     tests = [(f"pp{p}", ember_metric(p, "prefill_tokens_per_second"), p, 0) for p in prompts]
     # ember decodes after the first prompt; llama-bench's tg starts from an empty context.
     tests.append((f"tg{gen}", ember_metric(prompts[0], "tokens_per_second"), 0, gen))
+    ex = runs("emberx", tag)
+    if ex:
+        info["emberx"] = ex[0]["software"]
+        for p in prompts:
+            xrows.append((m, f"pp{p}", p, 0, ember_metric(p, "prefill_tokens_per_second"),
+                          med([next(r for r in e["runs"] if r["workload"]["input_length"] == p)["metrics"]["prefill_tokens_per_second"] for e in ex])))
+        xrows.append((m, f"tg{gen}", 0, gen, ember_metric(prompts[0], "tokens_per_second"),
+                      med([next(r for r in e["runs"] if r["workload"]["input_length"] == prompts[0])["metrics"]["tokens_per_second"] for e in ex])))
+        xrows[-len(prompts) - 1:] = [r + (bench_ts(ll, r[2], r[3]),) for r in xrows[-len(prompts) - 1:]]
     for test, e, n_prompt, n_gen in tests:
         l, i0, i1 = bench_ts(ll, n_prompt, n_gen), bench_ts(ik0, n_prompt, n_gen), bench_ts(ik1, n_prompt, n_gen)
         ib = max(v for v in (i0, i1) if v is not None) if (i0 or i1) else None
@@ -249,5 +272,17 @@ print(f"tg{gen}: ember decodes after a {prompts[0]}-token prompt, llama-bench fr
 print("weight bytes one decode step reads (ember's count, the same GGUF bytes for all; ik's -rtr repacks them)")
 print("x tokens/s, over ember's probe GB/s. Targets (issue 12): prefill >= 1.5x llama.cpp and >= 1.2x ik_llama.cpp,")
 print("decode >= 1.5x llama.cpp and >= 1.3x ik_llama.cpp (its better figure), q4_k_m decode >= 80% of the probe.")
+if xrows:
+    print()
+    print(f"Issue 17: ember's own kernels, ember with XNNPACK (EMBER_KERNELS=xnnpack; kernels: "
+          f"{info['emberx'].get('kernels')}) and llama.cpp, the same runs")
+    print()
+    print("| model | test | ember own tok/s | ember + XNNPACK tok/s | llama.cpp tok/s | XNNPACK / own "
+          "| own / llama.cpp | XNNPACK / llama.cpp | faster in ember |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    for m, test, _, _, e, x, l in xrows:
+        print(f"| {m} | {test} | {e:.2f} | {x:.2f} | {fmt(l)} | {x / e:.2f}x | "
+              f"{fmt(e / l if l else None, '.2f')}x | {fmt(x / l if l else None, '.2f')}x | "
+              f"{'XNNPACK' if x > e else 'own'} |")
 print(f"raw runs: {raw}")
 PY
