@@ -39,19 +39,16 @@ struct ScratchSizes {
 };
 
 // Quantized activations only for graphs with weights of the int8 family;
-// one conversion row per thread only for weights with no kernel family
-// (BF16, and any dtype core/dtype.h adds with a dequantize_row); thread 0's
-// row always: context shifting uses it.
+// one conversion row (embedding gathers and context shifting use it).
 ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   ScratchSizes s{};
   int64_t max_cols = 0, max_qcols = 0;
-  bool fallback = false, sum16 = false;
+  bool sum16 = false;
   for (const auto& w : graph.weights) {
     max_cols = std::max(max_cols, w.cols);
     const CpuMatmulFamily f = cpu_matmul_family(w.dtype, w.layout);
     if (f == CpuMatmulFamily::Int8) max_qcols = std::max(max_qcols, w.cols);
     sum16 |= f == CpuMatmulFamily::Int8 && cpu_dtype_needs_sum16(w.dtype);
-    fallback |= f == CpuMatmulFamily::None;
   }
   const int32_t heads = static_cast<int32_t>((graph.hparams.n_heads + n_threads - 1) / n_threads);
   s.half = graph.hparams.head_dim() / 2;
@@ -59,7 +56,7 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   s.tables = std::max<int64_t>(1, static_cast<int64_t>(rope_tables(graph).size()));
   s.attention = round64(cpu_attention_scratch_floats(graph.hparams, graph.context, heads));
   s.row = round64(max_cols);
-  s.rows = fallback ? n_threads : 1;
+  s.rows = 1;
   s.act_q = max_qcols ? round64((static_cast<int64_t>(graph.max_batch) * max_qcols + 3) / 4) : 0;
   s.act_blocks = max_qcols ? round64(static_cast<int64_t>(graph.max_batch) * (max_qcols / 32)) : 0;
   // int16 per 16 activations: two per float.
@@ -88,7 +85,8 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
     case DType::IQ4_NL:
     case DType::IQ4_XS: return layout == Layout::RowMajor ? CpuMatmulFamily::Int8 : CpuMatmulFamily::None;
     case DType::F32:
-    case DType::F16: return layout == Layout::RowMajor ? CpuMatmulFamily::Float : CpuMatmulFamily::None;
+    case DType::F16:
+    case DType::BF16: return layout == Layout::RowMajor ? CpuMatmulFamily::Float : CpuMatmulFamily::None;
     default: return CpuMatmulFamily::None;
   }
 }
@@ -116,14 +114,14 @@ DeviceInfo cpu_probe() {
 }
 
 Status cpu_supports(const Graph& graph) {
-  // Every dtype core/dtype.h knows runs: the int8 and float families
-  // directly, the others through the dequantize fallback (RowMajor only).
+  // Every dtype core/dtype.h knows has a kernel family in the layouts the
+  // converter writes; anything else is refused here, before any memory.
   for (const WeightRef& w : graph.weights) {
     if (!dtype_is_valid(static_cast<uint8_t>(w.dtype))) {
       return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: weight '%s' has dtype %u, which the cpu backend does not run",
                            w.name, static_cast<unsigned>(w.dtype));
     }
-    if (cpu_matmul_family(w.dtype, w.layout) == CpuMatmulFamily::None && w.layout != Layout::RowMajor) {
+    if (cpu_matmul_family(w.dtype, w.layout) == CpuMatmulFamily::None) {
       return Status::error(EMBER_ERR_UNSUPPORTED, "cpu: weight '%s' (%s, %s) has no matmul kernel", w.name,
                            dtype_name(w.dtype), layout_name(w.layout));
     }
@@ -218,7 +216,6 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
   row_seq_.assign(static_cast<size_t>(graph.max_batch), 0);
   const ScratchSizes s = scratch_sizes(graph, n_threads_);
   attention_floats_ = s.attention;
-  row_stride_ = s.row;
   float* p = reinterpret_cast<float*>(arena + plan.scratch_offset);
   auto take = [&p](int64_t floats) {
     float* f = p;
@@ -343,21 +340,12 @@ Status CpuBackend::lower(const Graph& g) {
               break;
             }
             case CpuMatmulFamily::Float:
-              mm.f_gemv = w.dtype == DType::F32 ? k_.f32_gemv : k_.f16_gemv;
-              mm.f_gemm = w.dtype == DType::F32 ? k_.f32_gemm : k_.f16_gemm;
+              mm.f_gemv = w.dtype == DType::F32 ? k_.f32_gemv : w.dtype == DType::F16 ? k_.f16_gemv : k_.bf16_gemv;
+              mm.f_gemm = w.dtype == DType::F32 ? k_.f32_gemm : w.dtype == DType::F16 ? k_.f16_gemm : k_.bf16_gemm;
               break;
             case CpuMatmulFamily::None:
-              // The fallback steps through RowMajor rows; a gather for other
-              // layouts would need a second per-thread row.
-              if (w.layout != Layout::RowMajor) {
-                return Status::error(EMBER_ERR_UNSUPPORTED, "cpu backend: weight '%s' (%s, %s) has no matmul kernel",
-                                     w.name, dtype_name(w.dtype), layout_name(w.layout));
-              }
-              if (!dtype_bytes(w.dtype, static_cast<uint64_t>(w.cols), &mm.row_bytes)) {
-                return Status::error(EMBER_ERR_INTERNAL, "cpu backend: weight '%s' cols = %lld not whole %s blocks",
-                                     w.name, static_cast<long long>(w.cols), dtype_name(w.dtype));
-              }
-              break;
+              return Status::error(EMBER_ERR_UNSUPPORTED, "cpu backend: weight '%s' (%s, %s) has no matmul kernel",
+                                   w.name, dtype_name(w.dtype), layout_name(w.layout));
           }
           attach_providers(mm, mo.weight);
           matmuls_.push_back(mm);
@@ -457,7 +445,7 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
   // measured 5-12% slower per token than one per thread (0.5b q4_0, 2
   // threads, this machine).
   const int n_chunks = n == 1 ? pool_->size() : 4 * pool_->size();
-  pool_->run(n_chunks, [&](int chunk, int n_chunks, int thread) {
+  pool_->run(n_chunks, [&](int chunk, int n_chunks, int) {
     for (int m = 0; m < count; ++m) {
       const CpuMatmul& j = jobs[m];
       if (j.xnn >= 0) {
@@ -474,18 +462,8 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
       if (r0 >= r1) continue;
       if (j.q_gemv) {
         (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, rows);
-      } else if (j.f_gemv) {
-        (n == 1 ? j.f_gemv : j.f_gemm)(j.w, cols, r0, r1, in, n, j.out, rows);
       } else {
-        // No kernel family for this dtype: one row at a time through f32.
-        float* row = scratch_.row + thread * row_stride_;
-        for (int64_t r = r0; r < r1; ++r) {
-          dequantize_row(j.dtype, j.w + r * j.row_bytes, row, cols);
-          for (int32_t i = 0; i < n; ++i) {
-            k_.f32_gemv(reinterpret_cast<const uint8_t*>(row), cols, 0, 1, in + i * cols, 1, j.out + i * rows + r,
-                        rows);
-          }
-        }
+        (n == 1 ? j.f_gemv : j.f_gemm)(j.w, cols, r0, r1, in, n, j.out, rows);
       }
     }
   });

@@ -28,8 +28,8 @@ uint64_t cpu_scratch_bytes(const Graph& graph, const BackendOptions& options);
 int cpu_threads(const BackendOptions& options);
 
 // Which kernels run a matmul over a weight of this dtype and layout: the
-// int8 family (activations quantized to Q8), the float family, or none (the
-// dequantize fallback; any dtype core/dtype.h converts with dequantize_row).
+// int8 family (activations quantized to Q8), the float family (F32, F16,
+// BF16), or none (a layout the kernels do not read: refused at prepare).
 enum class CpuMatmulFamily : uint8_t { Int8, Float, None };
 CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout);
 
@@ -38,14 +38,12 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout);
 // needs is here: arena pointers, kernels, sizes and op parameters.
 enum class CpuStepKind : uint8_t { Embed, RmsNorm, MatMuls, Rope, Attention, Add, SwiGLU, BiasAdd, GeGLU, Softcap };
 
-// One matmul of a fused group. Exactly one of the kernel pairs is set; none
-// for a weight whose (dtype, layout) has no kernel family: its rows are
-// dequantized one at a time into the thread's conversion row, then f32 gemv.
+// One matmul of a fused group. Exactly one of the kernel pairs is set (or
+// XNNPACK's operators, xnn >= 0).
 struct CpuMatmul {
   const uint8_t* w = nullptr;
   DType dtype = DType::F32;
   int64_t rows = 0;
-  uint64_t row_bytes = 0;  // RowMajor bytes of one row (the fallback steps through them)
   float* out = nullptr;
   QMatmulFn q_gemv = nullptr, q_gemm = nullptr;  // 1-row step / n > 1
   FMatmulFn f_gemv = nullptr, f_gemm = nullptr;
@@ -118,7 +116,7 @@ class CpuBackend final : public Backend {
     float* rope_sin = nullptr;
     float* rope_freq = nullptr;  // per angle table: [head_dim / 2], rope_freq_stride_ apart
     float* attention = nullptr;  // per thread: attention_floats_
-    float* row = nullptr;        // per thread: [max weight cols], rows without a kernel family converted
+    float* row = nullptr;        // [max weight cols]: a gathered embedding row, context shifting
     int8_t* act_q = nullptr;     // [max_batch, max cols]: quantized activations
     float* act_d = nullptr;      // [max_batch, max cols / 32]
     int32_t* act_bias = nullptr; // [max_batch, max cols / 32]
@@ -163,7 +161,6 @@ class CpuBackend final : public Backend {
   int32_t rope_tables_ = 0;        // angle tables (one per distinct Rope: core/graph.h rope_tables)
   int64_t rope_stride_ = 0;        // floats between tables' cos (and sin) blocks
   int64_t rope_freq_stride_ = 0;   // floats between tables' frequencies
-  int64_t row_stride_ = 0;         // floats between threads' conversion rows
   CpuProviders providers_;         // who runs each float-matmul family
   Status providers_status_;        // why there are none (a bad EMBER_KERNELS, XNNPACK asked for but missing)
   std::unique_ptr<XnnpackMatmuls> xnn_;  // XNNPACK's operators, when it runs any (lifetime: the backend)

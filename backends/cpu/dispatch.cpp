@@ -23,7 +23,8 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
 #define EMBER_GGUF_ROWS16_neon_(t) EMBER_GGUF_ROWS16_PAIR_(t, neon)
 #define EMBER_GGUF_ROWS16_neondot_(t) EMBER_GGUF_ROWS16_PAIR_(t, neondot)
 #define EMBER_GGUF_ROWS16_ENTRIES(isa) EMBER_GGUF_ROWS16_TYPES(EMBER_GGUF_ROWS16_##isa##_)
-#define EMBER_FLOAT_MATMUL_ENTRIES(isa) f32_gemv__##isa, f32_gemm__##isa, f16_gemv__##isa, f16_gemm__##isa
+#define EMBER_FLOAT_MATMUL_ENTRIES(isa) \
+  f32_gemv__##isa, f32_gemm__##isa, f16_gemv__##isa, f16_gemm__##isa, bf16_gemv__##isa, bf16_gemm__##isa
 #define EMBER_VECTOR_ENTRIES(isa) \
   f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
       f32_axpy_rows__##isa, f32_softmax__##isa

@@ -44,6 +44,8 @@ struct CpuKernels {
   FMatmulFn f32_gemm = nullptr;
   FMatmulFn f16_gemv = nullptr;
   FMatmulFn f16_gemm = nullptr;
+  FMatmulFn bf16_gemv = nullptr;
+  FMatmulFn bf16_gemm = nullptr;
   RmsNormFn rmsnorm = nullptr;
   SwigluFn swiglu = nullptr;
   AddFn add = nullptr;

@@ -129,15 +129,17 @@ TEST_CASE("a combined kernel table takes the int8 entries from one path and the 
   CHECK((generic_float.softmax == cpu_kernels_for(CpuIsa::Generic).softmax));
 }
 
-TEST_CASE("matmul kernel families by dtype and layout; the rest takes the dequantize fallback") {
+TEST_CASE("matmul kernel families by dtype and layout; a layout the kernels do not read has none") {
   CHECK(cpu_matmul_family(DType::Q8_0, Layout::RowMajor) == CpuMatmulFamily::Int8);
   CHECK(cpu_matmul_family(DType::Q4_0, Layout::Rows16) == CpuMatmulFamily::Int8);
   CHECK(cpu_matmul_family(DType::F32, Layout::RowMajor) == CpuMatmulFamily::Float);
   CHECK(cpu_matmul_family(DType::F16, Layout::RowMajor) == CpuMatmulFamily::Float);
-  CHECK(cpu_matmul_family(DType::BF16, Layout::RowMajor) == CpuMatmulFamily::None);
+  CHECK(cpu_matmul_family(DType::BF16, Layout::RowMajor) == CpuMatmulFamily::Float);
+  CHECK(cpu_matmul_family(DType::BF16, Layout::Rows16) == CpuMatmulFamily::None);
+  CHECK(cpu_matmul_family(DType::F32, Layout::Rows16) == CpuMatmulFamily::None);
 }
 
-TEST_CASE("prepare lowers the graph once: fused matmuls, static reuse of quantized inputs, the fallback") {
+TEST_CASE("prepare lowers the graph once: fused matmuls, static reuse of quantized inputs, float kernels") {
   constexpr int64_t kDim = 64;
   Graph g;
   g.hparams.dim = kDim;
@@ -155,7 +157,7 @@ TEST_CASE("prepare lowers the graph once: fused matmuls, static reuse of quantiz
   w.push_back(make_weight("wk", DType::Q4_0, kDim, kDim, 3));
   w.push_back(make_weight("wv", DType::F16, kDim, kDim, 4));
   w.push_back(make_weight("wo", DType::Q8_0, kDim, kDim, 5));
-  w.push_back(make_weight("wb", DType::BF16, kDim, kDim, 6));  // no kernel family
+  w.push_back(make_weight("wb", DType::BF16, kDim, kDim, 6));  // float family
   for (Weight& x : w) {
     x.ref.data = x.bytes.data();
     g.weights.push_back(x.ref);
@@ -211,7 +213,7 @@ TEST_CASE("prepare lowers the graph once: fused matmuls, static reuse of quantiz
   CHECK(s[5].count == 2);
   CHECK(s[5].quantize);
 
-  // Run one step of 3 rows and check the fallback matmul (y = wb h) against
+  // Run one step of 3 rows and check the bf16 matmul (y = wb h) against
   // a plain reference over the h the step left in the arena.
   const int32_t n = 3;
   float* x = reinterpret_cast<float*>(arena + plan->activation_offsets[X]);
@@ -248,7 +250,7 @@ TEST_CASE("prepare lowers the graph once: fused matmuls, static reuse of quantiz
   CHECK(second != first);
 }
 
-TEST_CASE("a weight with no kernel family in a layout the fallback cannot read is an error at prepare") {
+TEST_CASE("a weight with no kernel family (a layout its kernels do not read) is an error at prepare") {
   Graph g;
   g.hparams.dim = 64;
   g.hparams.n_layers = 1;

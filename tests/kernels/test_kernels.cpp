@@ -135,7 +135,7 @@ TEST_CASE("the probe and the dispatch agree: generic always, the best path suppo
     CHECK(k.isa == isa);
     CHECK((k.q8_0_rows16_gemv && k.q8_0_rows16_gemm && k.q4_0_rows16_gemv && k.q4_0_rows16_gemm));
     CHECK((k.quantize_q8 && k.q8_0_gemv && k.q8_0_gemm && k.q4_0_gemv && k.q4_0_gemm && k.f32_gemv && k.f32_gemm &&
-           k.f16_gemv && k.f16_gemm && k.rmsnorm && k.swiglu && k.add && k.dot && k.axpy && k.dot_rows && k.axpy_rows && k.softmax));
+           k.f16_gemv && k.f16_gemm && k.bf16_gemv && k.bf16_gemm && k.rmsnorm && k.swiglu && k.add && k.dot && k.axpy && k.dot_rows && k.axpy_rows && k.softmax));
     CpuIsa back;
     REQUIRE(cpu_isa_from_name(cpu_isa_name(isa), &back));
     CHECK(back == isa);
@@ -430,8 +430,8 @@ TEST_CASE("rows16 K-quants at the extremes: largest quants and scales x activati
   }
 }
 
-TEST_CASE("float matmuls (f32, f16; gemv and gemm) match the scalar reference on every path") {
-  for (DType t : {DType::F32, DType::F16}) {
+TEST_CASE("float matmuls (f32, f16, bf16; gemv and gemm) match the scalar reference on every path") {
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     CAPTURE(dtype_name(t));
     std::mt19937 rng(13);
     std::vector<Shape> all = shapes(false, rng);
@@ -449,9 +449,11 @@ TEST_CASE("float matmuls (f32, f16; gemv and gemm) match the scalar reference on
       for (CpuIsa isa : supported_isas()) {
         CAPTURE(cpu_isa_name(isa));
         const CpuKernels& k = cpu_kernels_for(isa);
-        const bool f32 = t == DType::F32;
+        const FMatmulFn gemv = t == DType::F32 ? k.f32_gemv : t == DType::F16 ? k.f16_gemv : k.bf16_gemv;
+        const FMatmulFn gemm = t == DType::F32 ? k.f32_gemm : t == DType::F16 ? k.f16_gemm : k.bf16_gemm;
         std::vector<float> outs[2];
-        for (FMatmulFn fn : {f32 ? k.f32_gemv : k.f16_gemv, f32 ? k.f32_gemm : k.f16_gemm}) {
+        for (FMatmulFn fn : {gemv, gemm}) {
+          REQUIRE((fn != nullptr));
           std::vector<float>& out = outs[!outs[0].empty()];
           out.assign(s.n * s.rows, NAN);
           const int64_t mid = (s.rows + 1) / 2;

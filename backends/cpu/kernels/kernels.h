@@ -217,6 +217,10 @@ constexpr int8_t kKIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1,
                        float* out, int64_t out_stride);                                                    \
   void f16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,  \
                        float* out, int64_t out_stride);                                                    \
+  void bf16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, \
+                        float* out, int64_t out_stride);                                                   \
+  void bf16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, \
+                        float* out, int64_t out_stride);                                                   \
   void f32_rmsnorm__##isa(float* out, const float* x, const float* w, int64_t n, float eps);               \
   void f32_swiglu__##isa(float* out, const float* a, const float* b, int64_t n);                           \
   void f32_add__##isa(float* out, const float* a, const float* b, int64_t n);                              \

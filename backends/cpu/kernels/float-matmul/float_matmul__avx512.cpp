@@ -1,7 +1,7 @@
-// F32 and F16 weights x f32 activations with AVX-512F (F16 rows widened by
-// vcvtph2ps). Tiles of R rows x T tokens; decode is bound by memory
-// bandwidth, prefill by FMA throughput. Column tails use masked loads, so
-// every output follows one fixed order of operations.
+// F32, F16 and BF16 weights x f32 activations with AVX-512F (F16 rows widened
+// by vcvtph2ps, BF16 by a 16-bit shift). Tiles of R rows x T tokens; decode is
+// bound by memory bandwidth, prefill by FMA throughput. Column tails use
+// masked loads, so every output follows one fixed order of operations.
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -10,6 +10,8 @@
 namespace ember {
 namespace {
 
+enum class Wt { F32, F16, BF16 };  // the weight type
+
 // Tokens per block (kernels.h, kFloatGemmBlockBytes): a multiple of 4, at least 4.
 int32_t token_block(int64_t cols, int32_t n) {
   int64_t tb = kFloatGemmBlockBytes / (cols * 4) / 4 * 4;
@@ -17,27 +19,33 @@ int32_t token_block(int64_t cols, int32_t n) {
   return tb < n ? static_cast<int32_t>(tb) : n;
 }
 
-template <bool F16>
+template <Wt F>
 inline __m512 load_w(const uint8_t* row, int64_t k) {
-  if constexpr (F16) {
+  if constexpr (F == Wt::F16) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k)));
+  } else if constexpr (F == Wt::BF16) {
+    // bf16 is the top half of an f32: widen and shift, exact.
+    const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
   } else {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + k);
   }
 }
 
-template <bool F16>
+template <Wt F>
 inline __m512 load_w_tail(const uint8_t* row, int64_t k, __mmask16 m) {
-  if constexpr (F16) {
+  if constexpr (F == Wt::F16) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * k));
+  } else if constexpr (F == Wt::BF16) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * k)), 16));
   } else {
     return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + k);
   }
 }
 
-template <bool F16, int R, int T>
+template <Wt F, int R, int T>
 void tile(const uint8_t* w, int64_t cols, const float* x, int64_t r, int32_t t, float* out, int64_t os) {
-  const int64_t row_bytes = cols * (F16 ? 2 : 4);
+  const int64_t row_bytes = cols * (F == Wt::F32 ? 4 : 2);
   const uint8_t* wr[R];
   for (int i = 0; i < R; ++i) wr[i] = w + (r + i) * row_bytes;
   const float* xr[T];
@@ -50,7 +58,7 @@ void tile(const uint8_t* w, int64_t cols, const float* x, int64_t r, int32_t t, 
     __m512 xv[T];
     for (int j = 0; j < T; ++j) xv[j] = _mm512_loadu_ps(xr[j] + k);
     for (int i = 0; i < R; ++i) {
-      const __m512 wv = load_w<F16>(wr[i], k);
+      const __m512 wv = load_w<F>(wr[i], k);
       for (int j = 0; j < T; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
     }
   }
@@ -59,7 +67,7 @@ void tile(const uint8_t* w, int64_t cols, const float* x, int64_t r, int32_t t, 
     __m512 xv[T];
     for (int j = 0; j < T; ++j) xv[j] = _mm512_maskz_loadu_ps(m, xr[j] + k);
     for (int i = 0; i < R; ++i) {
-      const __m512 wv = load_w_tail<F16>(wr[i], k, m);
+      const __m512 wv = load_w_tail<F>(wr[i], k, m);
       for (int j = 0; j < T; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
     }
   }
@@ -67,19 +75,19 @@ void tile(const uint8_t* w, int64_t cols, const float* x, int64_t r, int32_t t, 
     for (int j = 0; j < T; ++j) out[(t + j) * os + r + i] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
-template <bool F16, int T>
+template <Wt F, int T>
 void rows(const uint8_t* w, int64_t cols, const float* x, int64_t r0, int64_t r1, int32_t t, float* out, int64_t os) {
   int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) tile<F16, 4, T>(w, cols, x, r, t, out, os);
-  for (; r < r1; ++r) tile<F16, 1, T>(w, cols, x, r, t, out, os);
+  for (; r + 4 <= r1; r += 4) tile<F, 4, T>(w, cols, x, r, t, out, os);
+  for (; r < r1; ++r) tile<F, 1, T>(w, cols, x, r, t, out, os);
 }
 
-template <bool F16>
+template <Wt F>
 void gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out, int64_t os) {
-  for (int32_t t = 0; t < n; ++t) rows<F16, 1>(w, cols, x, r0, r1, t, out, os);
+  for (int32_t t = 0; t < n; ++t) rows<F, 1>(w, cols, x, r0, r1, t, out, os);
 }
 
-template <bool F16>
+template <Wt F>
 void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out, int64_t os) {
   const int32_t tb = token_block(cols, n);
   for (int32_t t0 = 0; t0 < n; t0 += tb) {
@@ -87,11 +95,11 @@ void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x
     for (int64_t r = r0; r < r1; r += 4) {
       const int64_t re = r + 4 <= r1 ? r + 4 : r1;
       int32_t t = t0;
-      for (; t + 4 <= te; t += 4) rows<F16, 4>(w, cols, x, r, re, t, out, os);
+      for (; t + 4 <= te; t += 4) rows<F, 4>(w, cols, x, r, re, t, out, os);
       switch (te - t) {
-        case 3: rows<F16, 3>(w, cols, x, r, re, t, out, os); break;
-        case 2: rows<F16, 2>(w, cols, x, r, re, t, out, os); break;
-        case 1: rows<F16, 1>(w, cols, x, r, re, t, out, os); break;
+        case 3: rows<F, 3>(w, cols, x, r, re, t, out, os); break;
+        case 2: rows<F, 2>(w, cols, x, r, re, t, out, os); break;
+        case 1: rows<F, 1>(w, cols, x, r, re, t, out, os); break;
         default: break;
       }
     }
@@ -102,19 +110,27 @@ void gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x
 
 void f32_gemv__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
                       int64_t out_stride) {
-  gemv<false>(w, cols, r0, r1, x, n, out, out_stride);
+  gemv<Wt::F32>(w, cols, r0, r1, x, n, out, out_stride);
 }
 void f32_gemm__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
                       int64_t out_stride) {
-  gemm<false>(w, cols, r0, r1, x, n, out, out_stride);
+  gemm<Wt::F32>(w, cols, r0, r1, x, n, out, out_stride);
 }
 void f16_gemv__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
                       int64_t out_stride) {
-  gemv<true>(w, cols, r0, r1, x, n, out, out_stride);
+  gemv<Wt::F16>(w, cols, r0, r1, x, n, out, out_stride);
 }
 void f16_gemm__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
                       int64_t out_stride) {
-  gemm<true>(w, cols, r0, r1, x, n, out, out_stride);
+  gemm<Wt::F16>(w, cols, r0, r1, x, n, out, out_stride);
+}
+void bf16_gemv__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                       int64_t out_stride) {
+  gemv<Wt::BF16>(w, cols, r0, r1, x, n, out, out_stride);
+}
+void bf16_gemm__avx512(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                       int64_t out_stride) {
+  gemm<Wt::BF16>(w, cols, r0, r1, x, n, out, out_stride);
 }
 
 }  // namespace ember

@@ -1,5 +1,5 @@
-// F32 and F16 weights x f32 activations, portable C++. Eight partial sums so
-// the compiler can keep them in vector registers (the order the golden
+// F32, F16 and BF16 weights x f32 activations, portable C++. Eight partial
+// sums so the compiler can keep them in vector registers (the order the golden
 // logits were first produced with).
 #include "backends/cpu/kernels/kernels.h"
 #include "core/dtype.h"
@@ -47,6 +47,20 @@ void f16_gemv__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, c
 void f16_gemm__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
                        int64_t out_stride) {
   f16_gemv__generic(w, cols, r0, r1, x, n, out, out_stride);
+}
+
+void bf16_gemv__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                        int64_t out_stride) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint16_t* row = reinterpret_cast<const uint16_t*>(w) + r * cols;
+    auto load = [row](int64_t i) { return bf16_to_f32(row[i]); };
+    for (int32_t t = 0; t < n; ++t) out[t * out_stride + r] = dot8(load, x + t * cols, cols);
+  }
+}
+
+void bf16_gemm__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+                        int64_t out_stride) {
+  bf16_gemv__generic(w, cols, r0, r1, x, n, out, out_stride);
 }
 
 }  // namespace ember
