@@ -25,6 +25,9 @@
 //                            block's bias (-8 x sum(a)), so quants stored
 //                            with an offset (IQ4_XS: level + 128, unsigned for
 //                            vpdpbusd) still give the exact signed sum.
+//   kUnrollChunks (optional, false if absent; IQ4_XS): the chunk loop is
+//                            unrolled (GCC keeps it rolled for the 4-token
+//                            tile otherwise; IQ4_XS's 64-token gemm ~20% faster).
 // Per (sub-block, 16 rows, token): 8 vpdpbusd, then one convert, one
 // multiply by the scales, one FMA of the mins by the activation block's
 // sum (-bias / 8, exact) and one FMA by the activation's scale.
@@ -139,6 +142,7 @@ struct IQ4_XSRows16 {
   static constexpr bool kHasMin = false;
   static constexpr bool kPer16 = false;
   static constexpr int kBiasSeed = 16;  // -128 x sum(a) = 16 x bias
+  static constexpr bool kUnrollChunks = true;
   static constexpr int sub(int p, int h) { return 2 * p + h; }
   static void scales(const uint8_t* tile, __m512* sc, __m512*) {
     const __m512 d = f16x16(tile);
@@ -184,6 +188,16 @@ constexpr int bias_seed() {
     return W::kBiasSeed;
   } else {
     return 0;
+  }
+}
+
+// W::kUnrollChunks, false for the types without it.
+template <class W>
+constexpr bool unroll_chunks() {
+  if constexpr (requires { W::kUnrollChunks; }) {
+    return W::kUnrollChunks;
+  } else {
+    return false;
   }
 }
 
@@ -258,6 +272,20 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
             s1[0][j] = _mm512_set1_epi32(bias_seed<W>() * xb[j][sb * 8 + u1]);
           }
         }
+        if constexpr (unroll_chunks<W>()) {
+          // The same chunk loop, unrolled (kept apart so that the other
+          // types' code stays exactly what it was).
+#pragma GCC unroll 8
+          for (int c = 0; c < 8; ++c) {
+            __m512i lo, hi;
+            W::quants(tile, p, c, &lo, &hi);
+            for (int j = 0; j < T; ++j) {
+              const int k = c % kChains;
+              s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
+              s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
+            }
+          }
+        } else
         for (int c = 0; c < 8; ++c) {
           __m512i lo, hi;
           W::quants(tile, p, c, &lo, &hi);
