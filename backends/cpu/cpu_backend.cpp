@@ -76,14 +76,14 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
     case DType::Q5_0:
     case DType::Q4_K:
     case DType::Q5_K:
-    case DType::Q6_K: return layout == Layout::RowMajor || layout == Layout::Rows16 ? CpuMatmulFamily::Int8
+    case DType::Q6_K:
+    case DType::IQ4_XS: return layout == Layout::RowMajor || layout == Layout::Rows16 ? CpuMatmulFamily::Int8
                                                                                        : CpuMatmulFamily::None;
     case DType::Q4_1:
     case DType::Q5_1:
     case DType::Q2_K:
     case DType::Q3_K:
-    case DType::IQ4_NL:
-    case DType::IQ4_XS: return layout == Layout::RowMajor ? CpuMatmulFamily::Int8 : CpuMatmulFamily::None;
+    case DType::IQ4_NL: return layout == Layout::RowMajor ? CpuMatmulFamily::Int8 : CpuMatmulFamily::None;
     case DType::F32:
     case DType::F16:
     case DType::BF16: return layout == Layout::RowMajor ? CpuMatmulFamily::Float : CpuMatmulFamily::None;

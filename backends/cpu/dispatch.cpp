@@ -231,6 +231,7 @@ QMatmulPair cpu_quant_matmuls(const CpuKernels& k, DType dtype, Layout layout) {
       case DType::Q4_K: return {k.q4_k_rows16_gemv, k.q4_k_rows16_gemm};
       case DType::Q5_K: return {k.q5_k_rows16_gemv, k.q5_k_rows16_gemm};
       case DType::Q6_K: return {k.q6_k_rows16_gemv, k.q6_k_rows16_gemm};
+      case DType::IQ4_XS: return {k.iq4_xs_rows16_gemv, k.iq4_xs_rows16_gemm};
       default: return {};
     }
   }

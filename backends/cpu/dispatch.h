@@ -62,7 +62,7 @@ struct CpuKernels {
   EMBER_GGUF_QUANT_TYPES(EMBER_GGUF_KERNEL_MEMBERS_)
 #undef EMBER_GGUF_KERNEL_MEMBERS_
   // The GGUF types' matmuls in the Rows16 layout (EMBER_GGUF_ROWS16_TYPES:
-  // q5_0_rows16_gemv, ... q6_k_rows16_gemm).
+  // q5_0_rows16_gemv, ... iq4_xs_rows16_gemm).
 #define EMBER_GGUF_ROWS16_MEMBERS_(t)    \
   QMatmulFn t##_rows16_gemv = nullptr; \
   QMatmulFn t##_rows16_gemm = nullptr;

@@ -72,7 +72,7 @@ void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
   }
 }
 
-// ---- Super-block types (Q4_K, Q5_K, Q6_K): per 256 columns one tile of 16 x the
+// ---- Super-block types (Q4_K, Q5_K, Q6_K, IQ4_XS): per 256 columns one tile of 16 x the
 // block's bytes. Each field of the GGUF block (source offset `off`, `n`
 // bytes) takes 16 x n bytes at 16 x off in the tile, arranged by `how`
 // (core/layout.h): the 16 rows' copies one after another, or transposed
@@ -94,6 +94,7 @@ bool super_shape(DType t, SuperShape* s) {
       *s = {5, {{0, 2, How::Copy}, {2, 2, How::Copy}, {4, 12, How::Transpose}, {16, 32, How::Words}, {48, 128, How::Words}}};
       return true;
     case DType::Q6_K: *s = {4, {{0, 128, How::Words}, {128, 64, How::Words}, {192, 16, How::Transpose}, {208, 2, How::Copy}}}; return true;
+    case DType::IQ4_XS: *s = {4, {{0, 2, How::Copy}, {2, 2, How::Transpose}, {4, 4, How::Transpose}, {8, 128, How::Words}}}; return true;
     default: return false;
   }
 }

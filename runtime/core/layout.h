@@ -3,7 +3,7 @@
 // RowMajor: shape [rows, cols], each row contiguous; quantized rows are runs
 // of 32-element blocks (as GGUF stores them).
 //
-// Rows16 (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K matrices whose row count is a multiple of 16): the
+// Rows16 (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and IQ4_XS matrices whose row count is a multiple of 16): the
 // same bytes regrouped so that a 64-byte load feeds one int8 dot-product
 // instruction per 16 rows, with no horizontal sums and no scale shuffling.
 // Rows are taken 16 at a time; group g occupies the bytes that rows
@@ -49,6 +49,14 @@
 //   3072  the 16 int8 scales transposed: scale k of row i at 3072 + 16k + i
 //   3328  16 f16 d
 //
+// IQ4_XS (the same rule, per super-block one tile of 16 x 136 bytes, 2176):
+//   0     16 f16 d                      32    scales_h transposed (its low
+//         byte of the 16 rows at 32, its high byte at 48)
+//   64    the 4 scales_l bytes transposed: byte k of row i at 64 + 16k + i
+//   128   32 chunks of 64 bytes: row i's quant bytes 4c..4c+3 at 128 + 64c
+//         + 4i (chunk c = 4s + j: low nibbles = elements 4j.. of sub-block
+//         s, high nibbles = elements 16 + 4j..)
+//
 // One stream per group: scales kept in a separate run read as a second
 // stream measured half the bandwidth on an AMD Zen core.
 // The tensor's size and every plan figure are those of RowMajor. Written at
@@ -73,6 +81,8 @@ bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols);
 // synth, the GGUF cache): Q5_K and Q6_K fit rows16 but are written
 // row-major, because their rows16 decode (gemv) is slower than row-major's
 // (1.1b Q6_K: 23 vs 32 tok/s; docs/decisions.md "K-quant rows16 layout").
+// IQ4_XS is written rows16: its gemv and gemm both measured faster
+// (docs/decisions.md "IQ4_XS rows16 layout").
 bool layout_preferred(Layout l, DType t);
 
 // RowMajor -> Rows16 and back, for a whole [rows, cols] tensor (layout_fits).
@@ -83,8 +93,8 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 // row itself for RowMajor, else gathered into `scratch` (row bytes).
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch);
 
-// Storage block j of row r (32 elements; for Q4_K / Q5_K / Q6_K the 256-element
-// super-block), in RowMajor bytes, into `out` (34, 18, 22, 144, 176 or 210 bytes). For
+// Storage block j of row r (32 elements; for Q4_K / Q5_K / Q6_K / IQ4_XS the 256-element
+// super-block), in RowMajor bytes, into `out` (34, 18, 22, 144, 176, 210 or 136 bytes). For
 // a RowMajor tensor, a copy.
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out);
 

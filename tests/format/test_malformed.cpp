@@ -501,6 +501,13 @@ TEST_CASE("tensor table entries are EMBER_ERR_BAD_TENSOR naming the tensor") {
   // rows16 only for q8_0/q4_0 matrices with rows a multiple of 16
   EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 1; }), EMBER_ERR_BAD_TENSOR, "layout rows16 needs");
   EXPECT_FAILS(with([](M& m) { m.tensors[1].layout = 1; }), EMBER_ERR_BAD_TENSOR, "layout rows16 needs");
+  // iq4_xs has the layout, but only for rows a multiple of 16
+  EXPECT_FAILS(with([](M& m) {
+                 m.tensors[2].dtype = static_cast<uint8_t>(DType::IQ4_XS);
+                 m.tensors[2].shape = {24, 256};
+                 m.tensors[2].layout = 1;
+               }),
+               EMBER_ERR_BAD_TENSOR, "layout rows16 needs a q8_0/q4_0/q5_0/q4_k/q5_k/q6_k/iq4_xs matrix");
   // attn_q starts where attn_norm starts; attn_k starts inside attn_q
   EXPECT_FAILS(with([](M& m) { m.tensors[2].offset = m.tensors[1].offset; }), EMBER_ERR_BAD_TENSOR, "overlap");
   EXPECT_FAILS(with([](M& m) { m.tensors[3].offset = m.tensors[2].offset + 64; }), EMBER_ERR_BAD_TENSOR, "overlap");

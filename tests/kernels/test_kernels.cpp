@@ -283,7 +283,7 @@ TEST_CASE("kernel block mirrors: the IQ4 levels equal core's") {
 }
 
 TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls match the reference on every path") {
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
     CAPTURE(dtype_name(t));
     std::mt19937 rng(23);
     const int64_t block = dtype_block_elements(t);
@@ -353,23 +353,28 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
   CHECK(!layout_fits(Layout::Rows16, DType::Q6_K, 32, 768 + 32));
   CHECK(layout_fits(Layout::Rows16, DType::Q5_K, 32, 512));
   CHECK(!layout_fits(Layout::Rows16, DType::Q3_K, 32, 512));  // no rows16 form (yet)
-  CHECK(!layout_fits(Layout::Rows16, DType::IQ4_XS, 32, 512));
+  CHECK(layout_fits(Layout::Rows16, DType::IQ4_XS, 32, 512));
+  CHECK(!layout_fits(Layout::Rows16, DType::IQ4_XS, 32, 256 + 32));
+  CHECK(!layout_fits(Layout::Rows16, DType::IQ4_NL, 32, 512));  // no rows16 form
   CHECK(layout_fits(Layout::RowMajor, DType::F16, 3, 5));
 }
 
-TEST_CASE("rows16 K-quants at the extremes: largest quants and scales x activations of +-127 stay exact on every path") {
+TEST_CASE("rows16 K-quants and IQ4_XS at the extremes: largest quants and scales x activations of +-127 stay exact on every path") {
   // Where the integer sums are tightest (AVX2's int16 sums, plain NEON's
   // int16 products): every quant at its largest (or random bytes, every
   // scale included), activations all +127, all -127 or random signs.
   const int64_t rows = 32, cols = 512;
-  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
     CAPTURE(dtype_name(t));
     const int bb = dtype_block_bytes(t);
     const int64_t nsb = cols / 256;
     std::mt19937 rng(41);
-    for (int fill = 0; fill < 2; ++fill) {
+    // IQ4_XS also all zero bytes: every quant at its most negative level
+    // (-127) and every scale at -32.
+    const int fills = t == DType::IQ4_XS ? 3 : 2;
+    for (int fill = 0; fill < fills; ++fill) {
       std::vector<uint8_t> plain(rows * nsb * bb);
-      for (auto& v : plain) v = fill == 0 ? 0xff : static_cast<uint8_t>(rng());
+      for (auto& v : plain) v = fill == 0 ? 0xff : fill == 2 ? 0x00 : static_cast<uint8_t>(rng());
       // Finite scales: Q6_K's d is its last 2 bytes, Q4_K/Q5_K's d and dmin their first 4.
       for (int64_t b = 0; b < rows * nsb; ++b) {
         uint8_t* blk = plain.data() + b * bb;
@@ -377,6 +382,8 @@ TEST_CASE("rows16 K-quants at the extremes: largest quants and scales x activati
         if (t == DType::Q6_K) {
           std::memcpy(blk + 208, &d, 2);
           if (fill == 0) std::memset(blk + 192, 0x80, 16);  // scale -128
+        } else if (t == DType::IQ4_XS) {
+          std::memcpy(blk, &d, 2);
         } else {
           std::memcpy(blk, &d, 2);
           std::memcpy(blk + 2, &d, 2);
@@ -561,16 +568,20 @@ TEST_CASE("attention row kernels (dot_rows, axpy_rows) equal dot and axpy row by
 TEST_CASE("logits are bit-identical for 1, 2 and 3 threads on every path and weight type") {
   SynthShape tiny;
   REQUIRE(synth_shape("tiny", &tiny));
-  // Q4_K / Q5_K / Q6_K (rows16) need whole 256-element super-blocks: a 256-wide shape.
+  // Q4_K / Q5_K / Q6_K / IQ4_XS (rows16) need whole 256-element super-blocks: a 256-wide shape.
   const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("kernels");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                  DType::IQ4_XS}) {
     CAPTURE(dtype_name(t));
-    const SynthShape& shape = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? k256 : tiny;
+    const bool super = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K || t == DType::IQ4_XS;
+    const SynthShape& shape = super ? k256 : tiny;
     auto m = make_synthetic(shape, t, 5, "");
     REQUIRE(m.is_ok());
+    // IQ4_XS in rows16 whatever the writers' default for it.
+    if (t == DType::IQ4_XS) m.value()->spec.force_layout = true;
     const std::string path = dir + "/tiny-" + dtype_name(t) + ".ember";
     REQUIRE(write_model(m.value()->spec, path).is_ok());
     ember_model* model = nullptr;

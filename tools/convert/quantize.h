@@ -35,7 +35,7 @@ struct QuantizeReport {
 // The targets `ember quantize --dtype` accepts: f32, f16, bf16, q8_0, q4_0.
 // Errors: EMBER_ERR_INVALID_ARGUMENT naming the value and the choices.
 Result<DType> parse_target_dtype(const std::string& name);
-// `--layout rows16|row-major`: how the writer stores Q8_0/Q4_0/Q5_0/Q4_K/Q6_K matrices
+// `--layout rows16|row-major`: how the writer stores Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K/IQ4_XS matrices
 // (core/layout.h); rows16 unless told.
 Result<Layout> parse_layout(const std::string& name);
 constexpr const char* kLayoutHelp =

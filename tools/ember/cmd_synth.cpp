@@ -69,7 +69,7 @@ const char* kSynthHelp =
     "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
     "              the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
     "              directory ($EMBER_TEST_DATA or ../shared) when present, else builtin\n"
-    "  --layout L  .ember only: q8_0/q4_0/q5_0/q4_k matrices as rows16 (default, for the CPU kernels) or row-major;\n"
+    "  --layout L  .ember only: q8_0/q4_0/q5_0/q4_k/iq4_xs matrices as rows16 (default, for the CPU kernels) or row-major;\n"
     "              --layout rows16 given: q5_k/q6_k too (their rows16 prefill is faster, decode slower)\n";
 
 }  // namespace

@@ -194,7 +194,7 @@ constexpr int8_t kKIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1,
 // The GGUF types that have a Rows16 form (core/layout.h), in the order of
 // CpuKernels' members; their matmuls (q5_0_rows16_gemv, ...) are declared
 // for every path (generic, avx2, avx512vnni, neon, neondot).
-#define EMBER_GGUF_ROWS16_TYPES(X) X(q5_0) X(q4_k) X(q5_k) X(q6_k)
+#define EMBER_GGUF_ROWS16_TYPES(X) X(q5_0) X(q4_k) X(q5_k) X(q6_k) X(iq4_xs)
 #define EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, isa)                                                          \
   void t##_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
                               int32_t n, float* out, int64_t out_stride);                                 \

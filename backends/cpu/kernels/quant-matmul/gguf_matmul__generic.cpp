@@ -243,6 +243,8 @@ EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, generic, (rows16_matmul<Q5_K, DType::Q5_K
 EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, generic, (rows16_matmul<Q5_K, DType::Q5_K>))
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, generic, (rows16_matmul<Q6_K, DType::Q6_K>))
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, generic, (rows16_matmul<Q6_K, DType::Q6_K>))
+EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemv, generic, (rows16_matmul<IQ4_XS, DType::IQ4_XS>))
+EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemm, generic, (rows16_matmul<IQ4_XS, DType::IQ4_XS>))
 
 #define EMBER_GGUF_GENERIC(t, W)                 \
   EMBER_DEFINE_QMATMUL(t##_gemv, generic, matmul<W>) \

@@ -1,4 +1,4 @@
-// The K-quant super-block types in the Rows16 layout (core/layout.h) x 8-bit
+// The K-quant super-block types (and IQ4_XS) in the Rows16 layout (core/layout.h) x 8-bit
 // activations, AVX2. kquant_rows16__avx512vnni.cpp's tile on ymm, one
 // group half (rows 0..7 or 8..15, one int32 lane per row) at a time: a half
 // of a 64-byte chunk is 8 rows x 4 quant bytes; vpmaddubsw (unsigned quants x the token's
@@ -21,6 +21,11 @@
 //                            vpmaddwd of W::offset16 (the row's -32 x scale
 //                            of the sub-block's two groups) by the token's two
 //                            sum16: exact, one int32 per sub-block as Q4_K's.
+//   kSigned (optional, false if absent; IQ4_XS): W::quants gives signed
+//                            bytes, multiplied by the sign trick
+//                            (vpmaddubsw of |q| by the activations with q's
+//                            sign: products of at most 127 x 127, so with
+//                            kInt16Chunks 1 each vpmaddubsw goes to int32).
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>
@@ -129,6 +134,58 @@ struct Q6_KRows16 {
   }
 };
 
+// IQ4_XS: tile = d[16] f16, scales_h transposed (low bytes at 32, high at
+// 48), the 4 scales_l bytes transposed at 64, the quant words at 128 (chunk
+// 4s + j: sub-block s's elements 4j.. in the low nibbles, 16 + 4j.. in the
+// high). The nibbles index the signed kKIq4Levels (vpshufb), multiplied
+// by the sign trick (kSigned); two products of 127 x 127 fill an int16
+// lane, so every vpmaddubsw goes to int32 (kInt16Chunks 1).
+struct IQ4_XSRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockIQ4_XS);
+  static constexpr bool kHasMin = false;
+  static constexpr bool kPer16 = false;
+  static constexpr bool kSigned = true;
+  static constexpr int kInt16Chunks = 1;
+  static constexpr int sub(int p, int k) { return 2 * p + k; }
+  static void scales(const uint8_t* tile, int h, __m256* sc, __m256*) {
+    const __m256 d = f16x8(tile + 16 * h);
+    const __m128i hb[2] = {_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 32 + 8 * h)),
+                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 48 + 8 * h))};
+    const __m128i m0f = _mm_set1_epi8(0x0f), m03 = _mm_set1_epi8(0x03);
+    for (int s = 0; s < 8; ++s) {
+      const __m128i l = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 64 + 16 * (s / 2) + 8 * h));
+      const __m128i lo = s % 2 ? _mm_and_si128(_mm_srli_epi16(l, 4), m0f) : _mm_and_si128(l, m0f);
+      const __m128i hi = _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(hb[s / 4], _mm_cvtsi32_si128(2 * (s % 4))), m03), 4);
+      const __m256i ls = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_or_si128(lo, hi)), _mm256_set1_epi32(32));
+      sc[s] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(ls));
+    }
+  }
+  // Half h of chunk c of pair p: sub-block 2p's elements 4c.. are chunk
+  // 8p + c % 4's low (c < 4) or high nibbles, sub-block 2p + 1's chunk 8p + 4 + c % 4's.
+  static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
+    const __m256i a = load32(tile + 128 + 64 * (8 * p + c % 4) + 32 * h);
+    const __m256i b = load32(tile + 128 + 64 * (8 * p + 4 + c % 4) + 32 * h);
+    const __m256i m0f = _mm256_set1_epi8(0x0f);
+    const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kKIq4Levels)));
+    const __m256i ia = c < 4 ? _mm256_and_si256(a, m0f) : _mm256_and_si256(_mm256_srli_epi16(a, 4), m0f);
+    const __m256i ib = c < 4 ? _mm256_and_si256(b, m0f) : _mm256_and_si256(_mm256_srli_epi16(b, 4), m0f);
+    *lo = _mm256_shuffle_epi8(levels, ia);
+    *hi = _mm256_shuffle_epi8(levels, ib);
+  }
+  static __m256i scale16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
+  static __m256i offset16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
+};
+
+// vpmaddubsw of quants q by activations a: W's unsigned quants as they are,
+// kSigned's by the sign trick.
+template <class W>
+inline __m256i quant_madd(__m256i q, __m256i a) {
+  if constexpr (requires { W::kSigned; }) {
+    if constexpr (W::kSigned) return _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a, q));
+  }
+  return _mm256_maddubs_epi16(q, a);
+}
+
 constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
 
 // Part P (0: lo, 1: hi) of pair p, T tokens, H halves: the exact int32
@@ -146,7 +203,7 @@ inline void part_sums(const uint8_t* tl, int h0, int p, const int8_t* const* xa,
         __m256i lo, hi;
         W::quants(tl, h0 + h, p, c, &lo, &hi);
         for (int j = 0; j < T; ++j) {
-          s[h][j] = _mm256_add_epi16(s[h][j], _mm256_maddubs_epi16(P ? hi : lo, _mm256_set1_epi32(word(xa[j] + e + 4 * c))));
+          s[h][j] = _mm256_add_epi16(s[h][j], quant_madd<W>(P ? hi : lo, _mm256_set1_epi32(word(xa[j] + e + 4 * c))));
         }
       }
     }
@@ -312,6 +369,8 @@ EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx2, rows16_gemv<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, avx2, rows16_gemm<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, avx2, rows16_gemv<Q6_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx2, rows16_gemm<Q6_KRows16>)
+EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemv, avx2, rows16_gemv<IQ4_XSRows16>)
+EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemm, avx2, rows16_gemm<IQ4_XSRows16>)
 
 }  // namespace ember
 #endif  // __x86_64__
