@@ -19,6 +19,17 @@ float dot8(const Load& w, const float* b, int64_t n) {
   return sum;
 }
 
+// 16-bit weights (f16, bf16), widened by Widen one at a time.
+template <float (*Widen)(uint16_t)>
+void gemv16(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
+            int64_t out_stride) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint16_t* row = reinterpret_cast<const uint16_t*>(w) + r * cols;
+    auto load = [row](int64_t i) { return Widen(row[i]); };
+    for (int32_t t = 0; t < n; ++t) out[t * out_stride + r] = dot8(load, x + t * cols, cols);
+  }
+}
+
 }  // namespace
 
 void f32_gemv__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
@@ -37,11 +48,7 @@ void f32_gemm__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, c
 
 void f16_gemv__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
                        int64_t out_stride) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint16_t* row = reinterpret_cast<const uint16_t*>(w) + r * cols;
-    auto load = [row](int64_t i) { return f16_to_f32(row[i]); };
-    for (int32_t t = 0; t < n; ++t) out[t * out_stride + r] = dot8(load, x + t * cols, cols);
-  }
+  gemv16<f16_to_f32>(w, cols, r0, r1, x, n, out, out_stride);
 }
 
 void f16_gemm__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
@@ -51,11 +58,7 @@ void f16_gemm__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, c
 
 void bf16_gemv__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,
                         int64_t out_stride) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint16_t* row = reinterpret_cast<const uint16_t*>(w) + r * cols;
-    auto load = [row](int64_t i) { return bf16_to_f32(row[i]); };
-    for (int32_t t = 0; t < n; ++t) out[t * out_stride + r] = dot8(load, x + t * cols, cols);
-  }
+  gemv16<bf16_to_f32>(w, cols, r0, r1, x, n, out, out_stride);
 }
 
 void bf16_gemm__generic(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, float* out,

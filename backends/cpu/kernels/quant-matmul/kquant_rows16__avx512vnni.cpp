@@ -272,21 +272,9 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
             s1[0][j] = _mm512_set1_epi32(bias_seed<W>() * xb[j][sb * 8 + u1]);
           }
         }
-        if constexpr (unroll_chunks<W>()) {
-          // The same chunk loop, unrolled (kept apart so that the other
-          // types' code stays exactly what it was).
-#pragma GCC unroll 8
-          for (int c = 0; c < 8; ++c) {
-            __m512i lo, hi;
-            W::quants(tile, p, c, &lo, &hi);
-            for (int j = 0; j < T; ++j) {
-              const int k = c % kChains;
-              s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
-              s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
-            }
-          }
-        } else
-        for (int c = 0; c < 8; ++c) {
+        // One chunk of the pair; the loop over chunks is unrolled for the
+        // types that ask (the others' loops stay as they were).
+        auto chunk = [&](int c) __attribute__((always_inline)) {
           __m512i lo, hi;
           W::quants(tile, p, c, &lo, &hi);
           for (int j = 0; j < T; ++j) {
@@ -294,6 +282,12 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
             s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
             s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
           }
+        };
+        if constexpr (unroll_chunks<W>()) {
+#pragma GCC unroll 8
+          for (int c = 0; c < 8; ++c) chunk(c);
+        } else {
+          for (int c = 0; c < 8; ++c) chunk(c);
         }
         for (int j = 0; j < T; ++j) {
           i0[j] = kChains == 2 ? _mm512_add_epi32(s0[0][j], s0[1][j]) : s0[0][j];
