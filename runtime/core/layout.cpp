@@ -74,14 +74,15 @@ void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
 
 // ---- Super-block types (Q4_K, Q5_K, Q6_K, IQ4_XS): per 256 columns one tile of 16 x the
 // block's bytes. Each field of the GGUF block (source offset `off`, `n`
-// bytes) takes 16 x n bytes at 16 x off in the tile, arranged by `how`
+// bytes) takes 16 x n bytes at `base` in the tile, arranged by `how`
 // (core/layout.h): the 16 rows' copies one after another, or transposed
 // (byte k of row i at 16k + i), or as 4-byte words (word c of row i at
-// 64c + 4i).
+// 64c + 4i of its 64-byte chunk c, the chunk placed by chunk_at).
 enum class How : uint8_t { Copy, Transpose, Words };
 struct Field {
   int off, n;
   How how;
+  int base;
 };
 struct SuperShape {
   int nfields;
@@ -89,12 +90,25 @@ struct SuperShape {
 };
 bool super_shape(DType t, SuperShape* s) {
   switch (t) {
-    case DType::Q4_K: *s = {4, {{0, 2, How::Copy}, {2, 2, How::Copy}, {4, 12, How::Transpose}, {16, 128, How::Words}}}; return true;
-    case DType::Q5_K:
-      *s = {5, {{0, 2, How::Copy}, {2, 2, How::Copy}, {4, 12, How::Transpose}, {16, 32, How::Words}, {48, 128, How::Words}}};
+    case DType::Q4_K:
+      *s = {4, {{0, 2, How::Copy, 0}, {2, 2, How::Copy, 32}, {4, 12, How::Transpose, 64}, {16, 128, How::Words, 256}}};
       return true;
-    case DType::Q6_K: *s = {4, {{0, 128, How::Words}, {128, 64, How::Words}, {192, 16, How::Transpose}, {208, 2, How::Copy}}}; return true;
-    case DType::IQ4_XS: *s = {4, {{0, 2, How::Copy}, {2, 2, How::Transpose}, {4, 4, How::Transpose}, {8, 128, How::Words}}}; return true;
+    case DType::Q5_K:
+      *s = {5,
+            {{0, 2, How::Copy, 0},
+             {2, 2, How::Copy, 32},
+             {4, 12, How::Transpose, 64},
+             {16, 32, How::Words, 256},
+             {48, 128, How::Words, 256}}};
+      return true;
+    case DType::Q6_K:
+      *s = {4,
+            {{208, 2, How::Copy, 0}, {192, 16, How::Transpose, 32}, {0, 128, How::Words, 288}, {128, 64, How::Words, 288}}};
+      return true;
+    case DType::IQ4_XS:
+      *s = {4,
+            {{0, 2, How::Copy, 0}, {2, 2, How::Transpose, 32}, {4, 4, How::Transpose, 64}, {8, 128, How::Words, 128}}};
+      return true;
     default: return false;
   }
 }
@@ -103,13 +117,32 @@ bool is_super(DType t) {
   return super_shape(t, &s);
 }
 
+// Where chunk w of a Words field starts in the tile. The chunks are placed in
+// the order the kernels read them, so each tile is one ascending stream:
+//   Q5_K: nibble chunk j, then qh chunk j (j = 0..7: pair 0 reads both),
+//         then nibble chunks 8..31
+//   Q6_K: 16 units of 192 bytes (ql chunks 16h + j and 16h + 8 + j, qh
+//         chunk 8h + j: all that chunk j of pairs 2h and 2h + 1 read)
+//   the others: the field's chunks one after another
+int64_t chunk_at(DType t, const Field& f, int w) {
+  if (t == DType::Q5_K) {
+    if (f.off == 16) return f.base + 128 * w + 64;  // qh
+    return w < 8 ? f.base + 128 * w : f.base + 1024 + 64 * (w - 8);
+  }
+  if (t == DType::Q6_K) {
+    if (f.off == 128) return f.base + 192 * w + 128;  // qh chunk 8h + j = unit 8h + j
+    const int h = w / 16, r = w % 16;                  // ql
+    return f.base + 192 * (8 * h + r % 8) + 64 * (r / 8);
+  }
+  return f.base + 64 * w;
+}
+
 // Byte `k` of row i's field f, in the tile: its offset.
-int64_t field_byte(const Field& f, int i, int k) {
-  const int64_t base = 16 * static_cast<int64_t>(f.off);
+int64_t field_byte(DType t, const Field& f, int i, int k) {
   switch (f.how) {
-    case How::Copy: return base + static_cast<int64_t>(f.n) * i + k;
-    case How::Transpose: return base + 16 * k + i;
-    case How::Words: return base + 64 * (k / 4) + 4 * i + k % 4;
+    case How::Copy: return f.base + static_cast<int64_t>(f.n) * i + k;
+    case How::Transpose: return f.base + 16 * k + i;
+    case How::Words: return chunk_at(t, f, k / 4) + 4 * i + k % 4;
   }
   return 0;
 }
@@ -119,7 +152,7 @@ void put_super(DType t, const uint8_t* blk, uint8_t* tile, int i) {
   super_shape(t, &s);
   for (int fi = 0; fi < s.nfields; ++fi) {
     const Field& f = s.f[fi];
-    for (int k = 0; k < f.n; ++k) tile[field_byte(f, i, k)] = blk[f.off + k];
+    for (int k = 0; k < f.n; ++k) tile[field_byte(t, f, i, k)] = blk[f.off + k];
   }
 }
 void get_super(DType t, const uint8_t* tile, int i, uint8_t* blk) {
@@ -127,7 +160,7 @@ void get_super(DType t, const uint8_t* tile, int i, uint8_t* blk) {
   super_shape(t, &s);
   for (int fi = 0; fi < s.nfields; ++fi) {
     const Field& f = s.f[fi];
-    for (int k = 0; k < f.n; ++k) blk[f.off + k] = tile[field_byte(f, i, k)];
+    for (int k = 0; k < f.n; ++k) blk[f.off + k] = tile[field_byte(t, f, i, k)];
   }
 }
 
@@ -171,10 +204,6 @@ bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols) {
   if (l == Layout::RowMajor) return true;
   return (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q5_0 || is_super(t)) && rows > 0 &&
          rows % kRows16 == 0 && cols > 0 && cols % elems_of(t) == 0;
-}
-
-bool layout_preferred(Layout l, DType t) {
-  return l == Layout::RowMajor || (t != DType::Q5_K && t != DType::Q6_K);
 }
 
 void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {

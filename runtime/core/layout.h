@@ -36,18 +36,22 @@
 //
 // Q5_K (the same rule, per super-block one tile of 16 x 176 bytes, 2816):
 //   0, 32, 64  d, dmin and the scale bytes as Q4_K's
-//   256   qh: 8 chunks of 64 bytes, row i's qh bytes 4c..4c+3 at 256 + 64c
-//         + 4i (bit s = sub-block s's fifth bit of elements 4c..4c+3)
-//   768   the nibbles as Q4_K's at 256: chunk 8p + j at 768 + 64 (8p + j)
+//   256   for j = 0..7: the nibble chunk j (as Q4_K's chunk j) at 256 +
+//         128j, then qh chunk j at 256 + 128j + 64 (row i's qh bytes
+//         4j..4j+3 at + 4i; bit s = sub-block s's fifth bit of elements
+//         4j..4j+3): what sub-block pair 0 reads, side by side
+//   1280  nibble chunks 8..31: chunk w at 1280 + 64 (w - 8)
 //
 // Q6_K (the same rule, per super-block one tile of 16 x 210 bytes, 3360):
-//   0     ql: 32 chunks of 64 bytes, row i's ql bytes 4c..4c+3 at 64c + 4i
-//         (chunk c = 8p + j: low nibbles = elements 4j.. of sub-block
-//         4 (p / 2) + p % 2, high nibbles = sub-block 4 (p / 2) + p % 2 + 2)
-//   2048  qh: 16 chunks of 64 bytes, row i's qh bytes 4c..4c+3 at 2048 +
-//         64c + 4i (chunk 8h + j: bit pair k = sub-block 4h + k's high bits)
-//   3072  the 16 int8 scales transposed: scale k of row i at 3072 + 16k + i
-//   3328  16 f16 d
+//   0     16 f16 d
+//   32    the 16 int8 scales transposed: scale k of row i at 32 + 16k + i
+//   288   16 units of 192 bytes; unit 8h + j holds ql chunk 16h + j, ql
+//         chunk 16h + 8 + j and qh chunk 8h + j (64 bytes each, row i's
+//         4 bytes at + 4i): everything chunk j of pairs 2h and 2h + 1
+//         reads. ql chunk c = 8p + j: low nibbles = elements 4j.. of
+//         sub-block 4 (p / 2) + p % 2, high nibbles = sub-block
+//         4 (p / 2) + p % 2 + 2; qh chunk 8h + j: bit pair k = sub-block
+//         4h + k's high bits
 //
 // IQ4_XS (the same rule, per super-block one tile of 16 x 136 bytes, 2176):
 //   0     16 f16 d                      32    scales_h transposed (its low
@@ -57,8 +61,11 @@
 //         + 4i (chunk c = 4s + j: low nibbles = elements 4j.. of sub-block
 //         s, high nibbles = elements 16 + 4j..)
 //
-// One stream per group: scales kept in a separate run read as a second
-// stream measured half the bandwidth on an AMD Zen core.
+// One stream per tile: every type's fields are placed in the order its
+// kernels read them (scales first). Scales kept in a separate run read as a
+// second stream measured half the bandwidth on an AMD Zen core, and Q6_K's
+// first rows16 order (ql, qh, scales, d as four runs) made its gemv 0.33-0.44x
+// row-major's there (docs/decisions.md "K-quant rows16 layout").
 // The tensor's size and every plan figure are those of RowMajor. Written at
 // conversion time (`--layout`), so the mapped weights stay zero-copy.
 #pragma once
@@ -77,14 +84,6 @@ const char* layout_name(Layout l);  // "row-major", "rows16"
 bool layout_from_name(const char* name, Layout* out);
 // Whether a [rows, cols] matrix of type t can be stored as l.
 bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols);
-// Whether writers choose l for type t when asked for l (convert, quantize,
-// synth, the GGUF cache): Q5_K and Q6_K fit rows16 but are written
-// row-major, because their rows16 decode (gemv) is slower than row-major's
-// (1.1b Q6_K: 23 vs 32 tok/s; docs/decisions.md "K-quant rows16 layout").
-// IQ4_XS is written rows16: its gemv and gemm both measured faster
-// (docs/decisions.md "IQ4_XS rows16 layout").
-bool layout_preferred(Layout l, DType t);
-
 // RowMajor -> Rows16 and back, for a whole [rows, cols] tensor (layout_fits).
 void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
 void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);

@@ -287,10 +287,11 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
                          static_cast<unsigned long long>(fb_size));
   }
   const fb::Model* m = fb::GetSizePrefixedModel(data);
-  if (m->schema_version() != kSchemaVersion) {
-    return Status::error(EMBER_ERR_VERSION, "schema_version = %u; this build reads version %u",
-                         m->schema_version(), kSchemaVersion);
+  if (m->schema_version() < kSchemaVersionMin || m->schema_version() > kSchemaVersion) {
+    return Status::error(EMBER_ERR_VERSION, "schema_version = %u; this build reads versions %u..%u",
+                         m->schema_version(), kSchemaVersionMin, kSchemaVersion);
   }
+  out->schema_version = m->schema_version();
   if (!model_arch_known(static_cast<unsigned>(m->arch()))) {
     return Status::error(EMBER_ERR_UNSUPPORTED,
                          "arch = %u is not a model family this ember runs (0 llama, 1 qwen2, 2 qwen3, 3 phi3, 4 gemma2, "
@@ -403,6 +404,13 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
       }
       t.dtype = static_cast<DType>(ft->dtype());
       t.layout = static_cast<Layout>(ft->layout());
+      if (schema_version_for(t.dtype, t.layout) > m->schema_version()) {
+        return Status::error(EMBER_ERR_VERSION,
+                             "tensor '%s': %s %s is stored in schema version %u's order, the file is version %u "
+                             "(an older ember's rows16 order; convert the model again)",
+                             t.name.c_str(), dtype_name(t.dtype), layout_name(t.layout),
+                             schema_version_for(t.dtype, t.layout), m->schema_version());
+      }
       const auto* shape = ft->shape();
       if (!shape || shape->size() == 0 || shape->size() > kMaxDims) {
         return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %u dimensions (must be 1..4)", t.name.c_str(),

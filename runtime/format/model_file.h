@@ -66,7 +66,16 @@
 
 namespace ember {
 
-constexpr uint32_t kSchemaVersion = 1;
+// Versions this build reads. 2: Q5_K and Q6_K rows16 tiles in the order the
+// kernels read them (core/layout.h); version 1 stored them in another order,
+// so a version-1 file with such a tensor is refused (EMBER_ERR_VERSION). Writers
+// write the lowest version that describes the file (schema_version_for).
+constexpr uint32_t kSchemaVersionMin = 1;
+constexpr uint32_t kSchemaVersion = 2;
+// The lowest schema version that holds a tensor of type t stored as l.
+inline uint32_t schema_version_for(DType t, Layout l) {
+  return l == Layout::Rows16 && (t == DType::Q5_K || t == DType::Q6_K) ? 2u : 1u;
+}
 constexpr uint64_t kDataAlignment = 4096;  // the data segment starts on a page
 constexpr uint64_t kTensorAlignment = 64;  // every tensor inside it
 constexpr int kMaxDims = 4;
@@ -102,6 +111,7 @@ struct ModelContents {
   uint64_t data_offset = 0;
   uint64_t data_size = 0;
   std::vector<uint8_t> data_sha256;
+  uint32_t schema_version = kSchemaVersion;  // as the file records it
   // The signature trailer, when the file has one (see the top of this file).
   bool has_signature = false;
   uint64_t signed_size = 0;          // bytes the signature covers: data_offset + data_size

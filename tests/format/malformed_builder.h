@@ -70,6 +70,7 @@ struct RawModel {
     const Status s = verify_model(file.data(), file.size(), &c);
     RawModel m;
     if (!s.is_ok()) return m;  // the caller's baseline check fails loudly
+    m.schema_version = c.schema_version;
     const HParams& hp = c.hparams;
     m.hparams.dim = hp.dim;
     m.hparams.hidden_dim = hp.hidden_dim;
@@ -107,6 +108,7 @@ struct RawModel {
       r.shape.assign(t.shape, t.shape + t.n_dims);
       r.offset = t.offset;
       r.size = t.size;
+      r.layout = static_cast<uint8_t>(t.layout);
       m.tensors.push_back(r);
     }
     m.digest = c.data_sha256;

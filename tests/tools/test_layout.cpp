@@ -82,12 +82,14 @@ TEST_CASE("rows16: the writer regroups q8_0/q4_0/q4_k/q5_k/q6_k/iq4_xs matrices,
     spec.quant_layout = Layout::RowMajor;
     REQUIRE(write_model(spec, plain).is_ok());
     spec.quant_layout = Layout::Rows16;
-    spec.force_layout = true;  // Q5_K/Q6_K too (not the default for them)
     REQUIRE(write_model(spec, packed).is_ok());
     auto a = ModelFile::open(plain, ModelFile::Options{true});
     auto b = ModelFile::open(packed, ModelFile::Options{true});
     REQUIRE(a.is_ok());
     REQUIRE(b.is_ok());
+    // The lowest schema version that holds each file: 2 only for Q5_K/Q6_K rows16.
+    CHECK(a.value()->contents().schema_version == 1);
+    CHECK(b.value()->contents().schema_version == (t == DType::Q5_K || t == DType::Q6_K ? 2u : 1u));
     const auto& ta = a.value()->tensors();
     const auto& tb = b.value()->tensors();
     REQUIRE(ta.size() == tb.size());

@@ -1,6 +1,7 @@
 // Writes the .ember layout: size-prefixed metadata, zero padding to a page,
 // then each tensor 64-byte aligned. The data segment is hashed first because
 // its digest lives in the metadata that precedes it.
+#include <algorithm>
 #include <cstring>
 
 #include "ember_generated.h"
@@ -21,8 +22,7 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
   std::vector<std::vector<uint8_t>> packed;
   for (TensorSource& t : written) {
     if (t.layout != Layout::RowMajor || spec.quant_layout == Layout::RowMajor || t.shape.size() != 2 ||
-        !layout_fits(spec.quant_layout, t.dtype, t.shape[0], t.shape[1]) ||
-        !(spec.force_layout || layout_preferred(spec.quant_layout, t.dtype))) {
+        !layout_fits(spec.quant_layout, t.dtype, t.shape[0], t.shape[1])) {
       continue;
     }
     uint64_t need = 0;
@@ -87,7 +87,9 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
   auto provenance = fb::CreateProvenance(
       fbb, fbb.CreateString(p.source_file), p.source_sha256.empty() ? 0 : fbb.CreateVector(p.source_sha256),
       fbb.CreateString(p.converter), fbb.CreateString(p.quantization));
-  auto model = fb::CreateModel(fbb, kSchemaVersion, static_cast<fb::Arch>(hp.arch), hparams, tokenizer,
+  uint32_t version = kSchemaVersionMin;
+  for (const TensorSource& t : written) version = std::max(version, schema_version_for(t.dtype, t.layout));
+  auto model = fb::CreateModel(fbb, version, static_cast<fb::Arch>(hp.arch), hparams, tokenizer,
                                fbb.CreateVector(fb_tensors), provenance, data_size,
                                fbb.CreateVector(digest.data(), digest.size()));
   fb::FinishSizePrefixedModelBuffer(fbb, model);

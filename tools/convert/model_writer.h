@@ -29,9 +29,6 @@ struct ModelSpec {
   // The layout the writer gives every RowMajor tensor it fits (Q8_0/Q4_0/Q5_0
   // matrices with rows a multiple of 16); RowMajor writes them as given.
   Layout quant_layout = Layout::Rows16;
-  // Also the types the layout fits but is not preferred for (core/layout.h
-  // layout_preferred: Q5_K/Q6_K rows16): when the user names the layout.
-  bool force_layout = false;
 };
 
 // Serializes a model into the .ember layout. The spec is checked the way the

@@ -57,7 +57,6 @@ int cmd_convert(int argc, char** argv) {
   }
   ModelSpec& spec = imported.value()->spec;
   spec.quant_layout = layout.value();
-  spec.force_layout = args.has("--layout");
   const Status s = write_model(spec, args.get("-o"));
   if (!s.is_ok()) return report(s.code(), s.message());
   const double ms =

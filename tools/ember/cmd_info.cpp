@@ -55,7 +55,7 @@ int cmd_info(int argc, char** argv) {
   const ModelFile& m = *file.value();
   const HParams& hp = m.hparams();
   std::printf("file         %s (%zu bytes)\n", args.positionals()[0].c_str(), m.mapping().size());
-  std::printf("arch         %s  schema v%u\n", model_arch_name(hp.arch), kSchemaVersion);
+  std::printf("arch         %s  schema v%u\n", model_arch_name(hp.arch), m.contents().schema_version);
   std::printf("build        ember %s (%s)\n", EMBER_VERSION_STRING, EMBER_BUILD_FLAVOR);
   std::printf("hparams      dim %u  hidden %u  layers %u  heads %u  kv-heads %u  head-dim %u\n", hp.dim,
               hp.hidden_dim, hp.n_layers, hp.n_heads, hp.n_kv_heads, hp.head_dim());

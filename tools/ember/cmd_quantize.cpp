@@ -90,7 +90,6 @@ int cmd_quantize(int argc, char** argv) {
   }
   if (!s.is_ok()) return report(s.code(), s.message());
   model.value()->spec.quant_layout = layout.value();
-  model.value()->spec.force_layout = args.has("--layout");
   if (args.has("--gguf")) {
     s = write_gguf(model.value()->spec, out);
   } else {

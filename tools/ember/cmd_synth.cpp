@@ -69,8 +69,8 @@ const char* kSynthHelp =
     "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
     "              the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
     "              directory ($EMBER_TEST_DATA or ../shared) when present, else builtin\n"
-    "  --layout L  .ember only: q8_0/q4_0/q5_0/q4_k/iq4_xs matrices as rows16 (default, for the CPU kernels) or row-major;\n"
-    "              --layout rows16 given: q5_k/q6_k too (their rows16 prefill is faster, decode slower)\n";
+    "  --layout L  .ember only: q8_0/q4_0/q5_0/k-quant/iq4_xs matrices as rows16 (default, for the CPU kernels) or\n"
+    "              row-major\n";
 
 }  // namespace
 
@@ -130,7 +130,6 @@ int cmd_synth(int argc, char** argv) {
   if (!model.is_ok()) return report(model.status().code(), model.status().message());
   ModelSpec& spec = model.value()->spec;
   spec.quant_layout = layout.value();
-  spec.force_layout = args.has("--layout");
   const std::string out = args.get("-o");
   const bool gguf = args.has("--gguf");
   Status s;

@@ -82,15 +82,17 @@ struct Q4_KRows16 {
   static __m256i offset16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
 };
 
-// Q5_K: Q4_K's d, dmin and scales; the fifth bits (qh words, bit s =
-// sub-block s) at 256, the nibbles at 768. Quants up to 31: the int16 sums
+// Q5_K: Q4_K's d, dmin and scales; from 256 nibble chunk j and qh chunk j
+// (bit s = sub-block s's fifth bit) side by side for j = 0..7, then nibble
+// chunks 8..31 (core/layout.h). Quants up to 31: the int16 sums
 // take 4 chunks (8 products of 31 x 127 = 31496 per lane).
 struct Q5_KRows16 : Q4_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
   static constexpr int kInt16Chunks = 4;
   static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
-    const __m256i v = load32(tile + 768 + 64 * (8 * p + c) + 32 * h);
-    const __m256i q = load32(tile + 256 + 64 * c + 32 * h);
+    const int w = 8 * p + c;
+    const __m256i v = load32(tile + (w < 8 ? 256 + 128 * w : 768 + 64 * w) + 32 * h);
+    const __m256i q = load32(tile + 320 + 128 * c + 32 * h);
     const __m256i m0f = _mm256_set1_epi8(0x0f), m01 = _mm256_set1_epi8(0x01);
     const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * p)), m01), 4);
     const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * p + 1)), m01), 4);
@@ -99,8 +101,9 @@ struct Q5_KRows16 : Q4_KRows16 {
   }
 };
 
-// Q6_K: tile = ql words at 0, qh words at 2048, the 16 int8 scales
-// transposed at 3072, d[16] f16 at 3328 (core/layout.h); pairs as in
+// Q6_K: tile = d[16] f16 at 0, the 16 int8 scales transposed at 32, then
+// 16 units of 192 bytes from 288 (unit 8h + j: ql chunks 16h + j and
+// 16h + 8 + j, qh chunk 8h + j; core/layout.h); pairs as in
 // kquant_rows16__avx512vnni.cpp.
 struct Q6_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ6_K);
@@ -108,24 +111,25 @@ struct Q6_KRows16 {
   static constexpr bool kPer16 = true;
   static constexpr int sub(int p, int k) { return 4 * (p / 2) + p % 2 + 2 * k; }
   static void scales(const uint8_t* tile, int h, __m256* sc, __m256*) {
-    const __m256 d = f16x8(tile + 3328 + 16 * h);
+    const __m256 d = f16x8(tile + 16 * h);
     for (int s = 0; s < 8; ++s) sc[s] = d;
   }
   // Half h's int8 scales of group g, each row's in both int16 halves of its dword.
   static __m256i scale16(const uint8_t* tile, int h, int g) {
-    const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 3072 + 16 * g + 8 * h)));
+    const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 32 + 16 * g + 8 * h)));
     return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
   }
   // Half h's (-32 x scale of group 2s, -32 x scale of group 2s + 1) per row.
   static __m256i offset16(const uint8_t* tile, int h, int s) {
-    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 3072 + 16 * (2 * s) + 8 * h));
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 3072 + 16 * (2 * s + 1) + 8 * h));
+    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 32 + 16 * (2 * s) + 8 * h));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 32 + 16 * (2 * s + 1) + 8 * h));
     const __m256i v = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
     return _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(v, 5));
   }
   static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
-    const __m256i l = load32(tile + 64 * (8 * p + c) + 32 * h);
-    const __m256i q = load32(tile + 2048 + 64 * (8 * (p / 2) + c) + 32 * h);
+    const int w = 8 * p + c, u = 8 * (p / 2) + c;  // ql chunk w, qh chunk u = unit u
+    const __m256i l = load32(tile + 288 + 192 * (8 * (w / 16) + w % 8) + 64 * (w % 16 / 8) + 32 * h);
+    const __m256i q = load32(tile + 288 + 192 * u + 128 + 32 * h);
     const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     const __m256i ql = p % 2 ? _mm256_slli_epi16(q, 2) : _mm256_slli_epi16(q, 4);
     const __m256i qh = p % 2 ? _mm256_srli_epi16(q, 2) : q;

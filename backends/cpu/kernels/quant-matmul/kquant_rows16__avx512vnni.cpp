@@ -89,13 +89,16 @@ struct Q4_KRows16 {
   static __m512i scale16(const uint8_t*, int) { return _mm512_setzero_si512(); }
 };
 
-// Q5_K: Q4_K's d, dmin and scales; the fifth bits (qh words, bit s =
-// sub-block s) at 256, the nibbles at 768.
+// Q5_K: Q4_K's d, dmin and scales; from 256 nibble chunk j and qh chunk j
+// (bit s = sub-block s's fifth bit) side by side for j = 0..7, then nibble
+// chunks 8..31 (core/layout.h).
 struct Q5_KRows16 : Q4_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
+  static const uint8_t* qs_at(const uint8_t* tile, int w) { return tile + (w < 8 ? 256 + 128 * w : 768 + 64 * w); }
+  static const uint8_t* qh_at(const uint8_t* tile, int c) { return tile + 320 + 128 * c; }
   static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
-    const __m512i v = _mm512_loadu_si512(tile + 768 + 64 * (8 * p + c));
-    const __m512i h = _mm512_loadu_si512(tile + 256 + 64 * c);
+    const __m512i v = _mm512_loadu_si512(qs_at(tile, 8 * p + c));
+    const __m512i h = _mm512_loadu_si512(qh_at(tile, c));
     const __m512i m0f = _mm512_set1_epi8(0x0f), m01 = _mm512_set1_epi8(0x01);
     // Bit 2p (2p + 1) of each byte to bit 4: shift right, mask, shift left by 4
     // (16-bit shifts; the mask drops what crossed from the neighbour byte).
@@ -106,8 +109,9 @@ struct Q5_KRows16 : Q4_KRows16 {
   }
 };
 
-// Q6_K: tile = ql words at 0, qh words at 2048, the 16 int8 scales
-// transposed at 3072, d[16] f16 at 3328 (core/layout.h). Pair p = the two
+// Q6_K: tile = d[16] f16 at 0, the 16 int8 scales transposed at 32, then
+// 16 units of 192 bytes from 288 (unit 8h + j: ql chunks 16h + j and
+// 16h + 8 + j, qh chunk 8h + j; core/layout.h). Pair p = the two
 // sub-blocks sharing ql bytes 32p..: 4 (p / 2) + p % 2 (low nibbles) and
 // that + 2 (high), their high bits in qh chunk 8 (p / 2) + c, bit pairs
 // p % 2 and p % 2 + 2.
@@ -117,13 +121,19 @@ struct Q6_KRows16 {
   static constexpr bool kPer16 = true;
   static constexpr int sub(int p, int h) { return 4 * (p / 2) + p % 2 + 2 * h; }
   static void scales(const uint8_t* tile, __m512* sc, __m512*) {
-    const __m512 d = f16x16(tile + 3328);
+    const __m512 d = f16x16(tile);
     for (int s = 0; s < 8; ++s) sc[s] = d;
   }
-  static __m512i scale16(const uint8_t* tile, int g) { return _mm512_cvtepi8_epi32(load16(tile + 3072 + 16 * g)); }
+  static __m512i scale16(const uint8_t* tile, int g) { return _mm512_cvtepi8_epi32(load16(tile + 32 + 16 * g)); }
+  // ql chunk w = 16h + 8k + j and qh chunk 8h + j (core/layout.h).
+  static const uint8_t* ql_at(const uint8_t* tile, int w) {
+    return tile + 288 + 192 * (8 * (w / 16) + w % 8) + 64 * (w % 16 / 8);
+  }
+  static const uint8_t* qh_at(const uint8_t* tile, int c) { return tile + 288 + 192 * c + 128; }
+  static const uint8_t* unit(const uint8_t* tile, int u) { return tile + 288 + 192 * u; }
   static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
-    const __m512i l = _mm512_loadu_si512(tile + 64 * (8 * p + c));
-    const __m512i h = _mm512_loadu_si512(tile + 2048 + 64 * (8 * (p / 2) + c));
+    const __m512i l = _mm512_loadu_si512(ql_at(tile, 8 * p + c));
+    const __m512i h = _mm512_loadu_si512(qh_at(tile, 8 * (p / 2) + c));
     const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     const __m512i hl = p % 2 ? _mm512_slli_epi16(h, 2) : _mm512_slli_epi16(h, 4);
     const __m512i hh = p % 2 ? _mm512_srli_epi16(h, 2) : h;
@@ -225,6 +235,50 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
     const uint8_t* tile = group + sb * W::kTileBytes;
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
+    if constexpr (W::kPer16 && T == 1) {
+      // Decode: each 192-byte unit read once, in order (Q6_K; core/layout.h):
+      // unit 8h + j feeds chunk j of pairs 2h and 2h + 1, so the 4 sub-blocks
+      // 4h..4h + 3 times 2 groups of 16 are 8 chains, seeded as below. The
+      // floats are added in the pair loop's order (4h, 4h + 2, 4h + 1,
+      // 4h + 3): the same sums as gemm's, bit for bit.
+      const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+      for (int h = 0; h < 2; ++h) {
+        const int16_t* s16 = xs[0] + sb * 16;
+        __m512i ch[4][2];  // sub-block 4h + k, group g
+        for (int k = 0; k < 4; ++k) {
+          for (int g = 0; g < 2; ++g) ch[k][g] = _mm512_set1_epi32(-32 * s16[2 * (4 * h + k) + g]);
+        }
+        const int8_t* a = xa[0] + sb * 256 + 128 * h;  // sub-block 4h + k's elements at a + 32k
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+          const uint8_t* u = W::unit(tile, 8 * h + j);
+          const __m512i l0 = _mm512_loadu_si512(u), l1 = _mm512_loadu_si512(u + 64);
+          const __m512i q = _mm512_loadu_si512(u + 128);
+          // Pair 2h: sub-blocks 4h (low nibbles, bit pair 0) and 4h + 2 (high,
+          // bit pair 2); pair 2h + 1: 4h + 1 (bit pair 1) and 4h + 3 (bit pair 3).
+          const __m512i q0 = _mm512_or_si512(_mm512_and_si512(l0, m0f), _mm512_and_si512(_mm512_slli_epi16(q, 4), m30));
+          const __m512i q2 =
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m0f), _mm512_and_si512(q, m30));
+          const __m512i q1 = _mm512_or_si512(_mm512_and_si512(l1, m0f), _mm512_and_si512(_mm512_slli_epi16(q, 2), m30));
+          const __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m0f),
+                                             _mm512_and_si512(_mm512_srli_epi16(q, 2), m30));
+          const int g = j / 4;
+          ch[0][g] = _mm512_dpbusd_epi32(ch[0][g], q0, _mm512_set1_epi32(word(a + 4 * j)));
+          ch[1][g] = _mm512_dpbusd_epi32(ch[1][g], q1, _mm512_set1_epi32(word(a + 32 + 4 * j)));
+          ch[2][g] = _mm512_dpbusd_epi32(ch[2][g], q2, _mm512_set1_epi32(word(a + 64 + 4 * j)));
+          ch[3][g] = _mm512_dpbusd_epi32(ch[3][g], q3, _mm512_set1_epi32(word(a + 96 + 4 * j)));
+        }
+        for (int i = 0; i < 4; ++i) {
+          const int k = (i % 2) * 2 + i / 2;  // 0, 2, 1, 3
+          const int s = 4 * h + k;
+          const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ch[k][0], W::scale16(tile, 2 * s)),
+                                              _mm512_mullo_epi32(ch[k][1], W::scale16(tile, 2 * s + 1)));
+          const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(is), sc[s]);
+          acc[0] = _mm512_fmadd_ps(f, _mm512_set1_ps(xd[0][sb * 8 + s]), acc[0]);
+        }
+      }
+      continue;
+    }
     for (int p = 0; p < 4; ++p) {
       const int u0 = W::sub(p, 0), u1 = W::sub(p, 1);
       const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
