@@ -244,6 +244,15 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
     const uint8_t* tl = group + sb * W::kTileBytes;
     __m256 sc[H][8], mn[H][8];
     for (int h = 0; h < H; ++h) W::scales(tl, h0 + h, sc[h], mn[h]);
+    // The activation blocks' sums as floats (bias = -8 x sum, so the shift
+    // is exact), 8 per token at once: the min FMAs broadcast them from here.
+    alignas(32) float xsum[W::kHasMin ? T : 1][8];
+    if constexpr (W::kHasMin) {
+      for (int j = 0; j < T; ++j) {
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[j] + sb * 8));
+        _mm256_store_ps(xsum[j], _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_srai_epi32(b, 3))));
+      }
+    }
     for (int p = 0; p < 4; ++p) {
       const int u0 = W::sub(p, 0), u1 = W::sub(p, 1);
       const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
@@ -318,8 +327,8 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
           __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(i0[h][j]), sc[h][u0]);
           __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(i1[h][j]), sc[h][u1]);
           if constexpr (W::kHasMin) {
-            f0 = _mm256_fnmadd_ps(mn[h][u0], _mm256_set1_ps(static_cast<float>(-(xb[j][b0] / 8))), f0);
-            f1 = _mm256_fnmadd_ps(mn[h][u1], _mm256_set1_ps(static_cast<float>(-(xb[j][b1] / 8))), f1);
+            f0 = _mm256_fnmadd_ps(mn[h][u0], _mm256_set1_ps(xsum[j][u0]), f0);
+            f1 = _mm256_fnmadd_ps(mn[h][u1], _mm256_set1_ps(xsum[j][u1]), f1);
           }
           acc[h][j] = _mm256_fmadd_ps(f0, _mm256_set1_ps(xd[j][b0]), acc[h][j]);
           acc[h][j] = _mm256_fmadd_ps(f1, _mm256_set1_ps(xd[j][b1]), acc[h][j]);

@@ -25,9 +25,11 @@
 //                            block's bias (-8 x sum(a)), so quants stored
 //                            with an offset (IQ4_XS: level + 128, unsigned for
 //                            vpdpbusd) still give the exact signed sum.
-//   kUnrollChunks (optional, false if absent; IQ4_XS): the chunk loop is
-//                            unrolled (GCC keeps it rolled for the 4-token
-//                            tile otherwise; IQ4_XS's 64-token gemm ~20% faster).
+//   kUnrollChunks (optional, false if absent; IQ4_XS, Q4_K, Q5_K): the chunk
+//                            loop is unrolled (GCC keeps it rolled for the
+//                            4-token tile otherwise; IQ4_XS's 64-token gemm ~20% faster).
+//   kTileTokens (optional, 4 if absent; 8 for IQ4_XS, Q4_K, Q5_K): tokens
+//                            per gemm tile (tile_tokens below).
 // Per (sub-block, 16 rows, token): 8 vpdpbusd, then one convert, one
 // multiply by the scales, one FMA of the mins by the activation block's
 // sum (-bias / 8, exact) and one FMA by the activation's scale.
@@ -61,6 +63,8 @@ inline __m512 f16x16(const uint8_t* p) {
 struct Q4_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ4_K);
   static constexpr bool kHasMin = true;
+  static constexpr bool kUnrollChunks = true;
+  static constexpr int kTileTokens = 8;
   static void scales(const uint8_t* tile, __m512* sc, __m512* mn) {
     __m128i b[12];
     for (int k = 0; k < 12; ++k) b[k] = load16(tile + 64 + 16 * k);
@@ -153,6 +157,7 @@ struct IQ4_XSRows16 {
   static constexpr bool kPer16 = false;
   static constexpr int kBiasSeed = 16;  // -128 x sum(a) = 16 x bias
   static constexpr bool kUnrollChunks = true;
+  static constexpr int kTileTokens = 8;
   static constexpr int sub(int p, int h) { return 2 * p + h; }
   static void scales(const uint8_t* tile, __m512* sc, __m512*) {
     const __m512 d = f16x16(tile);
@@ -211,6 +216,18 @@ constexpr bool unroll_chunks() {
   }
 }
 
+// W::kTileTokens: tokens per tile in gemm (4 if absent). 8 where it measured
+// faster (ember_rows16_probe, 2048 x 2048, 64 tokens, Zen 4: IQ4_XS 1.15x,
+// Q4_K/Q5_K 1.05x); Q6_K keeps 4 (four chains per token: 8 tokens spill).
+template <class W>
+constexpr int tile_tokens() {
+  if constexpr (requires { W::kTileTokens; }) {
+    return W::kTileTokens;
+  } else {
+    return 4;
+  }
+}
+
 constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
 
 // T tokens from t against the 16 rows of the group at `group`. Each output
@@ -235,6 +252,15 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
     const uint8_t* tile = group + sb * W::kTileBytes;
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
+    // The activation blocks' sums as floats (bias = -8 x sum, so the shift
+    // is exact), 8 per token at once: the min FMAs broadcast them from here.
+    alignas(32) float xsum[W::kHasMin ? T : 1][8];
+    if constexpr (W::kHasMin) {
+      for (int j = 0; j < T; ++j) {
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[j] + sb * 8));
+        _mm256_store_ps(xsum[j], _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_srai_epi32(b, 3))));
+      }
+    }
     if constexpr (W::kPer16 && T == 1) {
       // Decode: each 192-byte unit read once, in order (Q6_K; core/layout.h):
       // unit 8h + j feeds chunk j of pairs 2h and 2h + 1, so the 4 sub-blocks
@@ -279,7 +305,10 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
       }
       continue;
     }
-    for (int p = 0; p < 4; ++p) {
+    // One sub-block pair; Q6_K's pair loop is unrolled (its chunk offsets and
+    // shifts depend on p: rolled, they were computed and branched on at run
+    // time), the others' stays rolled (unrolled, Q4_K's 8-token tile spilled).
+    auto pair = [&](int p) __attribute__((always_inline)) {
       const int u0 = W::sub(p, 0), u1 = W::sub(p, 1);
       const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
       __m512i i0[T], i1[T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
@@ -353,12 +382,18 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
         __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(i0[j]), sc[u0]);
         __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(i1[j]), sc[u1]);
         if constexpr (W::kHasMin) {
-          f0 = _mm512_fnmadd_ps(mn[u0], _mm512_set1_ps(static_cast<float>(-(xb[j][b0] / 8))), f0);
-          f1 = _mm512_fnmadd_ps(mn[u1], _mm512_set1_ps(static_cast<float>(-(xb[j][b1] / 8))), f1);
+          f0 = _mm512_fnmadd_ps(mn[u0], _mm512_set1_ps(xsum[j][u0]), f0);
+          f1 = _mm512_fnmadd_ps(mn[u1], _mm512_set1_ps(xsum[j][u1]), f1);
         }
         acc[j] = _mm512_fmadd_ps(f0, _mm512_set1_ps(xd[j][b0]), acc[j]);
         acc[j] = _mm512_fmadd_ps(f1, _mm512_set1_ps(xd[j][b1]), acc[j]);
       }
+    };
+    if constexpr (W::kPer16) {
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) pair(p);
+    } else {
+      for (int p = 0; p < 4; ++p) pair(p);
     }
   }
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(out + (t + j) * os, acc[j]);
@@ -382,6 +417,9 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
     for (int64_t r = r0; r < r1; r += 16) {
       const uint8_t* group = w + r / 16 * group_bytes;
       int64_t t = t0;
+      if constexpr (tile_tokens<W>() == 8) {
+        for (; t + 8 <= t1; t += 8) tile16<W, 8>(group, nsb, x, t, out + r, out_stride);
+      }
       for (; t + 4 <= t1; t += 4) tile16<W, 4>(group, nsb, x, t, out + r, out_stride);
       switch (t1 - t) {
         case 3: tile16<W, 3>(group, nsb, x, t, out + r, out_stride); break;
