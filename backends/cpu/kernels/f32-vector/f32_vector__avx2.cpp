@@ -99,9 +99,39 @@ void f32_axpy__avx2(float* y, float alpha, const float* x, int64_t n) {
 
 // Attention over many keys in one call (no call per key): the same
 // arithmetic as f32_dot / f32_axpy per row, in row order.
+// With n a multiple of 8, 8 keys at a time: their chains side by side
+// (f32_dot's, one per key) and one transposed reduction with hsum's tree
+// (j + j + 4, j + j + 2, 0 + 1) for all 8; the last permute puts key t in
+// lane t (the tree leaves key 2m + h in lane 4h + m).
 void f32_dot_rows__avx2(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
                           float* out) {
-  for (int32_t t = 0; t < n_rows; ++t) out[t] = f32_dot__avx2(q, k + t * k_stride, n) * scale;
+  int32_t t = 0;
+  if (n % 8 == 0) {
+    const __m256 vscale = _mm256_set1_ps(scale);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; t + 8 <= n_rows; t += 8) {
+      const float* kt = k + t * k_stride;
+      __m256 a[8];
+      for (int j = 0; j < 8; ++j) a[j] = _mm256_setzero_ps();
+      for (int64_t i = 0; i < n; i += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + i);
+        for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kt + j * k_stride + i), a[j]);
+      }
+      __m256 b[4], c[2];
+      for (int u = 0; u < 4; ++u) {
+        b[u] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * u], a[2 * u + 1], 0x20),
+                             _mm256_permute2f128_ps(a[2 * u], a[2 * u + 1], 0x31));
+      }
+      for (int v = 0; v < 2; ++v) {
+        c[v] = _mm256_add_ps(_mm256_shuffle_ps(b[2 * v], b[2 * v + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(b[2 * v], b[2 * v + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+      }
+      const __m256 e = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+      _mm256_storeu_ps(out + t, _mm256_mul_ps(_mm256_permutevar8x32_ps(e, order), vscale));
+    }
+  }
+  for (; t < n_rows; ++t) out[t] = f32_dot__avx2(q, k + t * k_stride, n) * scale;
 }
 
 namespace {

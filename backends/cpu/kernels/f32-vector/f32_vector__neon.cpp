@@ -50,9 +50,26 @@ void f32_axpy__neon(float* y, float alpha, const float* x, int64_t n) {
 
 // Attention over many keys in one call (no call per key): the same
 // arithmetic as f32_dot / f32_axpy per row, in row order.
+// With n a multiple of 4, 4 keys at a time: their chains side by side
+// (f32_dot's) and two pairwise adds for all 4, the tree vaddvq_f32 uses
+// ((0 + 1) + (2 + 3)).
 void f32_dot_rows__neon(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
                           float* out) {
-  for (int32_t t = 0; t < n_rows; ++t) out[t] = f32_dot__neon(q, k + t * k_stride, n) * scale;
+  int32_t t = 0;
+  if (n % 4 == 0) {
+    for (; t + 4 <= n_rows; t += 4) {
+      const float* kt = k + t * k_stride;
+      float32x4_t a[4];
+      for (int j = 0; j < 4; ++j) a[j] = vdupq_n_f32(0.0f);
+      for (int64_t i = 0; i < n; i += 4) {
+        const float32x4_t qv = vld1q_f32(q + i);
+        for (int j = 0; j < 4; ++j) a[j] = vfmaq_f32(a[j], qv, vld1q_f32(kt + j * k_stride + i));
+      }
+      const float32x4_t s = vpaddq_f32(vpaddq_f32(a[0], a[1]), vpaddq_f32(a[2], a[3]));
+      vst1q_f32(out + t, vmulq_n_f32(s, scale));
+    }
+  }
+  for (; t < n_rows; ++t) out[t] = f32_dot__neon(q, k + t * k_stride, n) * scale;
 }
 
 void f32_axpy_rows__neon(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
