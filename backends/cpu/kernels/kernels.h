@@ -153,6 +153,19 @@ static_assert(sizeof(KBlockQ4_1) == 20 && sizeof(KBlockQ5_0) == 22 && sizeof(KBl
 // equal). constexpr: internal linkage, each ISA file has its own copy.
 constexpr int8_t kKIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
+// Where the Q5_K / Q6_K rows16 kernels find a 64-byte chunk, in bytes from
+// the tile's start (core/layout.h's order since schema 2; core/layout.cpp's
+// chunk_at writes it, and the layout and kernels tests hold the two
+// together). static: internal linkage, each ISA file has its own copy.
+// Q5_K: nibble chunk w (0..31) and qh chunk c (0..7): pair 0's side by side.
+static constexpr int64_t q5_k_rows16_qs(int w) { return w < 8 ? 256 + 128 * w : 768 + 64 * w; }
+static constexpr int64_t q5_k_rows16_qh(int c) { return 320 + 128 * c; }
+// Q6_K: unit u (0..15) of 192 bytes holds ql chunks 16 (u / 8) + u % 8 and
+// that + 8, then qh chunk u.
+static constexpr int64_t q6_k_rows16_unit(int u) { return 288 + 192 * u; }
+static constexpr int64_t q6_k_rows16_ql(int w) { return q6_k_rows16_unit(8 * (w / 16) + w % 8) + 64 * (w % 16 / 8); }
+static constexpr int64_t q6_k_rows16_qh(int u) { return q6_k_rows16_unit(u) + 128; }
+
 // The GGUF block types with int8-activation matmuls (row-major), in the
 // order of CpuKernels' members. Every path has every one: a path without its
 // own kernel for a type takes generic's (dispatch.cpp says which).

@@ -90,9 +90,8 @@ struct Q5_KRows16 : Q4_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
   static constexpr int kInt16Chunks = 4;
   static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
-    const int w = 8 * p + c;
-    const __m256i v = load32(tile + (w < 8 ? 256 + 128 * w : 768 + 64 * w) + 32 * h);
-    const __m256i q = load32(tile + 320 + 128 * c + 32 * h);
+    const __m256i v = load32(tile + q5_k_rows16_qs(8 * p + c) + 32 * h);
+    const __m256i q = load32(tile + q5_k_rows16_qh(c) + 32 * h);
     const __m256i m0f = _mm256_set1_epi8(0x0f), m01 = _mm256_set1_epi8(0x01);
     const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * p)), m01), 4);
     const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * p + 1)), m01), 4);
@@ -127,9 +126,8 @@ struct Q6_KRows16 {
     return _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(v, 5));
   }
   static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
-    const int w = 8 * p + c, u = 8 * (p / 2) + c;  // ql chunk w, qh chunk u = unit u
-    const __m256i l = load32(tile + 288 + 192 * (8 * (w / 16) + w % 8) + 64 * (w % 16 / 8) + 32 * h);
-    const __m256i q = load32(tile + 288 + 192 * u + 128 + 32 * h);
+    const __m256i l = load32(tile + q6_k_rows16_ql(8 * p + c) + 32 * h);
+    const __m256i q = load32(tile + q6_k_rows16_qh(8 * (p / 2) + c) + 32 * h);
     const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     const __m256i ql = p % 2 ? _mm256_slli_epi16(q, 2) : _mm256_slli_epi16(q, 4);
     const __m256i qh = p % 2 ? _mm256_srli_epi16(q, 2) : q;

@@ -98,11 +98,9 @@ struct Q4_KRows16 {
 // chunks 8..31 (core/layout.h).
 struct Q5_KRows16 : Q4_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
-  static const uint8_t* qs_at(const uint8_t* tile, int w) { return tile + (w < 8 ? 256 + 128 * w : 768 + 64 * w); }
-  static const uint8_t* qh_at(const uint8_t* tile, int c) { return tile + 320 + 128 * c; }
   static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
-    const __m512i v = _mm512_loadu_si512(qs_at(tile, 8 * p + c));
-    const __m512i h = _mm512_loadu_si512(qh_at(tile, c));
+    const __m512i v = _mm512_loadu_si512(tile + q5_k_rows16_qs(8 * p + c));
+    const __m512i h = _mm512_loadu_si512(tile + q5_k_rows16_qh(c));
     const __m512i m0f = _mm512_set1_epi8(0x0f), m01 = _mm512_set1_epi8(0x01);
     // Bit 2p (2p + 1) of each byte to bit 4: shift right, mask, shift left by 4
     // (16-bit shifts; the mask drops what crossed from the neighbour byte).
@@ -129,15 +127,9 @@ struct Q6_KRows16 {
     for (int s = 0; s < 8; ++s) sc[s] = d;
   }
   static __m512i scale16(const uint8_t* tile, int g) { return _mm512_cvtepi8_epi32(load16(tile + 32 + 16 * g)); }
-  // ql chunk w = 16h + 8k + j and qh chunk 8h + j (core/layout.h).
-  static const uint8_t* ql_at(const uint8_t* tile, int w) {
-    return tile + 288 + 192 * (8 * (w / 16) + w % 8) + 64 * (w % 16 / 8);
-  }
-  static const uint8_t* qh_at(const uint8_t* tile, int c) { return tile + 288 + 192 * c + 128; }
-  static const uint8_t* unit(const uint8_t* tile, int u) { return tile + 288 + 192 * u; }
   static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
-    const __m512i l = _mm512_loadu_si512(ql_at(tile, 8 * p + c));
-    const __m512i h = _mm512_loadu_si512(qh_at(tile, 8 * (p / 2) + c));
+    const __m512i l = _mm512_loadu_si512(tile + q6_k_rows16_ql(8 * p + c));
+    const __m512i h = _mm512_loadu_si512(tile + q6_k_rows16_qh(8 * (p / 2) + c));
     const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     const __m512i hl = p % 2 ? _mm512_slli_epi16(h, 2) : _mm512_slli_epi16(h, 4);
     const __m512i hh = p % 2 ? _mm512_srli_epi16(h, 2) : h;
@@ -277,7 +269,7 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
         const int8_t* a = xa[0] + sb * 256 + 128 * h;  // sub-block 4h + k's elements at a + 32k
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
-          const uint8_t* u = W::unit(tile, 8 * h + j);
+          const uint8_t* u = tile + q6_k_rows16_unit(8 * h + j);
           const __m512i l0 = _mm512_loadu_si512(u), l1 = _mm512_loadu_si512(u + 64);
           const __m512i q = _mm512_loadu_si512(u + 128);
           // Pair 2h: sub-blocks 4h (low nibbles, bit pair 0) and 4h + 2 (high,
@@ -417,8 +409,9 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
     for (int64_t r = r0; r < r1; r += 16) {
       const uint8_t* group = w + r / 16 * group_bytes;
       int64_t t = t0;
-      if constexpr (tile_tokens<W>() == 8) {
-        for (; t + 8 <= t1; t += 8) tile16<W, 8>(group, nsb, x, t, out + r, out_stride);
+      constexpr int kTile = tile_tokens<W>();
+      if constexpr (kTile > 4) {
+        for (; t + kTile <= t1; t += kTile) tile16<W, kTile>(group, nsb, x, t, out + r, out_stride);
       }
       for (; t + 4 <= t1; t += 4) tile16<W, 4>(group, nsb, x, t, out + r, out_stride);
       switch (t1 - t) {
