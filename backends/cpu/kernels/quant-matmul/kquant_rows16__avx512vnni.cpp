@@ -30,9 +30,15 @@
 //                            4-token tile otherwise; IQ4_XS's 64-token gemm ~20% faster).
 //   kTileTokens (optional, 4 if absent; 8 for IQ4_XS, Q4_K, Q5_K): tokens
 //                            per gemm tile (tile_tokens below).
+//   kUnpackOnce (optional, false if absent; Q5_K, Q6_K): gemm unpacks each
+//                            super-block's quants once per chunk of tokens
+//                            (unpack_once below).
 // Per (sub-block, 16 rows, token): 8 vpdpbusd, then one convert, one
 // multiply by the scales, one FMA of the mins by the activation block's
-// sum (-bias / 8, exact) and one FMA by the activation's scale.
+// sum (-bias / 8, exact) and one FMA by the activation's scale (Q6_K, one
+// d per row and super-block: the convert and that FMA, d once per
+// super-block). The chains' seeds are computed per super-block with vector
+// operations and broadcast from memory.
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>
@@ -98,6 +104,7 @@ struct Q4_KRows16 {
 // chunks 8..31 (core/layout.h).
 struct Q5_KRows16 : Q4_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_K);
+  static constexpr bool kUnpackOnce = true;
   static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
     const __m512i v = _mm512_loadu_si512(tile + q5_k_rows16_qs(8 * p + c));
     const __m512i h = _mm512_loadu_si512(tile + q5_k_rows16_qh(c));
@@ -119,6 +126,7 @@ struct Q5_KRows16 : Q4_KRows16 {
 // p % 2 and p % 2 + 2.
 struct Q6_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ6_K);
+  static constexpr bool kUnpackOnce = true;
   static constexpr bool kHasMin = false;
   static constexpr bool kPer16 = true;
   static constexpr int sub(int p, int h) { return 4 * (p / 2) + p % 2 + 2 * h; }
@@ -220,172 +228,247 @@ constexpr int tile_tokens() {
   }
 }
 
+// W::kUnpackOnce: gemm unpacks each super-block's quants once per chunk of
+// tokens into a buffer (false if absent). Q5_K and Q6_K, whose unpacking
+// costs most (ember_rows16_probe, 2048 x 2048, 64 tokens, Zen 4: Q5_K gemm
+// 2115-2152 -> 1830-1940 us); Q4_K and IQ4_XS (one or two operations per
+// vector) measured 3-8% slower with it.
+template <class W>
+constexpr bool unpack_once() {
+  if constexpr (requires { W::kUnpackOnce; }) {
+    return W::kUnpackOnce;
+  } else {
+    return false;
+  }
+}
+
 constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
 
-// T tokens from t against the 16 rows of the group at `group`. Each output
-// lane: per sub-block, in order, f = float(isum) * sc - mn * sum(a), then
-// acc += f * d_act; the same whatever T, so gemv and gemm agree bit for bit.
+// The activations of T tokens from t.
+template <int T>
+struct Acts {
+  const int8_t* a[T];
+  const float* d[T];
+  const int32_t* bias[T];
+  const int16_t* s16[T];
+  Acts(const QuantActs& x, int64_t t, bool per16) {
+    const int64_t nb = x.cols / 32;
+    for (int j = 0; j < T; ++j) {
+      a[j] = x.q + (t + j) * x.cols;
+      d[j] = x.d + (t + j) * nb;
+      bias[j] = x.bias + (t + j) * nb;
+      s16[j] = per16 ? x.sum16 + (t + j) * (x.cols / 16) : nullptr;
+    }
+  }
+};
+
+// Super-block sb of the 16 rows against T tokens, added to acc: the scales
+// decoded (sc, mn), the quants from quants(p, c, lo, hi) (W::quants on the
+// tile, or gemm's copy of them). Each output lane: per sub-block, in
+// order, f = float(isum) * sc - mn * sum(a), then acc += f * d_act; the same
+// whatever T and wherever the quants come from, so gemv and gemm agree bit
+// for bit.
+template <class W, int T, class Quants>
+__attribute__((always_inline)) inline void superblock(const uint8_t* tile, const __m512* sc, const __m512* mn,
+                                                      int64_t sb, const Acts<T>& x, const Quants& quants,
+                                                      __m512* acc) {
+  // The activation blocks' sums as floats (bias = -8 x sum, so the shift
+  // is exact), 8 per token at once: the min FMAs broadcast them from here.
+  alignas(32) float xsum[W::kHasMin ? T : 1][8];
+  if constexpr (W::kHasMin) {
+    for (int j = 0; j < T; ++j) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias[j] + sb * 8));
+      _mm256_store_ps(xsum[j], _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_srai_epi32(b, 3))));
+    }
+  }
+  // The chains' seeds, computed for the super-block with vector ops and
+  // broadcast from memory below (a broadcast from a general register takes
+  // a vector pipe slot; from memory it is a load): kPer16, -32 x each
+  // group's sum; kBiasSeed, kBiasSeed x each block's bias.
+  constexpr int kSeeds = W::kPer16 ? 16 : bias_seed<W>() != 0 ? 8 : 1;
+  alignas(64) int32_t seed[kSeeds > 1 ? T : 1][kSeeds];
+  if constexpr (W::kPer16) {
+    for (int j = 0; j < T; ++j) {
+      const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.s16[j] + sb * 16)));
+      _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-32)));
+    }
+  } else if constexpr (bias_seed<W>() != 0) {
+    for (int j = 0; j < T; ++j) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias[j] + sb * 8));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(seed[j]), _mm256_mullo_epi32(b, _mm256_set1_epi32(bias_seed<W>())));
+    }
+  }
+  // Keep GCC from taking the seeds apart in registers (it would extract and
+  // broadcast each one): they are read back from memory.
+  if constexpr (W::kPer16) asm volatile("" : : "r"(&seed[0][0]) : "memory");
+  __m512 part[W::kPer16 ? T : 1];  // kPer16: the super-block's sum before d
+  if constexpr (W::kPer16) {
+    for (int j = 0; j < T; ++j) part[j] = _mm512_setzero_ps();
+  }
+  // One sub-block pair; Q6_K's pair loop is unrolled (its chunk offsets and
+  // shifts depend on p: rolled, they were computed and branched on at run
+  // time), the others' stays rolled (unrolled, Q4_K's 8-token tile spilled).
+  auto pair = [&](int p) __attribute__((always_inline)) {
+    const int u0 = W::sub(p, 0), u1 = W::sub(p, 1);
+    const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
+    __m512i i0[T], i1[T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
+    if constexpr (W::kPer16) {
+      // Groups of 16 (chunks 0-3 and 4-7, met side by side: four chains
+      // per token) each in its own chain, seeded with -32 x the group's
+      // activation sum (the quants are q + 32), then scaled in int32.
+      __m512i a0[T], b0[T], a1[T], b1[T];  // sub-block u0's groups, u1's
+      for (int j = 0; j < T; ++j) {
+        a0[j] = _mm512_set1_epi32(seed[j][2 * u0]);
+        b0[j] = _mm512_set1_epi32(seed[j][2 * u0 + 1]);
+        a1[j] = _mm512_set1_epi32(seed[j][2 * u1]);
+        b1[j] = _mm512_set1_epi32(seed[j][2 * u1 + 1]);
+      }
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        __m512i lo, hi, lo4, hi4;
+        quants(p, c, &lo, &hi);
+        quants(p, c + 4, &lo4, &hi4);
+        for (int j = 0; j < T; ++j) {
+          a0[j] = _mm512_dpbusd_epi32(a0[j], lo, _mm512_set1_epi32(word(x.a[j] + e0 + 4 * c)));
+          b0[j] = _mm512_dpbusd_epi32(b0[j], lo4, _mm512_set1_epi32(word(x.a[j] + e0 + 16 + 4 * c)));
+          a1[j] = _mm512_dpbusd_epi32(a1[j], hi, _mm512_set1_epi32(word(x.a[j] + e1 + 4 * c)));
+          b1[j] = _mm512_dpbusd_epi32(b1[j], hi4, _mm512_set1_epi32(word(x.a[j] + e1 + 16 + 4 * c)));
+        }
+      }
+      const __m512i ma0 = W::scale16(tile, 2 * u0), mb0 = W::scale16(tile, 2 * u0 + 1);
+      const __m512i ma1 = W::scale16(tile, 2 * u1), mb1 = W::scale16(tile, 2 * u1 + 1);
+      for (int j = 0; j < T; ++j) {
+        i0[j] = _mm512_add_epi32(_mm512_mullo_epi32(a0[j], ma0), _mm512_mullo_epi32(b0[j], mb0));
+        i1[j] = _mm512_add_epi32(_mm512_mullo_epi32(a1[j], ma1), _mm512_mullo_epi32(b1[j], mb1));
+      }
+    } else {
+      // Decode (T = 1): even and odd chunks in separate chains, halving the
+      // dependency chains (exact int32 sums: no result changes). More
+      // tokens are enough chains, and registers.
+      constexpr int kChains = T == 1 ? 2 : 1;
+      __m512i s0[2][T], s1[2][T];
+      for (int j = 0; j < T; ++j) s0[0][j] = s1[0][j] = s0[1][j] = s1[1][j] = _mm512_setzero_si512();
+      if constexpr (bias_seed<W>() != 0) {
+        for (int j = 0; j < T; ++j) {
+          s0[0][j] = _mm512_set1_epi32(seed[j][u0]);
+          s1[0][j] = _mm512_set1_epi32(seed[j][u1]);
+        }
+      }
+      // One chunk of the pair; the loop over chunks is unrolled for the
+      // types that ask (the others' loops stay as they were).
+      auto chunk = [&](int c) __attribute__((always_inline)) {
+        __m512i lo, hi;
+        quants(p, c, &lo, &hi);
+        for (int j = 0; j < T; ++j) {
+          const int k = c % kChains;
+          s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(x.a[j] + e0 + 4 * c)));
+          s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(x.a[j] + e1 + 4 * c)));
+        }
+      };
+      if constexpr (unroll_chunks<W>()) {
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) chunk(c);
+      } else {
+        for (int c = 0; c < 8; ++c) chunk(c);
+      }
+      for (int j = 0; j < T; ++j) {
+        i0[j] = kChains == 2 ? _mm512_add_epi32(s0[0][j], s0[1][j]) : s0[0][j];
+        i1[j] = kChains == 2 ? _mm512_add_epi32(s1[0][j], s1[1][j]) : s1[0][j];
+      }
+    }
+    const int64_t b0 = sb * 8 + u0, b1 = sb * 8 + u1;
+    if constexpr (W::kPer16) {
+      // One d per row and super-block: the sub-blocks' sums times the
+      // activations' scales first, times d once per super-block below.
+      for (int j = 0; j < T; ++j) {
+        part[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0[j]), _mm512_set1_ps(x.d[j][b0]), part[j]);
+        part[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i1[j]), _mm512_set1_ps(x.d[j][b1]), part[j]);
+      }
+      return;
+    }
+    for (int j = 0; j < T; ++j) {
+      __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(i0[j]), sc[u0]);
+      __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(i1[j]), sc[u1]);
+      if constexpr (W::kHasMin) {
+        f0 = _mm512_fnmadd_ps(mn[u0], _mm512_set1_ps(xsum[j][u0]), f0);
+        f1 = _mm512_fnmadd_ps(mn[u1], _mm512_set1_ps(xsum[j][u1]), f1);
+      }
+      acc[j] = _mm512_fmadd_ps(f0, _mm512_set1_ps(x.d[j][b0]), acc[j]);
+      acc[j] = _mm512_fmadd_ps(f1, _mm512_set1_ps(x.d[j][b1]), acc[j]);
+    }
+  };
+  if constexpr (W::kPer16) {
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) pair(p);
+    for (int j = 0; j < T; ++j) acc[j] = _mm512_fmadd_ps(part[j], sc[0], acc[j]);
+  } else {
+    for (int p = 0; p < 4; ++p) pair(p);
+  }
+}
+
+// Q6_K's decode of one super-block: each 192-byte unit read once, in order
+// (core/layout.h): unit 8h + j feeds chunk j of pairs 2h and 2h + 1, so the
+// 4 sub-blocks 4h..4h + 3 times 2 groups of 16 are 8 chains, seeded as in
+// superblock(). The floats are added in its pair loop's order (4h, 4h + 2,
+// 4h + 1, 4h + 3): the same sums as gemm's, bit for bit.
+template <class W>
+__attribute__((always_inline)) inline void q6_k_decode_superblock(const uint8_t* tile, const __m512* sc, int64_t sb,
+                                                                  const Acts<1>& x, __m512* acc) {
+  const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  __m512 part = _mm512_setzero_ps();  // as superblock(): times d at the end
+  for (int h = 0; h < 2; ++h) {
+    const int16_t* s16 = x.s16[0] + sb * 16;
+    __m512i ch[4][2];  // sub-block 4h + k, group g
+    for (int k = 0; k < 4; ++k) {
+      for (int g = 0; g < 2; ++g) ch[k][g] = _mm512_set1_epi32(-32 * s16[2 * (4 * h + k) + g]);
+    }
+    const int8_t* a = x.a[0] + sb * 256 + 128 * h;  // sub-block 4h + k's elements at a + 32k
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t* u = tile + q6_k_rows16_unit(8 * h + j);
+      const __m512i l0 = _mm512_loadu_si512(u), l1 = _mm512_loadu_si512(u + 64);
+      const __m512i q = _mm512_loadu_si512(u + 128);
+      // Pair 2h: sub-blocks 4h (low nibbles, bit pair 0) and 4h + 2 (high,
+      // bit pair 2); pair 2h + 1: 4h + 1 (bit pair 1) and 4h + 3 (bit pair 3).
+      const __m512i q0 = _mm512_or_si512(_mm512_and_si512(l0, m0f), _mm512_and_si512(_mm512_slli_epi16(q, 4), m30));
+      const __m512i q2 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m0f), _mm512_and_si512(q, m30));
+      const __m512i q1 = _mm512_or_si512(_mm512_and_si512(l1, m0f), _mm512_and_si512(_mm512_slli_epi16(q, 2), m30));
+      const __m512i q3 =
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m0f), _mm512_and_si512(_mm512_srli_epi16(q, 2), m30));
+      const int g = j / 4;
+      ch[0][g] = _mm512_dpbusd_epi32(ch[0][g], q0, _mm512_set1_epi32(word(a + 4 * j)));
+      ch[1][g] = _mm512_dpbusd_epi32(ch[1][g], q1, _mm512_set1_epi32(word(a + 32 + 4 * j)));
+      ch[2][g] = _mm512_dpbusd_epi32(ch[2][g], q2, _mm512_set1_epi32(word(a + 64 + 4 * j)));
+      ch[3][g] = _mm512_dpbusd_epi32(ch[3][g], q3, _mm512_set1_epi32(word(a + 96 + 4 * j)));
+    }
+    for (int i = 0; i < 4; ++i) {
+      const int k = (i % 2) * 2 + i / 2;  // 0, 2, 1, 3
+      const int s = 4 * h + k;
+      const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ch[k][0], W::scale16(tile, 2 * s)),
+                                          _mm512_mullo_epi32(ch[k][1], W::scale16(tile, 2 * s + 1)));
+      part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_set1_ps(x.d[0][sb * 8 + s]), part);
+    }
+  }
+  acc[0] = _mm512_fmadd_ps(part, sc[0], acc[0]);
+}
+
+// T tokens from t against the 16 rows of the group at `group`, over all
+// super-blocks (the sums in registers).
 template <class W, int T>
 void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, float* out, int64_t os) {
-  const int64_t nb = nsb * 8;
-  const int8_t* xa[T];
-  const float* xd[T];
-  const int32_t* xb[T];
-  const int16_t* xs[T];
-  for (int j = 0; j < T; ++j) {
-    xa[j] = x.q + (t + j) * x.cols;
-    xd[j] = x.d + (t + j) * nb;
-    xb[j] = x.bias + (t + j) * nb;
-    xs[j] = W::kPer16 ? x.sum16 + (t + j) * (x.cols / 16) : nullptr;
-  }
+  const Acts<T> xt(x, t, W::kPer16);
   __m512 acc[T];
   for (int j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* tile = group + sb * W::kTileBytes;
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
-    // The activation blocks' sums as floats (bias = -8 x sum, so the shift
-    // is exact), 8 per token at once: the min FMAs broadcast them from here.
-    alignas(32) float xsum[W::kHasMin ? T : 1][8];
-    if constexpr (W::kHasMin) {
-      for (int j = 0; j < T; ++j) {
-        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[j] + sb * 8));
-        _mm256_store_ps(xsum[j], _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_srai_epi32(b, 3))));
-      }
-    }
     if constexpr (W::kPer16 && T == 1) {
-      // Decode: each 192-byte unit read once, in order (Q6_K; core/layout.h):
-      // unit 8h + j feeds chunk j of pairs 2h and 2h + 1, so the 4 sub-blocks
-      // 4h..4h + 3 times 2 groups of 16 are 8 chains, seeded as below. The
-      // floats are added in the pair loop's order (4h, 4h + 2, 4h + 1,
-      // 4h + 3): the same sums as gemm's, bit for bit.
-      const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-      for (int h = 0; h < 2; ++h) {
-        const int16_t* s16 = xs[0] + sb * 16;
-        __m512i ch[4][2];  // sub-block 4h + k, group g
-        for (int k = 0; k < 4; ++k) {
-          for (int g = 0; g < 2; ++g) ch[k][g] = _mm512_set1_epi32(-32 * s16[2 * (4 * h + k) + g]);
-        }
-        const int8_t* a = xa[0] + sb * 256 + 128 * h;  // sub-block 4h + k's elements at a + 32k
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) {
-          const uint8_t* u = tile + q6_k_rows16_unit(8 * h + j);
-          const __m512i l0 = _mm512_loadu_si512(u), l1 = _mm512_loadu_si512(u + 64);
-          const __m512i q = _mm512_loadu_si512(u + 128);
-          // Pair 2h: sub-blocks 4h (low nibbles, bit pair 0) and 4h + 2 (high,
-          // bit pair 2); pair 2h + 1: 4h + 1 (bit pair 1) and 4h + 3 (bit pair 3).
-          const __m512i q0 = _mm512_or_si512(_mm512_and_si512(l0, m0f), _mm512_and_si512(_mm512_slli_epi16(q, 4), m30));
-          const __m512i q2 =
-              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m0f), _mm512_and_si512(q, m30));
-          const __m512i q1 = _mm512_or_si512(_mm512_and_si512(l1, m0f), _mm512_and_si512(_mm512_slli_epi16(q, 2), m30));
-          const __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m0f),
-                                             _mm512_and_si512(_mm512_srli_epi16(q, 2), m30));
-          const int g = j / 4;
-          ch[0][g] = _mm512_dpbusd_epi32(ch[0][g], q0, _mm512_set1_epi32(word(a + 4 * j)));
-          ch[1][g] = _mm512_dpbusd_epi32(ch[1][g], q1, _mm512_set1_epi32(word(a + 32 + 4 * j)));
-          ch[2][g] = _mm512_dpbusd_epi32(ch[2][g], q2, _mm512_set1_epi32(word(a + 64 + 4 * j)));
-          ch[3][g] = _mm512_dpbusd_epi32(ch[3][g], q3, _mm512_set1_epi32(word(a + 96 + 4 * j)));
-        }
-        for (int i = 0; i < 4; ++i) {
-          const int k = (i % 2) * 2 + i / 2;  // 0, 2, 1, 3
-          const int s = 4 * h + k;
-          const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ch[k][0], W::scale16(tile, 2 * s)),
-                                              _mm512_mullo_epi32(ch[k][1], W::scale16(tile, 2 * s + 1)));
-          const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(is), sc[s]);
-          acc[0] = _mm512_fmadd_ps(f, _mm512_set1_ps(xd[0][sb * 8 + s]), acc[0]);
-        }
-      }
-      continue;
-    }
-    // One sub-block pair; Q6_K's pair loop is unrolled (its chunk offsets and
-    // shifts depend on p: rolled, they were computed and branched on at run
-    // time), the others' stays rolled (unrolled, Q4_K's 8-token tile spilled).
-    auto pair = [&](int p) __attribute__((always_inline)) {
-      const int u0 = W::sub(p, 0), u1 = W::sub(p, 1);
-      const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
-      __m512i i0[T], i1[T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
-      if constexpr (W::kPer16) {
-        // Groups of 16 (chunks 0-3 and 4-7, met side by side: four chains
-        // per token) each in its own chain, seeded with -32 x the group's
-        // activation sum (the quants are q + 32), then scaled in int32.
-        __m512i a0[T], b0[T], a1[T], b1[T];  // sub-block u0's groups, u1's
-        for (int j = 0; j < T; ++j) {
-          const int16_t* s16 = xs[j] + sb * 16;
-          a0[j] = _mm512_set1_epi32(-32 * s16[2 * u0]);
-          b0[j] = _mm512_set1_epi32(-32 * s16[2 * u0 + 1]);
-          a1[j] = _mm512_set1_epi32(-32 * s16[2 * u1]);
-          b1[j] = _mm512_set1_epi32(-32 * s16[2 * u1 + 1]);
-        }
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-          __m512i lo, hi, lo4, hi4;
-          W::quants(tile, p, c, &lo, &hi);
-          W::quants(tile, p, c + 4, &lo4, &hi4);
-          for (int j = 0; j < T; ++j) {
-            a0[j] = _mm512_dpbusd_epi32(a0[j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
-            b0[j] = _mm512_dpbusd_epi32(b0[j], lo4, _mm512_set1_epi32(word(xa[j] + e0 + 16 + 4 * c)));
-            a1[j] = _mm512_dpbusd_epi32(a1[j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
-            b1[j] = _mm512_dpbusd_epi32(b1[j], hi4, _mm512_set1_epi32(word(xa[j] + e1 + 16 + 4 * c)));
-          }
-        }
-        const __m512i ma0 = W::scale16(tile, 2 * u0), mb0 = W::scale16(tile, 2 * u0 + 1);
-        const __m512i ma1 = W::scale16(tile, 2 * u1), mb1 = W::scale16(tile, 2 * u1 + 1);
-        for (int j = 0; j < T; ++j) {
-          i0[j] = _mm512_add_epi32(_mm512_mullo_epi32(a0[j], ma0), _mm512_mullo_epi32(b0[j], mb0));
-          i1[j] = _mm512_add_epi32(_mm512_mullo_epi32(a1[j], ma1), _mm512_mullo_epi32(b1[j], mb1));
-        }
-      } else {
-        // Decode (T = 1): even and odd chunks in separate chains, halving the
-        // dependency chains (exact int32 sums: no result changes). More
-        // tokens are enough chains, and registers.
-        constexpr int kChains = T == 1 ? 2 : 1;
-        __m512i s0[2][T], s1[2][T];
-        for (int j = 0; j < T; ++j) s0[0][j] = s1[0][j] = s0[1][j] = s1[1][j] = _mm512_setzero_si512();
-        if constexpr (bias_seed<W>() != 0) {
-          for (int j = 0; j < T; ++j) {
-            s0[0][j] = _mm512_set1_epi32(bias_seed<W>() * xb[j][sb * 8 + u0]);
-            s1[0][j] = _mm512_set1_epi32(bias_seed<W>() * xb[j][sb * 8 + u1]);
-          }
-        }
-        // One chunk of the pair; the loop over chunks is unrolled for the
-        // types that ask (the others' loops stay as they were).
-        auto chunk = [&](int c) __attribute__((always_inline)) {
-          __m512i lo, hi;
-          W::quants(tile, p, c, &lo, &hi);
-          for (int j = 0; j < T; ++j) {
-            const int k = c % kChains;
-            s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(xa[j] + e0 + 4 * c)));
-            s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(xa[j] + e1 + 4 * c)));
-          }
-        };
-        if constexpr (unroll_chunks<W>()) {
-#pragma GCC unroll 8
-          for (int c = 0; c < 8; ++c) chunk(c);
-        } else {
-          for (int c = 0; c < 8; ++c) chunk(c);
-        }
-        for (int j = 0; j < T; ++j) {
-          i0[j] = kChains == 2 ? _mm512_add_epi32(s0[0][j], s0[1][j]) : s0[0][j];
-          i1[j] = kChains == 2 ? _mm512_add_epi32(s1[0][j], s1[1][j]) : s1[0][j];
-        }
-      }
-      const int64_t b0 = sb * 8 + u0, b1 = sb * 8 + u1;
-      for (int j = 0; j < T; ++j) {
-        __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(i0[j]), sc[u0]);
-        __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(i1[j]), sc[u1]);
-        if constexpr (W::kHasMin) {
-          f0 = _mm512_fnmadd_ps(mn[u0], _mm512_set1_ps(xsum[j][u0]), f0);
-          f1 = _mm512_fnmadd_ps(mn[u1], _mm512_set1_ps(xsum[j][u1]), f1);
-        }
-        acc[j] = _mm512_fmadd_ps(f0, _mm512_set1_ps(xd[j][b0]), acc[j]);
-        acc[j] = _mm512_fmadd_ps(f1, _mm512_set1_ps(xd[j][b1]), acc[j]);
-      }
-    };
-    if constexpr (W::kPer16) {
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) pair(p);
+      q6_k_decode_superblock<W>(tile, sc, sb, xt, acc);
     } else {
-      for (int p = 0; p < 4; ++p) pair(p);
+      auto quants = [tile](int p, int c, __m512i* lo, __m512i* hi)
+                        __attribute__((always_inline)) { W::quants(tile, p, c, lo, hi); };
+      superblock<W, T>(tile, sc, mn, sb, xt, quants, acc);
     }
   }
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(out + (t + j) * os, acc[j]);
@@ -400,26 +483,80 @@ void rows16_gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
   }
 }
 
+// T tokens from t of the current super-block, their sums kept in acc16
+// (16 floats per token) between super-blocks.
+template <class W, int T, class Quants>
+void gemm_tile(const uint8_t* tile, const __m512* sc, const __m512* mn, int64_t sb, const QuantActs& x, int64_t t,
+               const Quants& quants, float* acc16) {
+  const Acts<T> xt(x, t, W::kPer16);
+  __m512 acc[T];
+  for (int j = 0; j < T; ++j) acc[j] = _mm512_load_ps(acc16 + 16 * j);
+  superblock<W, T>(tile, sc, mn, sb, xt, quants, acc);
+  for (int j = 0; j < T; ++j) _mm512_store_ps(acc16 + 16 * j, acc[j]);
+}
+
+// Prefill: per 16-row group and super-block, the quants are unpacked once
+// (4 KiB, W::quants' vectors in order) and every token of the chunk runs
+// over that copy, in tiles of tile_tokens<W>(); the sums stay in a small
+// buffer between super-blocks. Each output's operations are superblock()'s,
+// in the same order as gemv's.
 template <class W>
 void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
                  int64_t out_stride) {
   const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
+  constexpr int kTile = tile_tokens<W>();
+  if constexpr (!unpack_once<W>()) {
+    // Each tile of tokens over all super-blocks, unpacking as it goes.
+    for (int64_t t0 = 0; t0 < n; t0 += kTokenChunk) {
+      const int64_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
+      for (int64_t r = r0; r < r1; r += 16) {
+        const uint8_t* group = w + r / 16 * group_bytes;
+        int64_t t = t0;
+        for (; t + kTile <= t1; t += kTile) tile16<W, kTile>(group, nsb, x, t, out + r, out_stride);
+        if constexpr (kTile > 4) {
+          for (; t + 4 <= t1; t += 4) tile16<W, 4>(group, nsb, x, t, out + r, out_stride);
+        }
+        switch (t1 - t) {
+          case 3: tile16<W, 3>(group, nsb, x, t, out + r, out_stride); break;
+          case 2: tile16<W, 2>(group, nsb, x, t, out + r, out_stride); break;
+          case 1: tile16<W, 1>(group, nsb, x, t, out + r, out_stride); break;
+          default: break;
+        }
+      }
+    }
+    return;
+  }
+  alignas(64) __m512i unpacked[64];                // [pair][chunk][lo, hi]
+  alignas(64) float sums[kTokenChunk * 16];        // [token][row]
+  const auto quants = [&unpacked](int p, int c, __m512i* lo, __m512i* hi) __attribute__((always_inline)) {
+    *lo = unpacked[2 * (8 * p + c)];
+    *hi = unpacked[2 * (8 * p + c) + 1];
+  };
   for (int64_t t0 = 0; t0 < n; t0 += kTokenChunk) {
     const int64_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
     for (int64_t r = r0; r < r1; r += 16) {
       const uint8_t* group = w + r / 16 * group_bytes;
-      int64_t t = t0;
-      constexpr int kTile = tile_tokens<W>();
-      if constexpr (kTile > 4) {
-        for (; t + kTile <= t1; t += kTile) tile16<W, kTile>(group, nsb, x, t, out + r, out_stride);
+      for (int64_t i = 0; i < (t1 - t0) * 16; i += 16) _mm512_store_ps(sums + i, _mm512_setzero_ps());
+      for (int64_t sb = 0; sb < nsb; ++sb) {
+        const uint8_t* tile = group + sb * W::kTileBytes;
+        __m512 sc[8], mn[8];
+        W::scales(tile, sc, mn);
+        for (int p = 0; p < 4; ++p) {
+          for (int c = 0; c < 8; ++c) W::quants(tile, p, c, &unpacked[2 * (8 * p + c)], &unpacked[2 * (8 * p + c) + 1]);
+        }
+        int64_t t = t0;
+        for (; t + kTile <= t1; t += kTile) gemm_tile<W, kTile>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0));
+        if constexpr (kTile > 4) {
+          for (; t + 4 <= t1; t += 4) gemm_tile<W, 4>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0));
+        }
+        switch (t1 - t) {
+          case 3: gemm_tile<W, 3>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0)); break;
+          case 2: gemm_tile<W, 2>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0)); break;
+          case 1: gemm_tile<W, 1>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0)); break;
+          default: break;
+        }
       }
-      for (; t + 4 <= t1; t += 4) tile16<W, 4>(group, nsb, x, t, out + r, out_stride);
-      switch (t1 - t) {
-        case 3: tile16<W, 3>(group, nsb, x, t, out + r, out_stride); break;
-        case 2: tile16<W, 2>(group, nsb, x, t, out + r, out_stride); break;
-        case 1: tile16<W, 1>(group, nsb, x, t, out + r, out_stride); break;
-        default: break;
-      }
+      for (int64_t t = t0; t < t1; ++t) _mm512_storeu_ps(out + t * out_stride + r, _mm512_load_ps(sums + 16 * (t - t0)));
     }
   }
 }
