@@ -73,13 +73,17 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
     if (kv.k_type == KvType::F32) {
       const float* k = reinterpret_cast<const float*>(kv.k);
       const int64_t stride = static_cast<int64_t>(kv.k_row_bytes / sizeof(float));
-      for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        const int64_t off = (hh / group) * head_dim;
-        kern.dot_rows(qi + hh * head_dim, k + s1 * stride + off, stride, n1, head_dim, scale, scores + hh * context);
+      // The heads sharing a key head together (one read of each key row).
+      for (int32_t h0 = head_begin; h0 < head_end;) {
+        const int32_t h1 = std::min<int32_t>(head_end, static_cast<int32_t>((h0 / group + 1) * group));
+        const int64_t off = (h0 / group) * head_dim;
+        kern.dot_rows(qi + h0 * head_dim, h1 - h0, head_dim, k + s1 * stride + off, stride, n1, head_dim, scale,
+                      scores + h0 * context, context);
         if (n1 < n_pos) {
-          kern.dot_rows(qi + hh * head_dim, k + ring_base * stride + off, stride, n_pos - n1, head_dim, scale,
-                        scores + hh * context + n1);
+          kern.dot_rows(qi + h0 * head_dim, h1 - h0, head_dim, k + ring_base * stride + off, stride, n_pos - n1,
+                        head_dim, scale, scores + h0 * context + n1, context);
         }
+        h0 = h1;
       }
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
@@ -101,13 +105,17 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
     if (kv.v_type == KvType::F32) {
       const float* v = reinterpret_cast<const float*>(kv.v);
       const int64_t stride = static_cast<int64_t>(kv.v_row_bytes / sizeof(float));
-      for (int32_t hh = head_begin; hh < head_end; ++hh) {
-        const int64_t off = (hh / group) * head_dim;
-        float* o = out + i * q_dim + hh * head_dim;
-        kern.axpy_rows(o, scores + hh * context, v + s1 * stride + off, stride, n1, head_dim);
+      for (int32_t h0 = head_begin; h0 < head_end;) {
+        const int32_t h1 = std::min<int32_t>(head_end, static_cast<int32_t>((h0 / group + 1) * group));
+        const int64_t off = (h0 / group) * head_dim;
+        float* o = out + i * q_dim + h0 * head_dim;
+        kern.axpy_rows(o, h1 - h0, head_dim, scores + h0 * context, context, v + s1 * stride + off, stride, n1,
+                       head_dim);
         if (n1 < n_pos) {
-          kern.axpy_rows(o, scores + hh * context + n1, v + ring_base * stride + off, stride, n_pos - n1, head_dim);
+          kern.axpy_rows(o, h1 - h0, head_dim, scores + h0 * context + n1, context, v + ring_base * stride + off,
+                         stride, n_pos - n1, head_dim);
         }
+        h0 = h1;
       }
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {

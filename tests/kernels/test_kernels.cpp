@@ -541,25 +541,40 @@ TEST_CASE("vector kernels (rmsnorm, swiglu, add, dot, axpy) match the scalar ref
   }
 }
 
-TEST_CASE("attention row kernels (dot_rows, axpy_rows) equal dot and axpy row by row, bit for bit") {
+TEST_CASE("attention row kernels (dot_rows, axpy_rows) equal dot and axpy row by row and head by head, bit for bit") {
   std::mt19937 rng(29);
   for (CpuIsa isa : supported_isas()) {
     CAPTURE(cpu_isa_name(isa));
     const CpuKernels& k = cpu_kernels_for(isa);
     for (int64_t n : {1, 7, 16, 31, 32, 64, 80, 128, 130}) {
       for (int32_t rows : {1, 2, 5, 16, 33, 50}) {
-        CAPTURE(n);
-        CAPTURE(rows);
-        const int64_t stride = n + 3 + static_cast<int64_t>(rng() % 5);
-        const std::vector<float> q = random_floats(rng, n), kv = random_floats(rng, rows * stride, 2.0f);
-        const std::vector<float> alpha = random_floats(rng, rows);
-        std::vector<float> scores(rows);
-        k.dot_rows(q.data(), kv.data(), stride, rows, n, 0.125f, scores.data());
-        for (int32_t t = 0; t < rows; ++t) REQUIRE(scores[t] == k.dot(q.data(), kv.data() + t * stride, n) * 0.125f);
-        std::vector<float> y = random_floats(rng, n), want = y;
-        k.axpy_rows(y.data(), alpha.data(), kv.data(), stride, rows, n);
-        for (int32_t t = 0; t < rows; ++t) k.axpy(want.data(), alpha[t], kv.data() + t * stride, n);
-        REQUIRE(y == want);
+        // 1 head, a group of 4 (the blocked paths), and remainders of them.
+        for (int32_t heads : {1, 3, 4, 7, 8}) {
+          CAPTURE(n);
+          CAPTURE(rows);
+          CAPTURE(heads);
+          const int64_t stride = n + 3 + static_cast<int64_t>(rng() % 5);
+          const int64_t q_stride = n + static_cast<int64_t>(rng() % 3), s_stride = rows + 2;
+          const std::vector<float> q = random_floats(rng, heads * q_stride);
+          const std::vector<float> kv = random_floats(rng, rows * stride, 2.0f);
+          const std::vector<float> alpha = random_floats(rng, heads * s_stride);
+          std::vector<float> scores(heads * s_stride, NAN);
+          k.dot_rows(q.data(), heads, q_stride, kv.data(), stride, rows, n, 0.125f, scores.data(), s_stride);
+          for (int32_t h = 0; h < heads; ++h) {
+            for (int32_t t = 0; t < rows; ++t) {
+              REQUIRE(scores[h * s_stride + t] == k.dot(q.data() + h * q_stride, kv.data() + t * stride, n) * 0.125f);
+            }
+            CHECK(std::isnan(scores[h * s_stride + rows]));  // nothing past the rows
+          }
+          std::vector<float> y = random_floats(rng, heads * q_stride), want = y;
+          k.axpy_rows(y.data(), heads, q_stride, alpha.data(), s_stride, kv.data(), stride, rows, n);
+          for (int32_t h = 0; h < heads; ++h) {
+            for (int32_t t = 0; t < rows; ++t) {
+              k.axpy(want.data() + h * q_stride, alpha[h * s_stride + t], kv.data() + t * stride, n);
+            }
+          }
+          REQUIRE(y == want);
+        }
       }
     }
   }

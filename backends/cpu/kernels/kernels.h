@@ -66,13 +66,17 @@ using AddFn = void (*)(float* out, const float* a, const float* b, int64_t n);
 using DotFn = float (*)(const float* a, const float* b, int64_t n);
 // y += alpha * x (attention's weighted sum of values).
 using AxpyFn = void (*)(float* y, float alpha, const float* x, int64_t n);
-// out[t] = dot(q, k + t * k_stride) * scale for t < n_rows (scores of one
-// head over the keys), each exactly as DotFn computes it.
-using DotRowsFn = void (*)(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
-                           float* out);
-// y += alpha[t] * (x + t * x_stride) for t = 0 .. n_rows - 1 in order, each
-// exactly as AxpyFn computes it.
-using AxpyRowsFn = void (*)(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n);
+// out[h * out_stride + t] = dot(q + h * q_stride, k + t * k_stride) * scale
+// for h < n_q, t < n_rows (the scores of n_q query heads sharing one key
+// head, over the keys), each exactly as DotFn computes it: a kernel may
+// read each key once for several heads (grouped-query attention).
+using DotRowsFn = void (*)(const float* q, int32_t n_q, int64_t q_stride, const float* k, int64_t k_stride,
+                           int32_t n_rows, int64_t n, float scale, float* out, int64_t out_stride);
+// For h < n_y: y_h += alpha[h * alpha_stride + t] * (x + t * x_stride) for
+// t = 0 .. n_rows - 1 in order, y_h = y + h * y_stride, each exactly as
+// AxpyFn computes it.
+using AxpyRowsFn = void (*)(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                            const float* x, int64_t x_stride, int32_t n_rows, int64_t n);
 // x = softmax(x) in place: exp(x - max) / sum (attention scores).
 using SoftmaxFn = void (*)(float* x, int64_t n);
 
@@ -239,9 +243,10 @@ static constexpr int64_t q6_k_rows16_qh(int u) { return q6_k_rows16_unit(u) + 12
   void f32_add__##isa(float* out, const float* a, const float* b, int64_t n);                              \
   float f32_dot__##isa(const float* a, const float* b, int64_t n);                                         \
   void f32_axpy__##isa(float* y, float alpha, const float* x, int64_t n);                                   \
-  void f32_dot_rows__##isa(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n,     \
-                           float scale, float* out);                                                       \
-  void f32_axpy_rows__##isa(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, \
+  void f32_dot_rows__##isa(const float* q, int32_t n_q, int64_t q_stride, const float* k, int64_t k_stride, \
+                           int32_t n_rows, int64_t n, float scale, float* out, int64_t out_stride);         \
+  void f32_axpy_rows__##isa(float* y, int32_t n_y, int64_t y_stride, const float* alpha,                   \
+                            int64_t alpha_stride, const float* x, int64_t x_stride, int32_t n_rows,          \
                             int64_t n);                                                                      \
   void f32_softmax__##isa(float* x, int64_t n);
 

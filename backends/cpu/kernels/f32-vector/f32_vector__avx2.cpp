@@ -103,8 +103,9 @@ void f32_axpy__avx2(float* y, float alpha, const float* x, int64_t n) {
 // (f32_dot's, one per key) and one transposed reduction with hsum's tree
 // (j + j + 4, j + j + 2, 0 + 1) for all 8; the last permute puts key t in
 // lane t (the tree leaves key 2m + h in lane 4h + m).
-void f32_dot_rows__avx2(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
-                          float* out) {
+namespace {
+
+void dot_rows1(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale, float* out) {
   int32_t t = 0;
   if (n % 8 == 0) {
     const __m256 vscale = _mm256_set1_ps(scale);
@@ -134,8 +135,6 @@ void f32_dot_rows__avx2(const float* q, const float* k, int64_t k_stride, int32_
   for (; t < n_rows; ++t) out[t] = f32_dot__avx2(q, k + t * k_stride, n) * scale;
 }
 
-namespace {
-
 // y kept in V registers across the rows (head sizes 64 and 128).
 template <int V>
 void axpy_rows_in_registers(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows) {
@@ -148,12 +147,23 @@ void axpy_rows_in_registers(float* y, const float* alpha, const float* x, int64_
   for (int v = 0; v < V; ++v) _mm256_storeu_ps(y + 8 * v, acc[v]);
 }
 
-}  // namespace
-
-void f32_axpy_rows__avx2(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+void axpy_rows1(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
   if (n == 32) return axpy_rows_in_registers<4>(y, alpha, x, x_stride, n_rows);
   if (n == 64) return axpy_rows_in_registers<8>(y, alpha, x, x_stride, n_rows);
   for (int32_t t = 0; t < n_rows; ++t) f32_axpy__avx2(y, alpha[t], x + t * x_stride, n);
+}
+
+}  // namespace
+
+// One head at a time.
+void f32_dot_rows__avx2(const float* q, int32_t n_q, int64_t q_stride, const float* k, int64_t k_stride,
+                        int32_t n_rows, int64_t n, float scale, float* out, int64_t out_stride) {
+  for (int32_t h = 0; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
+}
+
+void f32_axpy_rows__avx2(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                         const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  for (int32_t h = 0; h < n_y; ++h) axpy_rows1(y + h * y_stride, alpha + h * alpha_stride, x, x_stride, n_rows, n);
 }
 
 void f32_softmax__avx2(float* x, int64_t n) {

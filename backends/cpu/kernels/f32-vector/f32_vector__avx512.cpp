@@ -144,8 +144,10 @@ void f32_axpy__avx512(float* y, float alpha, const float* x, int64_t n) {
 // one transposed reduction for all 16 (about 2 shuffles and 1 add per key
 // where a reduction of its own takes 4 and 4: the reductions, not the FMAs,
 // bounded 512-token attention).
-void f32_dot_rows__avx512(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
-                          float* out) {
+namespace {
+
+// One head's scores, 16 keys at a time.
+void dot_rows1(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale, float* out) {
   const int64_t full = n / 16 * 16;
   const __mmask16 tail = tail_mask(n - full);
   const __m512 vscale = _mm512_set1_ps(scale);
@@ -169,26 +171,108 @@ void f32_dot_rows__avx512(const float* q, const float* k, int64_t k_stride, int3
   for (; t < n_rows; ++t) out[t] = f32_dot__avx512(q, k + t * k_stride, n) * scale;
 }
 
-namespace {
-
-// y kept in V registers across the rows (head sizes 64 and 128).
-template <int V>
-void axpy_rows_in_registers(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows) {
-  __m512 acc[V];
-  for (int v = 0; v < V; ++v) acc[v] = _mm512_loadu_ps(y + 16 * v);
-  for (int32_t t = 0; t < n_rows; ++t) {
-    const __m512 a = _mm512_set1_ps(alpha[t]);
-    for (int v = 0; v < V; ++v) acc[v] = _mm512_fmadd_ps(a, _mm512_loadu_ps(x + t * x_stride + 16 * v), acc[v]);
+// 4 heads x 4 keys at a time (n a multiple of 16): each key's vectors are
+// loaded once for the 4 heads; the 16 chains are f32_dot's, reduced
+// together (lane 4h + j: head h, key j). Keys past the last 4 go to
+// dot_rows1.
+void dot_rows4x4(const float* q, int64_t q_stride, const float* k, int64_t k_stride, int32_t n_rows, int64_t n,
+                 float scale, float* out, int64_t out_stride) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  int32_t t = 0;
+  for (; t + 4 <= n_rows; t += 4) {
+    const float* kt = k + t * k_stride;
+    __m512 acc[16];
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+      __m512 kv[4];
+      for (int j = 0; j < 4; ++j) kv[j] = _mm512_loadu_ps(kt + j * k_stride + i);
+      for (int h = 0; h < 4; ++h) {
+        const __m512 qv = _mm512_loadu_ps(q + h * q_stride + i);
+        for (int j = 0; j < 4; ++j) acc[4 * h + j] = _mm512_fmadd_ps(qv, kv[j], acc[4 * h + j]);
+      }
+    }
+    const __m512 r = _mm512_mul_ps(reduce16x16(acc), vscale);
+    _mm_storeu_ps(out + t, _mm512_castps512_ps128(r));
+    _mm_storeu_ps(out + out_stride + t, _mm512_extractf32x4_ps(r, 1));
+    _mm_storeu_ps(out + 2 * out_stride + t, _mm512_extractf32x4_ps(r, 2));
+    _mm_storeu_ps(out + 3 * out_stride + t, _mm512_extractf32x4_ps(r, 3));
   }
-  for (int v = 0; v < V; ++v) _mm512_storeu_ps(y + 16 * v, acc[v]);
+  if (t < n_rows) {
+    for (int h = 0; h < 4; ++h) {
+      dot_rows1(q + h * q_stride, k + t * k_stride, k_stride, n_rows - t, n, scale, out + h * out_stride + t);
+    }
+  }
+}
+
+// y kept in V registers across the rows (head sizes 64 and 128), for H
+// heads at once (H x V <= 16): each row's vectors are loaded once for them.
+template <int V, int H>
+void axpy_rows_in_registers(float* y, int64_t y_stride, const float* alpha, int64_t alpha_stride, const float* x,
+                            int64_t x_stride, int32_t n_rows) {
+  __m512 acc[H][V];
+  for (int h = 0; h < H; ++h) {
+    for (int v = 0; v < V; ++v) acc[h][v] = _mm512_loadu_ps(y + h * y_stride + 16 * v);
+  }
+  for (int32_t t = 0; t < n_rows; ++t) {
+    __m512 xv[V];
+    for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(x + t * x_stride + 16 * v);
+    for (int h = 0; h < H; ++h) {
+      const __m512 a = _mm512_set1_ps(alpha[h * alpha_stride + t]);
+      for (int v = 0; v < V; ++v) acc[h][v] = _mm512_fmadd_ps(a, xv[v], acc[h][v]);
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    for (int v = 0; v < V; ++v) _mm512_storeu_ps(y + h * y_stride + 16 * v, acc[h][v]);
+  }
+}
+
+// Heads from h in blocks of H (then one at a time) with V vectors each.
+template <int V, int H>
+void axpy_rows_blocks(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                         const float* x, int64_t x_stride, int32_t n_rows) {
+  int32_t h = 0;
+  for (; h + H <= n_y; h += H) {
+    axpy_rows_in_registers<V, H>(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride,
+                                 n_rows);
+  }
+  for (; h < n_y; ++h) {
+    axpy_rows_in_registers<V, 1>(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride,
+                                 n_rows);
+  }
 }
 
 }  // namespace
 
-void f32_axpy_rows__avx512(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
-  if (n == 64) return axpy_rows_in_registers<4>(y, alpha, x, x_stride, n_rows);
-  if (n == 128) return axpy_rows_in_registers<8>(y, alpha, x, x_stride, n_rows);
-  for (int32_t t = 0; t < n_rows; ++t) f32_axpy__avx512(y, alpha[t], x + t * x_stride, n);
+// Grouped-query heads 4 at a time where the head size is whole vectors
+// (scores: 4 keys x 4 heads per reduction; values: 4 heads of 64 or 2 of
+// 128 in registers), so each key and value row is read once per 4 or 2
+// heads instead of once per head; the rest one head at a time.
+void f32_dot_rows__avx512(const float* q, int32_t n_q, int64_t q_stride, const float* k, int64_t k_stride,
+                          int32_t n_rows, int64_t n, float scale, float* out, int64_t out_stride) {
+  int32_t h = 0;
+  if (n % 16 == 0) {
+    for (; h + 4 <= n_q; h += 4) {
+      dot_rows4x4(q + h * q_stride, q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride, out_stride);
+    }
+  }
+  for (; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
+}
+
+void f32_axpy_rows__avx512(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                           const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  if (n == 64) {
+    axpy_rows_blocks<4, 4>(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows);
+    return;
+  }
+  if (n == 128) {
+    axpy_rows_blocks<8, 2>(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows);
+    return;
+  }
+  for (int32_t h = 0; h < n_y; ++h) {
+    for (int32_t t = 0; t < n_rows; ++t) {
+      f32_axpy__avx512(y + h * y_stride, alpha[h * alpha_stride + t], x + t * x_stride, n);
+    }
+  }
 }
 
 void f32_softmax__avx512(float* x, int64_t n) {

@@ -42,13 +42,22 @@ void f32_axpy__generic(float* y, float alpha, const float* x, int64_t n) {
 
 // Attention over many keys in one call (no call per key): the same
 // arithmetic as f32_dot / f32_axpy per row, in row order.
-void f32_dot_rows__generic(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
-                          float* out) {
-  for (int32_t t = 0; t < n_rows; ++t) out[t] = f32_dot__generic(q, k + t * k_stride, n) * scale;
+void f32_dot_rows__generic(const float* q, int32_t n_q, int64_t q_stride, const float* k, int64_t k_stride,
+                           int32_t n_rows, int64_t n, float scale, float* out, int64_t out_stride) {
+  for (int32_t h = 0; h < n_q; ++h) {
+    for (int32_t t = 0; t < n_rows; ++t) {
+      out[h * out_stride + t] = f32_dot__generic(q + h * q_stride, k + t * k_stride, n) * scale;
+    }
+  }
 }
 
-void f32_axpy_rows__generic(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
-  for (int32_t t = 0; t < n_rows; ++t) f32_axpy__generic(y, alpha[t], x + t * x_stride, n);
+void f32_axpy_rows__generic(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                            const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  for (int32_t h = 0; h < n_y; ++h) {
+    for (int32_t t = 0; t < n_rows; ++t) {
+      f32_axpy__generic(y + h * y_stride, alpha[h * alpha_stride + t], x + t * x_stride, n);
+    }
+  }
 }
 
 void f32_softmax__generic(float* x, int64_t n) {

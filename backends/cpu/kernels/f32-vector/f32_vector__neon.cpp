@@ -53,8 +53,10 @@ void f32_axpy__neon(float* y, float alpha, const float* x, int64_t n) {
 // With n a multiple of 4, 4 keys at a time: their chains side by side
 // (f32_dot's) and two pairwise adds for all 4, the tree vaddvq_f32 uses
 // ((0 + 1) + (2 + 3)).
-void f32_dot_rows__neon(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale,
-                          float* out) {
+namespace {
+
+// One head's scores.
+void dot_rows1(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale, float* out) {
   int32_t t = 0;
   if (n % 4 == 0) {
     for (; t + 4 <= n_rows; t += 4) {
@@ -72,8 +74,21 @@ void f32_dot_rows__neon(const float* q, const float* k, int64_t k_stride, int32_
   for (; t < n_rows; ++t) out[t] = f32_dot__neon(q, k + t * k_stride, n) * scale;
 }
 
-void f32_axpy_rows__neon(float* y, const float* alpha, const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
-  for (int32_t t = 0; t < n_rows; ++t) f32_axpy__neon(y, alpha[t], x + t * x_stride, n);
+}  // namespace
+
+// One head at a time.
+void f32_dot_rows__neon(const float* q, int32_t n_q, int64_t q_stride, const float* k, int64_t k_stride,
+                        int32_t n_rows, int64_t n, float scale, float* out, int64_t out_stride) {
+  for (int32_t h = 0; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
+}
+
+void f32_axpy_rows__neon(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                         const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  for (int32_t h = 0; h < n_y; ++h) {
+    for (int32_t t = 0; t < n_rows; ++t) {
+      f32_axpy__neon(y + h * y_stride, alpha[h * alpha_stride + t], x + t * x_stride, n);
+    }
+  }
 }
 
 void f32_softmax__neon(float* x, int64_t n) {
