@@ -105,11 +105,26 @@ void f32_axpy__avx2(float* y, float alpha, const float* x, int64_t n) {
 // lane t (the tree leaves key 2m + h in lane 4h + m).
 namespace {
 
+// Lane j of the result = the sum of a[j]'s lanes by hsum's tree.
+inline __m256 reduce8x8(const __m256* a) {
+  __m256 b[4], c[2];
+  for (int u = 0; u < 4; ++u) {
+    b[u] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * u], a[2 * u + 1], 0x20),
+                         _mm256_permute2f128_ps(a[2 * u], a[2 * u + 1], 0x31));
+  }
+  for (int v = 0; v < 2; ++v) {
+    c[v] = _mm256_add_ps(_mm256_shuffle_ps(b[2 * v], b[2 * v + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(b[2 * v], b[2 * v + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  const __m256 e = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm256_permutevar8x32_ps(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 void dot_rows1(const float* q, const float* k, int64_t k_stride, int32_t n_rows, int64_t n, float scale, float* out) {
   int32_t t = 0;
   if (n % 8 == 0) {
     const __m256 vscale = _mm256_set1_ps(scale);
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (; t + 8 <= n_rows; t += 8) {
       const float* kt = k + t * k_stride;
       __m256 a[8];
@@ -118,21 +133,43 @@ void dot_rows1(const float* q, const float* k, int64_t k_stride, int32_t n_rows,
         const __m256 qv = _mm256_loadu_ps(q + i);
         for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kt + j * k_stride + i), a[j]);
       }
-      __m256 b[4], c[2];
-      for (int u = 0; u < 4; ++u) {
-        b[u] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * u], a[2 * u + 1], 0x20),
-                             _mm256_permute2f128_ps(a[2 * u], a[2 * u + 1], 0x31));
-      }
-      for (int v = 0; v < 2; ++v) {
-        c[v] = _mm256_add_ps(_mm256_shuffle_ps(b[2 * v], b[2 * v + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm256_shuffle_ps(b[2 * v], b[2 * v + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-      }
-      const __m256 e = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                     _mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-      _mm256_storeu_ps(out + t, _mm256_mul_ps(_mm256_permutevar8x32_ps(e, order), vscale));
+      _mm256_storeu_ps(out + t, _mm256_mul_ps(reduce8x8(a), vscale));
     }
   }
   for (; t < n_rows; ++t) out[t] = f32_dot__avx2(q, k + t * k_stride, n) * scale;
+}
+
+// 4 heads x 2 keys at a time (n a multiple of 8): each key's vectors loaded
+// once for the 4 heads; 8 chains (f32_dot's) reduced together (lane 2h + j:
+// head h, key j). A last odd key goes to dot_rows1.
+void dot_rows4x2(const float* q, int64_t q_stride, const float* k, int64_t k_stride, int32_t n_rows, int64_t n,
+                 float scale, float* out, int64_t out_stride) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  int32_t t = 0;
+  for (; t + 2 <= n_rows; t += 2) {
+    const float* kt = k + t * k_stride;
+    __m256 a[8];
+    for (int j = 0; j < 8; ++j) a[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) {
+      const __m256 k0 = _mm256_loadu_ps(kt + i), k1 = _mm256_loadu_ps(kt + k_stride + i);
+      for (int h = 0; h < 4; ++h) {
+        const __m256 qv = _mm256_loadu_ps(q + h * q_stride + i);
+        a[2 * h] = _mm256_fmadd_ps(qv, k0, a[2 * h]);
+        a[2 * h + 1] = _mm256_fmadd_ps(qv, k1, a[2 * h + 1]);
+      }
+    }
+    alignas(32) float r[8];
+    _mm256_store_ps(r, _mm256_mul_ps(reduce8x8(a), vscale));
+    for (int h = 0; h < 4; ++h) {
+      out[h * out_stride + t] = r[2 * h];
+      out[h * out_stride + t + 1] = r[2 * h + 1];
+    }
+  }
+  if (t < n_rows) {
+    for (int h = 0; h < 4; ++h) {
+      dot_rows1(q + h * q_stride, k + t * k_stride, k_stride, n_rows - t, n, scale, out + h * out_stride + t);
+    }
+  }
 }
 
 // y kept in V registers across the rows (head sizes 64 and 128).
@@ -153,17 +190,55 @@ void axpy_rows1(float* y, const float* alpha, const float* x, int64_t x_stride, 
   for (int32_t t = 0; t < n_rows; ++t) f32_axpy__avx2(y, alpha[t], x + t * x_stride, n);
 }
 
+// Two heads, n a multiple of 32: 32 floats of each in registers over all
+// the rows, so each piece of a value row is read once for both; f32_axpy's
+// operations.
+void axpy_rows2(float* y, int64_t y_stride, const float* alpha, int64_t alpha_stride, const float* x,
+                int64_t x_stride, int32_t n_rows, int64_t n) {
+  for (int64_t i = 0; i < n; i += 32) {
+    __m256 acc[2][4];
+    for (int h = 0; h < 2; ++h) {
+      for (int v = 0; v < 4; ++v) acc[h][v] = _mm256_loadu_ps(y + h * y_stride + i + 8 * v);
+    }
+    for (int32_t t = 0; t < n_rows; ++t) {
+      const __m256 a0 = _mm256_set1_ps(alpha[t]), a1 = _mm256_set1_ps(alpha[alpha_stride + t]);
+      for (int v = 0; v < 4; ++v) {
+        const __m256 xv = _mm256_loadu_ps(x + t * x_stride + i + 8 * v);
+        acc[0][v] = _mm256_fmadd_ps(a0, xv, acc[0][v]);
+        acc[1][v] = _mm256_fmadd_ps(a1, xv, acc[1][v]);
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      for (int v = 0; v < 4; ++v) _mm256_storeu_ps(y + h * y_stride + i + 8 * v, acc[h][v]);
+    }
+  }
+}
+
 }  // namespace
 
-// One head at a time.
+// Grouped-query heads several at a time where n is whole vectors (scores
+// 4 heads x 2 keys per reduction, values 2 heads), so each key and value
+// row is read once per 4 or 2 heads; the rest one head at a time.
 void f32_dot_rows__avx2(const float* q, int32_t n_q, int64_t q_stride, const float* k, int64_t k_stride,
                         int32_t n_rows, int64_t n, float scale, float* out, int64_t out_stride) {
-  for (int32_t h = 0; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
+  int32_t h = 0;
+  if (n % 8 == 0) {
+    for (; h + 4 <= n_q; h += 4) {
+      dot_rows4x2(q + h * q_stride, q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride, out_stride);
+    }
+  }
+  for (; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
 }
 
 void f32_axpy_rows__avx2(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
                          const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
-  for (int32_t h = 0; h < n_y; ++h) axpy_rows1(y + h * y_stride, alpha + h * alpha_stride, x, x_stride, n_rows, n);
+  int32_t h = 0;
+  if (n % 32 == 0) {
+    for (; h + 2 <= n_y; h += 2) {
+      axpy_rows2(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride, n_rows, n);
+    }
+  }
+  for (; h < n_y; ++h) axpy_rows1(y + h * y_stride, alpha + h * alpha_stride, x, x_stride, n_rows, n);
 }
 
 void f32_softmax__avx2(float* x, int64_t n) {

@@ -74,17 +74,92 @@ void dot_rows1(const float* q, const float* k, int64_t k_stride, int32_t n_rows,
   for (; t < n_rows; ++t) out[t] = f32_dot__neon(q, k + t * k_stride, n) * scale;
 }
 
+// 4 heads x 4 keys at a time (n a multiple of 4): each key's vectors loaded
+// once for the 4 heads, 16 chains (f32_dot's), each head's 4 keys reduced
+// by dot_rows1's tree. Keys past the last 4 go to dot_rows1.
+void dot_rows4x4(const float* q, int64_t q_stride, const float* k, int64_t k_stride, int32_t n_rows, int64_t n,
+                 float scale, float* out, int64_t out_stride) {
+  int32_t t = 0;
+  for (; t + 4 <= n_rows; t += 4) {
+    const float* kt = k + t * k_stride;
+    float32x4_t a[4][4];  // [head][key]
+    for (int h = 0; h < 4; ++h) {
+      for (int j = 0; j < 4; ++j) a[h][j] = vdupq_n_f32(0.0f);
+    }
+    for (int64_t i = 0; i < n; i += 4) {
+      float32x4_t kv[4];
+      for (int j = 0; j < 4; ++j) kv[j] = vld1q_f32(kt + j * k_stride + i);
+      for (int h = 0; h < 4; ++h) {
+        const float32x4_t qv = vld1q_f32(q + h * q_stride + i);
+        for (int j = 0; j < 4; ++j) a[h][j] = vfmaq_f32(a[h][j], qv, kv[j]);
+      }
+    }
+    for (int h = 0; h < 4; ++h) {
+      const float32x4_t s = vpaddq_f32(vpaddq_f32(a[h][0], a[h][1]), vpaddq_f32(a[h][2], a[h][3]));
+      vst1q_f32(out + h * out_stride + t, vmulq_n_f32(s, scale));
+    }
+  }
+  if (t < n_rows) {
+    for (int h = 0; h < 4; ++h) {
+      dot_rows1(q + h * q_stride, k + t * k_stride, k_stride, n_rows - t, n, scale, out + h * out_stride + t);
+    }
+  }
+}
+
+// H heads, n a multiple of 16: 16 floats of each head at a time in
+// registers (4 x H accumulators) over all the rows, so each 64-byte piece of
+// a value row is read once for the H heads; f32_axpy's operations.
+template <int H>
+void axpy_rows_heads(float* y, int64_t y_stride, const float* alpha, int64_t alpha_stride, const float* x,
+                     int64_t x_stride, int32_t n_rows, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    float32x4_t acc[H][4];
+    for (int h = 0; h < H; ++h) {
+      for (int v = 0; v < 4; ++v) acc[h][v] = vld1q_f32(y + h * y_stride + i + 4 * v);
+    }
+    for (int32_t t = 0; t < n_rows; ++t) {
+      float32x4_t xv[4];
+      for (int v = 0; v < 4; ++v) xv[v] = vld1q_f32(x + t * x_stride + i + 4 * v);
+      for (int h = 0; h < H; ++h) {
+        const float a = alpha[h * alpha_stride + t];
+        for (int v = 0; v < 4; ++v) acc[h][v] = vfmaq_n_f32(acc[h][v], xv[v], a);
+      }
+    }
+    for (int h = 0; h < H; ++h) {
+      for (int v = 0; v < 4; ++v) vst1q_f32(y + h * y_stride + i + 4 * v, acc[h][v]);
+    }
+  }
+}
+
 }  // namespace
 
-// One head at a time.
+// Grouped-query heads 4 at a time (scores) where n is whole vectors, so
+// each key and value row is read once per 4 heads; the rest one head at a
+// time.
 void f32_dot_rows__neon(const float* q, int32_t n_q, int64_t q_stride, const float* k, int64_t k_stride,
                         int32_t n_rows, int64_t n, float scale, float* out, int64_t out_stride) {
-  for (int32_t h = 0; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
+  int32_t h = 0;
+  if (n % 4 == 0) {
+    for (; h + 4 <= n_q; h += 4) {
+      dot_rows4x4(q + h * q_stride, q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride, out_stride);
+    }
+  }
+  for (; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
 }
 
 void f32_axpy_rows__neon(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
                          const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
-  for (int32_t h = 0; h < n_y; ++h) {
+  int32_t h = 0;
+  if (n % 16 == 0) {
+    for (; h + 4 <= n_y; h += 4) {
+      axpy_rows_heads<4>(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride, n_rows, n);
+    }
+    for (; h < n_y; ++h) {
+      axpy_rows_heads<1>(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride, n_rows, n);
+    }
+    return;
+  }
+  for (; h < n_y; ++h) {
     for (int32_t t = 0; t < n_rows; ++t) {
       f32_axpy__neon(y + h * y_stride, alpha[h * alpha_stride + t], x + t * x_stride, n);
     }
