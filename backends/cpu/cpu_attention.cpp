@@ -70,21 +70,27 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
     const int32_t n1 = kv.ring ? std::min<int32_t>(n_pos, static_cast<int32_t>(ring_base + kv.rows - s1)) : n_pos;
     auto slot = [&](int32_t t) { return t < n1 ? s1 + t : ring_base + (t - n1); };
     const float* qi = q + i * q_dim;
+    // The call's heads in runs sharing a key head: fn(first head, count,
+    // the key head's offset in a cache row); the row kernels read each key
+    // and value row once per run.
+    auto kv_runs = [&](auto&& fn) {
+      for (int32_t h0 = head_begin; h0 < head_end;) {
+        const int32_t h1 = std::min<int32_t>(head_end, static_cast<int32_t>((h0 / group + 1) * group));
+        fn(h0, h1 - h0, (h0 / group) * head_dim);
+        h0 = h1;
+      }
+    };
     if (kv.k_type == KvType::F32) {
       const float* k = reinterpret_cast<const float*>(kv.k);
       const int64_t stride = static_cast<int64_t>(kv.k_row_bytes / sizeof(float));
-      // The heads sharing a key head together (one read of each key row).
-      for (int32_t h0 = head_begin; h0 < head_end;) {
-        const int32_t h1 = std::min<int32_t>(head_end, static_cast<int32_t>((h0 / group + 1) * group));
-        const int64_t off = (h0 / group) * head_dim;
-        kern.dot_rows(qi + h0 * head_dim, h1 - h0, head_dim, k + s1 * stride + off, stride, n1, head_dim, scale,
+      kv_runs([&](int32_t h0, int32_t nh, int64_t off) {
+        kern.dot_rows(qi + h0 * head_dim, nh, head_dim, k + s1 * stride + off, stride, n1, head_dim, scale,
                       scores + h0 * context, context);
         if (n1 < n_pos) {
-          kern.dot_rows(qi + h0 * head_dim, h1 - h0, head_dim, k + ring_base * stride + off, stride, n_pos - n1,
+          kern.dot_rows(qi + h0 * head_dim, nh, head_dim, k + ring_base * stride + off, stride, n_pos - n1,
                         head_dim, scale, scores + h0 * context + n1, context);
         }
-        h0 = h1;
-      }
+      });
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
         kv_load_row(kv.k_type, kv.k + slot(t) * kv.k_row_bytes, krow, kv_dim);
@@ -105,18 +111,14 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
     if (kv.v_type == KvType::F32) {
       const float* v = reinterpret_cast<const float*>(kv.v);
       const int64_t stride = static_cast<int64_t>(kv.v_row_bytes / sizeof(float));
-      for (int32_t h0 = head_begin; h0 < head_end;) {
-        const int32_t h1 = std::min<int32_t>(head_end, static_cast<int32_t>((h0 / group + 1) * group));
-        const int64_t off = (h0 / group) * head_dim;
+      kv_runs([&](int32_t h0, int32_t nh, int64_t off) {
         float* o = out + i * q_dim + h0 * head_dim;
-        kern.axpy_rows(o, h1 - h0, head_dim, scores + h0 * context, context, v + s1 * stride + off, stride, n1,
-                       head_dim);
+        kern.axpy_rows(o, nh, head_dim, scores + h0 * context, context, v + s1 * stride + off, stride, n1, head_dim);
         if (n1 < n_pos) {
-          kern.axpy_rows(o, h1 - h0, head_dim, scores + h0 * context + n1, context, v + ring_base * stride + off,
-                         stride, n_pos - n1, head_dim);
+          kern.axpy_rows(o, nh, head_dim, scores + h0 * context + n1, context, v + ring_base * stride + off, stride,
+                         n_pos - n1, head_dim);
         }
-        h0 = h1;
-      }
+      });
     } else {
       for (int32_t t = 0; t < n_pos; ++t) {
         kv_load_row(kv.v_type, kv.v + slot(t) * kv.v_row_bytes, vrow, kv_dim);

@@ -244,6 +244,23 @@ constexpr bool unpack_once() {
 
 constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
 
+// Tokens [t0, t1) in tiles: kTile at a time, then 4 (when kTile > 4), then
+// the 1-3 left; f.template operator()<T>(t) runs the tile of T from t.
+template <int kTile, class F>
+__attribute__((always_inline)) inline void token_tiles(int64_t t0, int64_t t1, const F& f) {
+  int64_t t = t0;
+  for (; t + kTile <= t1; t += kTile) f.template operator()<kTile>(t);
+  if constexpr (kTile > 4) {
+    for (; t + 4 <= t1; t += 4) f.template operator()<4>(t);
+  }
+  switch (t1 - t) {
+    case 3: f.template operator()<3>(t); break;
+    case 2: f.template operator()<2>(t); break;
+    case 1: f.template operator()<1>(t); break;
+    default: break;
+  }
+}
+
 // The activations of T tokens from t.
 template <int T>
 struct Acts {
@@ -511,17 +528,7 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
       const int64_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
       for (int64_t r = r0; r < r1; r += 16) {
         const uint8_t* group = w + r / 16 * group_bytes;
-        int64_t t = t0;
-        for (; t + kTile <= t1; t += kTile) tile16<W, kTile>(group, nsb, x, t, out + r, out_stride);
-        if constexpr (kTile > 4) {
-          for (; t + 4 <= t1; t += 4) tile16<W, 4>(group, nsb, x, t, out + r, out_stride);
-        }
-        switch (t1 - t) {
-          case 3: tile16<W, 3>(group, nsb, x, t, out + r, out_stride); break;
-          case 2: tile16<W, 2>(group, nsb, x, t, out + r, out_stride); break;
-          case 1: tile16<W, 1>(group, nsb, x, t, out + r, out_stride); break;
-          default: break;
-        }
+        token_tiles<kTile>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) { tile16<W, T>(group, nsb, x, t, out + r, out_stride); });
       }
     }
     return;
@@ -544,17 +551,9 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
         for (int p = 0; p < 4; ++p) {
           for (int c = 0; c < 8; ++c) W::quants(tile, p, c, &unpacked[2 * (8 * p + c)], &unpacked[2 * (8 * p + c) + 1]);
         }
-        int64_t t = t0;
-        for (; t + kTile <= t1; t += kTile) gemm_tile<W, kTile>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0));
-        if constexpr (kTile > 4) {
-          for (; t + 4 <= t1; t += 4) gemm_tile<W, 4>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0));
-        }
-        switch (t1 - t) {
-          case 3: gemm_tile<W, 3>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0)); break;
-          case 2: gemm_tile<W, 2>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0)); break;
-          case 1: gemm_tile<W, 1>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0)); break;
-          default: break;
-        }
+        token_tiles<kTile>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
+          gemm_tile<W, T>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0));
+        });
       }
       for (int64_t t = t0; t < t1; ++t) _mm512_storeu_ps(out + t * out_stride + r, _mm512_load_ps(sums + 16 * (t - t0)));
     }
