@@ -289,8 +289,10 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
     std::mt19937 rng(23);
     const int64_t block = dtype_block_elements(t);
     for (int64_t rows : {16, 32, 48, 80}) {
-      // Every token remainder of the gemm's tiles, past its 32-token chunk.
-      const std::vector<int32_t> ns = {1, 2, 3, 4, 5, 6, 11, 16, 33, 37};
+      // Every token remainder of the gemm's tiles, past its 32-token chunk
+      // (NEON, AVX2) and, at 16 rows, past AVX-512's (up to 128).
+      std::vector<int32_t> ns = {1, 2, 3, 4, 5, 6, 11, 16, 33, 37};
+      if (rows == 16) ns.push_back(133);
       for (int32_t n : ns) {
         const int64_t cols = block * (1 + static_cast<int64_t>(rng() % (block == 32 ? 9 : 3)));
         CAPTURE(rows);
