@@ -72,7 +72,7 @@ void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
   }
 }
 
-// ---- Super-block types (Q4_K, Q5_K, Q6_K, IQ4_XS): per 256 columns one tile of 16 x the
+// ---- Super-block types (Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): per 256 columns one tile of 16 x the
 // block's bytes. Each field of the GGUF block (source offset `off`, `n`
 // bytes) takes 16 x n bytes at `base` in the tile, arranged by `how`
 // (core/layout.h): the 16 rows' copies one after another, or transposed
@@ -109,6 +109,10 @@ bool super_shape(DType t, SuperShape* s) {
       *s = {4,
             {{0, 2, How::Copy, 0}, {2, 2, How::Transpose, 32}, {4, 4, How::Transpose, 64}, {8, 128, How::Words, 128}}};
       return true;
+    case DType::Q3_K:
+      *s = {4,
+            {{108, 2, How::Copy, 0}, {96, 12, How::Transpose, 32}, {32, 64, How::Words, 224}, {0, 32, How::Words, 224}}};
+      return true;
     default: return false;
   }
 }
@@ -121,12 +125,18 @@ bool is_super(DType t) {
 // the order the kernels read them, so each tile is one ascending stream:
 //   Q5_K: nibble chunk j, then qh chunk j (j = 0..7: pair 0 reads both),
 //         then nibble chunks 8..31
+//   Q3_K: q chunk j, then hmask chunk j (j = 0..7: pair 0 reads both), then
+//         q chunks 8..15
 //   Q6_K: 16 units of 192 bytes (ql chunks 16h + j and 16h + 8 + j, qh
 //         chunk 8h + j: all that chunk j of pairs 2h and 2h + 1 read)
 //   the others: the field's chunks one after another
 int64_t chunk_at(DType t, const Field& f, int w) {
   if (t == DType::Q5_K) {
     if (f.off == 16) return f.base + 128 * w + 64;  // qh
+    return w < 8 ? f.base + 128 * w : f.base + 1024 + 64 * (w - 8);
+  }
+  if (t == DType::Q3_K) {
+    if (f.off == 0) return f.base + 128 * w + 64;  // hmask chunk j, beside q chunk j
     return w < 8 ? f.base + 128 * w : f.base + 1024 + 64 * (w - 8);
   }
   if (t == DType::Q6_K) {

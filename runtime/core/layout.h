@@ -3,7 +3,7 @@
 // RowMajor: shape [rows, cols], each row contiguous; quantized rows are runs
 // of 32-element blocks (as GGUF stores them).
 //
-// Rows16 (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and IQ4_XS matrices whose row count is a multiple of 16): the
+// Rows16 (Q8_0, Q4_0, Q5_0, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS matrices whose row count is a multiple of 16): the
 // same bytes regrouped so that a 64-byte load feeds one int8 dot-product
 // instruction per 16 rows, with no horizontal sums and no scale shuffling.
 // Rows are taken 16 at a time; group g occupies the bytes that rows
@@ -61,6 +61,17 @@
 //         + 4i (chunk c = 4s + j: low nibbles = elements 4j.. of sub-block
 //         s, high nibbles = elements 16 + 4j..)
 //
+// Q3_K (the same rule, per super-block one tile of 16 x 110 bytes, 1760):
+//   0     16 f16 d
+//   32    the 12 packed 6-bit scale bytes transposed: byte k of row i at
+//         32 + 16k + i
+//   224   for j = 0..7: q chunk j at 224 + 128j (row i's q bytes 4j..4j+3 at
+//         + 4i), then hmask chunk j at 224 + 128j + 64 (row i's hmask bytes
+//         4j..4j+3); then q chunks 8..15 at 1248 + 64 (w - 8). q chunk
+//         8h + j: bit pair k = elements 128h + 32k + 4j.. (sub-block 4h + k
+//         of 32, its elements 4j..); hmask chunk j: bit s = the third bit of
+//         sub-block s's elements 4j..
+//
 // One stream per tile: every type's fields are placed in the order its
 // kernels read them (scales first). Scales kept in a separate run read as a
 // second stream measured half the bandwidth on an AMD Zen core, and Q6_K's
@@ -92,8 +103,8 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 // row itself for RowMajor, else gathered into `scratch` (row bytes).
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch);
 
-// Storage block j of row r (32 elements; for Q4_K / Q5_K / Q6_K / IQ4_XS the 256-element
-// super-block), in RowMajor bytes, into `out` (34, 18, 22, 144, 176, 210 or 136 bytes). For
+// Storage block j of row r (32 elements; for Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS the 256-element
+// super-block), in RowMajor bytes, into `out` (34, 18, 22, 110, 144, 176, 210 or 136 bytes). For
 // a RowMajor tensor, a copy.
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out);
 

@@ -61,18 +61,19 @@ size_t argmax(const float* v, size_t n) {
 
 TEST_SUITE("tools") {
 
-TEST_CASE("rows16: the writer regroups q8_0/q4_0/q4_k/q5_k/q6_k/iq4_xs matrices, reads back the same bytes, runs like row-major") {
+TEST_CASE("rows16: the writer regroups q8_0/q4_0/q3_k/q4_k/q5_k/q6_k/iq4_xs matrices, reads back the same bytes, runs like row-major") {
   SynthShape tiny;
   REQUIRE(synth_shape("tiny", &tiny));
-  // Q4_K / Q5_K / Q6_K / IQ4_XS need whole 256-element super-blocks: a 256-wide shape.
+  // Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS need whole 256-element super-blocks: a 256-wide shape.
   const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("layout");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
     const std::string type_name = dtype_name(t);
     CAPTURE(type_name);
-    const bool super = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K || t == DType::IQ4_XS;
+    const bool super =
+        t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K || t == DType::IQ4_XS;
     const SynthShape& shape = super ? k256 : tiny;
     auto m = make_synthetic(shape, t, 9, "");
     REQUIRE(m.is_ok());

@@ -1,4 +1,4 @@
-// The K-quant super-block types (and IQ4_XS) in the Rows16 layout (core/layout.h) x 8-bit
+// The K-quant super-block types (Q3_K-Q6_K) and IQ4_XS in the Rows16 layout (core/layout.h) x 8-bit
 // activations, AVX2. kquant_rows16__avx512vnni.cpp's tile on ymm, one
 // group half (rows 0..7 or 8..15, one int32 lane per row) at a time: a half
 // of a 64-byte chunk is 8 rows x 4 quant bytes; vpmaddubsw (unsigned quants x the token's
@@ -13,13 +13,15 @@
 //                            sub-block
 //   W::quants(tile, h, p, c, lo, hi)  half h of chunk c of sub-block pair
 //                            p: sub(p, 0)'s unsigned bytes in lo, sub(p, 1)'s in hi
-//   kPer16 (Q6_K: int8 scales per 16, quants q + 32 up to 63): the int16
-//                            sums take 2 chunks (4 products of 63 x 127 =
-//                            32004 per lane), then vpmaddwd by the group's
-//                            scale (W::scale16: the row's scale in both int16
-//                            halves of its dword) into int32, seeded with
-//                            vpmaddwd of W::offset16 (the row's -32 x scale
-//                            of the sub-block's two groups) by the token's two
+//   kPer16 (Q3_K, Q6_K: int8 scales per 16, W::scales8(tile, buf) as
+//                            [group][row]; quants q + W::kOffset, Q6_K's up
+//                            to 63, Q3_K's to 7): the int16 sums take 2
+//                            chunks (4 products of 63 x 127 = 32004 per
+//                            lane), then vpmaddwd by the group's scale
+//                            (scale16: the row's scale in both int16 halves
+//                            of its dword) into int32, seeded with vpmaddwd
+//                            of offset16 (the row's -kOffset x scale of the
+//                            sub-block's two groups) by the token's two
 //                            sum16: exact, one int32 per sub-block as Q4_K's.
 //   kSigned (optional, false if absent; IQ4_XS): W::quants gives signed
 //                            bytes, multiplied by the sign trick
@@ -78,8 +80,6 @@ struct Q4_KRows16 {
   static constexpr int sub(int p, int k) { return 2 * p + k; }
   static constexpr bool kPer16 = false;
   static constexpr int kInt16Chunks = 8;  // chunks an int16 sum takes: 16 products of 15 x 127
-  static __m256i scale16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
-  static __m256i offset16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
 };
 
 // Q5_K: Q4_K's d, dmin and scales; from 256 nibble chunk j and qh chunk j
@@ -108,23 +108,13 @@ struct Q6_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ6_K);
   static constexpr bool kHasMin = false;
   static constexpr bool kPer16 = true;
+  static constexpr int kOffset = 32;
   static constexpr int sub(int p, int k) { return 4 * (p / 2) + p % 2 + 2 * k; }
   static void scales(const uint8_t* tile, int h, __m256* sc, __m256*) {
     const __m256 d = f16x8(tile + 16 * h);
     for (int s = 0; s < 8; ++s) sc[s] = d;
   }
-  // Half h's int8 scales of group g, each row's in both int16 halves of its dword.
-  static __m256i scale16(const uint8_t* tile, int h, int g) {
-    const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 32 + 16 * g + 8 * h)));
-    return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
-  }
-  // Half h's (-32 x scale of group 2s, -32 x scale of group 2s + 1) per row.
-  static __m256i offset16(const uint8_t* tile, int h, int s) {
-    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 32 + 16 * (2 * s) + 8 * h));
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 32 + 16 * (2 * s + 1) + 8 * h));
-    const __m256i v = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
-    return _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(v, 5));
-  }
+  static const int8_t* scales8(const uint8_t* tile, int8_t*) { return reinterpret_cast<const int8_t*>(tile + 32); }
   static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
     const __m256i l = load32(tile + q6_k_rows16_ql(8 * p + c) + 32 * h);
     const __m256i q = load32(tile + q6_k_rows16_qh(8 * (p / 2) + c) + 32 * h);
@@ -133,6 +123,53 @@ struct Q6_KRows16 {
     const __m256i qh = p % 2 ? _mm256_srli_epi16(q, 2) : q;
     *lo = _mm256_or_si256(_mm256_and_si256(l, m0f), _mm256_and_si256(ql, m30));
     *hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m0f), _mm256_and_si256(qh, m30));
+  }
+};
+
+// Q3_K: tile = d[16] f16 at 0, the 12 scale bytes transposed at 32, then
+// q chunk j and hmask chunk j side by side for j = 0..7, then q chunks
+// 8..15 (core/layout.h); pairs, quants (q + 4, 0..7) and scales as in
+// kquant_rows16__avx512vnni.cpp.
+struct Q3_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ3_K);
+  static constexpr bool kHasMin = false;
+  static constexpr bool kPer16 = true;
+  static constexpr int kOffset = 4;
+  static constexpr int sub(int p, int k) { return 2 * p + k; }
+  static void scales(const uint8_t* tile, int h, __m256* sc, __m256*) {
+    const __m256 d = f16x8(tile + 16 * h);
+    for (int s = 0; s < 8; ++s) sc[s] = d;
+  }
+  // Group g = 4k + i: the low nibble of scale byte g % 8, bits 2 (g / 4)..
+  // of byte 8 + g % 4 as bits 4-5, minus 32; 32 bytes (two groups) at a time.
+  static const int8_t* scales8(const uint8_t* tile, int8_t* buf) {
+    const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30), k32 = _mm256_set1_epi8(32);
+    for (int q = 0; q < 2; ++q) {
+      const __m256i l0 = load32(tile + 32 + 32 * q), l1 = load32(tile + 96 + 32 * q), h = load32(tile + 160 + 32 * q);
+      const __m256i z[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, m0f), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)),
+          _mm256_or_si256(_mm256_and_si256(l1, m0f), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m0f), _mm256_and_si256(h, m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m0f), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30))};
+      for (int k = 0; k < 4; ++k) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(buf + 64 * k + 32 * q), _mm256_sub_epi8(z[k], k32));
+      }
+    }
+    return buf;
+  }
+  // Bit `from` of each byte to bit 2, the rest cleared.
+  static __m256i bit2(__m256i v, int from) {
+    const __m256i m04 = _mm256_set1_epi8(0x04);
+    if (from >= 2) return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(from - 2)), m04);
+    return _mm256_and_si256(_mm256_sll_epi16(v, _mm_cvtsi32_si128(2 - from)), m04);
+  }
+  static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
+    const __m256i v = load32(tile + q3_k_rows16_qs(8 * (p / 2) + c) + 32 * h);
+    const __m256i hm = load32(tile + q3_k_rows16_hm(c) + 32 * h);
+    const __m256i m03 = _mm256_set1_epi8(0x03);
+    const __m256i q = _mm256_srl_epi16(v, _mm_cvtsi32_si128(4 * (p % 2)));
+    *lo = _mm256_or_si256(_mm256_and_si256(q, m03), bit2(hm, 2 * p));
+    *hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2), m03), bit2(hm, 2 * p + 1));
   }
 };
 
@@ -174,9 +211,23 @@ struct IQ4_XSRows16 {
     *lo = _mm256_shuffle_epi8(levels, ia);
     *hi = _mm256_shuffle_epi8(levels, ib);
   }
-  static __m256i scale16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
-  static __m256i offset16(const uint8_t*, int, int) { return _mm256_setzero_si256(); }
 };
+
+// kPer16: half h's int8 scales of group g (s8: W::scales8's [group][row]),
+// each row's in both int16 halves of its dword.
+inline __m256i scale16(const int8_t* s8, int h, int g) {
+  const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8 + 16 * g + 8 * h)));
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
+}
+// kPer16: half h's (-kOffset x scale of group 2s, -kOffset x scale of group
+// 2s + 1) per row, int16.
+template <class W>
+inline __m256i offset16(const int8_t* s8, int h, int s) {
+  const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8 + 16 * (2 * s) + 8 * h));
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8 + 16 * (2 * s + 1) + 8 * h));
+  const __m256i v = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+  return _mm256_mullo_epi16(v, _mm256_set1_epi16(static_cast<int16_t>(-W::kOffset)));
+}
 
 // vpmaddubsw of quants q by activations a: W's unsigned quants as they are,
 // kSigned's by the sign trick.
@@ -242,6 +293,9 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
     const uint8_t* tl = group + sb * W::kTileBytes;
     __m256 sc[H][8], mn[H][8];
     for (int h = 0; h < H; ++h) W::scales(tl, h0 + h, sc[h], mn[h]);
+    alignas(32) int8_t buf[W::kPer16 ? 256 : 1];
+    const int8_t* s8 = nullptr;
+    if constexpr (W::kPer16) s8 = W::scales8(tl, buf);
     // The activation blocks' sums as floats (bias = -8 x sum, so the shift
     // is exact), 8 per token at once: the min FMAs broadcast them from here.
     alignas(32) float xsum[W::kHasMin ? T : 1][8];
@@ -257,7 +311,7 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
       __m256i i0[H][T], i1[H][T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
       if constexpr (W::kPer16) {
         for (int h = 0; h < H; ++h) {
-          const __m256i o0 = W::offset16(tl, h0 + h, u0), o1 = W::offset16(tl, h0 + h, u1);
+          const __m256i o0 = offset16<W>(s8, h0 + h, u0), o1 = offset16<W>(s8, h0 + h, u1);
           for (int j = 0; j < T; ++j) {
             int32_t w0, w1;  // the token's sum16 of the sub-block's two groups
             memcpy(&w0, xs[j] + sb * 16 + 2 * u0, 4);
@@ -272,7 +326,7 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
             __m256i lo0, hi0, lo1, hi1;
             W::quants(tl, h0 + h, p, c, &lo0, &hi0);
             W::quants(tl, h0 + h, p, c + 1, &lo1, &hi1);
-            const __m256i m0 = W::scale16(tl, h0 + h, 2 * u0 + c / 4), m1 = W::scale16(tl, h0 + h, 2 * u1 + c / 4);
+            const __m256i m0 = scale16(s8, h0 + h, 2 * u0 + c / 4), m1 = scale16(s8, h0 + h, 2 * u1 + c / 4);
             for (int j = 0; j < T; ++j) {
               const __m256i p0 =
                   _mm256_add_epi16(_mm256_maddubs_epi16(lo0, _mm256_set1_epi32(word(xa[j] + e0 + 4 * c))),
@@ -374,6 +428,8 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 
 }  // namespace
 
+EMBER_DEFINE_QMATMUL(q3_k_rows16_gemv, avx2, rows16_gemv<Q3_KRows16>)
+EMBER_DEFINE_QMATMUL(q3_k_rows16_gemm, avx2, rows16_gemm<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx2, rows16_gemv<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx2, rows16_gemm<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx2, rows16_gemv<Q5_KRows16>)

@@ -1,4 +1,4 @@
-// The K-quant super-block types (and IQ4_XS) in the Rows16 layout (core/layout.h) x 8-bit
+// The K-quant super-block types (Q3_K-Q6_K) and IQ4_XS in the Rows16 layout (core/layout.h) x 8-bit
 // activations, AVX-512 VNNI. One zmm lane per row: a 64-byte chunk of a
 // tile is 16 rows x 4 quant bytes, so one vpdpbusd with the token's 4
 // activation bytes broadcast gives 16 rows' partial sums, no horizontal
@@ -13,13 +13,24 @@
 //   W::quants(tile, p, c, lo, hi)  chunk c of sub-block pair p as vpdpbusd's
 //                            unsigned bytes: sub(p, 0)'s elements 4c..4c+3
 //                            in lo, sub(p, 1)'s in hi
-//   kPer16 (Q6_K): W::scale16(tile, g) the 16 rows' int8 scale of group g
-//                            (16 elements) as int32 lanes; the quants are
-//                            q + 32 (0..63), the chains seeded with -32 x
-//                            the token's sum16 per group, so each group's
-//                            int32 sum is exact, then multiplied by its scale
-//                            (vpmulld) and the group pair added: one int32
-//                            per sub-block, as Q4_K's.
+//   kPer16 (Q3_K, Q6_K): W::scales8(tile, buf) the 16 rows' int8 scales of
+//                            the 16 groups (16 elements each), [group][row]
+//                            (Q6_K's are in the tile, Q3_K's decoded into
+//                            buf); the quants are q + W::kOffset (Q6_K 32:
+//                            0..63, Q3_K 4: 0..7), the chains seeded with
+//                            -kOffset x the token's sum16 per group, so each
+//                            group's int32 sum is exact, then multiplied by
+//                            its scale (vpmulld) and the group pair added:
+//                            one int32 per sub-block, as Q4_K's.
+//   kUnitDecode (optional, false if absent; Q6_K): decode (one token) reads
+//                            the tile through q6_k_decode_superblock.
+//   kPremulBias (optional, 0 if absent; Q3_K: 124): the unpack-once gemm
+//                            takes W::premul's quants, each row's group scale
+//                            applied ((q - kOffset) x scale + kPremulBias,
+//                            unsigned bytes), so a sub-block is one chain as
+//                            Q4_K's, seeded with -kPremulBias x the block's
+//                            activation sum, and no per-group multiply is
+//                            left; the same int32 per sub-block as kPer16's.
 //   kBiasSeed (optional, 0 if absent; IQ4_XS: 16): each sub-block's int32
 //                            chain starts at kBiasSeed x the activation
 //                            block's bias (-8 x sum(a)), so quants stored
@@ -96,7 +107,6 @@ struct Q4_KRows16 {
   }
   static constexpr int sub(int p, int h) { return 2 * p + h; }
   static constexpr bool kPer16 = false;
-  static __m512i scale16(const uint8_t*, int) { return _mm512_setzero_si512(); }
 };
 
 // Q5_K: Q4_K's d, dmin and scales; from 256 nibble chunk j and qh chunk j
@@ -127,14 +137,16 @@ struct Q5_KRows16 : Q4_KRows16 {
 struct Q6_KRows16 {
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ6_K);
   static constexpr bool kUnpackOnce = true;
+  static constexpr bool kUnitDecode = true;
   static constexpr bool kHasMin = false;
   static constexpr bool kPer16 = true;
+  static constexpr int kOffset = 32;
   static constexpr int sub(int p, int h) { return 4 * (p / 2) + p % 2 + 2 * h; }
   static void scales(const uint8_t* tile, __m512* sc, __m512*) {
     const __m512 d = f16x16(tile);
     for (int s = 0; s < 8; ++s) sc[s] = d;
   }
-  static __m512i scale16(const uint8_t* tile, int g) { return _mm512_cvtepi8_epi32(load16(tile + 32 + 16 * g)); }
+  static const int8_t* scales8(const uint8_t* tile, int8_t*) { return reinterpret_cast<const int8_t*>(tile + 32); }
   static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
     const __m512i l = _mm512_loadu_si512(tile + q6_k_rows16_ql(8 * p + c));
     const __m512i h = _mm512_loadu_si512(tile + q6_k_rows16_qh(8 * (p / 2) + c));
@@ -143,6 +155,78 @@ struct Q6_KRows16 {
     const __m512i hh = p % 2 ? _mm512_srli_epi16(h, 2) : h;
     *lo = _mm512_or_si512(_mm512_and_si512(l, m0f), _mm512_and_si512(hl, m30));
     *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m0f), _mm512_and_si512(hh, m30));
+  }
+};
+
+// Q3_K: tile = d[16] f16 at 0, the 12 scale bytes transposed at 32, then
+// q chunk j and hmask chunk j side by side for j = 0..7, then q chunks
+// 8..15 (core/layout.h). Pair p = sub-blocks 2p and 2p + 1: q chunk
+// 8 (p / 2) + c, bit pairs 2 (p % 2) and that + 1, their third bits in
+// hmask chunk c, bits 2p and 2p + 1. The quants are q + 4 (0..7: the
+// 2-bit value and the hmask bit as bit 2), the offset through kOffset; the
+// scales 6 bits - 32, decoded once per super-block (scales8).
+struct Q3_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ3_K);
+  static constexpr bool kUnpackOnce = true;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kPer16 = true;
+  static constexpr int kOffset = 4;
+  static constexpr int kPremulBias = 124;  // (q - 4) x scale is -124..128
+  static constexpr int sub(int p, int h) { return 2 * p + h; }
+  static void scales(const uint8_t* tile, __m512* sc, __m512*) {
+    const __m512 d = f16x16(tile);
+    for (int s = 0; s < 8; ++s) sc[s] = d;
+  }
+  // Group g = 4k + i (lane i of vector k): the low nibble of scale byte
+  // g % 8 (bytes 0-3 at 32, 4-7 at 96, transposed), bits 2 (g / 4).. of
+  // byte 8 + g % 4 (at 160) as bits 4-5.
+  static const int8_t* scales8(const uint8_t* tile, int8_t* buf) {
+    const __m512i l0 = _mm512_loadu_si512(tile + 32), l1 = _mm512_loadu_si512(tile + 96);
+    const __m512i h = _mm512_loadu_si512(tile + 160);
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), k32 = _mm512_set1_epi8(32);
+    const __m512i z[4] = {
+        _mm512_or_si512(_mm512_and_si512(l0, m0f), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30)),
+        _mm512_or_si512(_mm512_and_si512(l1, m0f), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30)),
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m0f), _mm512_and_si512(h, m30)),
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m0f), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30))};
+    for (int k = 0; k < 4; ++k) _mm512_storeu_si512(buf + 64 * k, _mm512_sub_epi8(z[k], k32));
+    return buf;
+  }
+  // Bit `from` of each byte of v to bit 2, the rest cleared (16-bit shifts:
+  // the mask drops what crossed from the neighbour byte).
+  static __m512i bit2(__m512i v, int from) {
+    const __m512i m04 = _mm512_set1_epi8(0x04);
+    if (from >= 2) return _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(from - 2)), m04);
+    return _mm512_and_si512(_mm512_sll_epi16(v, _mm_cvtsi32_si128(2 - from)), m04);
+  }
+  static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
+    const __m512i v = _mm512_loadu_si512(tile + q3_k_rows16_qs(8 * (p / 2) + c));
+    const __m512i hm = _mm512_loadu_si512(tile + q3_k_rows16_hm(c));
+    const __m512i m03 = _mm512_set1_epi8(0x03);
+    const __m128i sh = _mm_cvtsi32_si128(4 * (p % 2));
+    const __m512i q = _mm512_srl_epi16(v, sh);
+    *lo = _mm512_or_si512(_mm512_and_si512(q, m03), bit2(hm, 2 * p));
+    *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 2), m03), bit2(hm, 2 * p + 1));
+  }
+  // Quants q + 4 (0..7) times the rows' scales s of group g (s8 + 16 g), plus
+  // 124 - 4 s: (q - 4) x s + 124, in 0..252. Bytes times a row's int16 scale:
+  // vpmullw keeps the low byte's product in the low byte, and the high
+  // byte's (the low one masked off) in the high byte.
+  static __m512i premul_group(__m512i q, const int8_t* s) {
+    const __m512i x = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+    const __m512i s16 = _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(x, 16));
+    const __m512i even = _mm512_mullo_epi16(q, s16);
+    const __m512i odd = _mm512_mullo_epi16(_mm512_and_si512(q, _mm512_set1_epi16(static_cast<int16_t>(0xff00))), s16);
+    const __m512i prod = _mm512_mask_blend_epi8(0xaaaaaaaaaaaaaaaaull, even, odd);
+    const __m512i c = _mm512_mullo_epi32(_mm512_sub_epi32(_mm512_set1_epi32(kPremulBias), _mm512_slli_epi32(x, 2)),
+                                         _mm512_set1_epi32(0x01010101));
+    return _mm512_add_epi8(prod, c);
+  }
+  static void premul(const uint8_t* tile, const int8_t* s8, int p, int c, __m512i* lo, __m512i* hi) {
+    __m512i q0, q1;
+    quants(tile, p, c, &q0, &q1);
+    *lo = premul_group(q0, s8 + 16 * (2 * sub(p, 0) + c / 4));
+    *hi = premul_group(q1, s8 + 16 * (2 * sub(p, 1) + c / 4));
   }
 };
 
@@ -193,7 +277,6 @@ struct IQ4_XSRows16 {
     *lo = _mm512_shuffle_epi8(levels, ia);
     *hi = _mm512_shuffle_epi8(levels, ib);
   }
-  static __m512i scale16(const uint8_t*, int) { return _mm512_setzero_si512(); }
 };
 
 // W::kBiasSeed, 0 for the types without it.
@@ -242,7 +325,41 @@ constexpr bool unpack_once() {
   }
 }
 
-constexpr int64_t kTokenChunk = 32;  // tokens whose activations stay in L2 while the groups stream
+// W::kPremulBias: the gemm's quants premultiplied (0 if absent).
+template <class W>
+constexpr int premul_bias() {
+  if constexpr (requires { W::kPremulBias; }) {
+    return W::kPremulBias;
+  } else {
+    return 0;
+  }
+}
+
+// W::kUnitDecode: decode through q6_k_decode_superblock (false if absent).
+template <class W>
+constexpr bool unit_decode() {
+  if constexpr (requires { W::kUnitDecode; }) {
+    return W::kUnitDecode;
+  } else {
+    return false;
+  }
+}
+
+// The 16 rows' int8 scale of group g, as int32 lanes (kPer16: s8 from W::scales8).
+inline __m512i scale16(const int8_t* s8, int g) {
+  return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s8 + 16 * g)));
+}
+
+// Tokens per chunk in gemm: their activations (cols bytes each) stay in L2
+// (768 KiB of Zen 4's 1 MiB) while the 16-row groups stream past; 32 to
+// 128, a multiple of 8. (ember_rows16_probe --tokens 512, one thread, 2048
+// x 5632, against 32 for every width: IQ4_XS 43.3 -> 38.6 ms, Q6_K 54.1 ->
+// 47.3, Q4_K 43.1 -> 42.1.)
+constexpr int64_t kMaxTokenChunk = 128;
+inline int64_t token_chunk(int64_t cols) {
+  const int64_t c = (int64_t{768} << 10) / cols / 8 * 8;
+  return c < 32 ? 32 : c > kMaxTokenChunk ? kMaxTokenChunk : c;
+}
 
 // Tokens [t0, t1) in tiles: kTile at a time, then 4 (when kTile > 4), then
 // the 1-3 left; f.template operator()<T>(t) runs the tile of T from t.
@@ -280,13 +397,14 @@ struct Acts {
 };
 
 // Super-block sb of the 16 rows against T tokens, added to acc: the scales
-// decoded (sc, mn), the quants from quants(p, c, lo, hi) (W::quants on the
+// decoded (sc, mn; kPer16 also s8, W::scales8's), the quants from quants(p, c, lo, hi) (W::quants on the
 // tile, or gemm's copy of them). Each output lane: per sub-block, in
 // order, f = float(isum) * sc - mn * sum(a), then acc += f * d_act; the same
 // whatever T and wherever the quants come from, so gemv and gemm agree bit
-// for bit.
-template <class W, int T, class Quants>
-__attribute__((always_inline)) inline void superblock(const uint8_t* tile, const __m512* sc, const __m512* mn,
+// for bit. Premul (gemm of a kPremulBias type): the quants are W::premul's,
+// one chain per sub-block; the integer sums are kPer16's, so are the floats.
+template <class W, int T, class Quants, bool Premul = false>
+__attribute__((always_inline)) inline void superblock(const __m512* sc, const __m512* mn, const int8_t* s8,
                                                       int64_t sb, const Acts<T>& x, const Quants& quants,
                                                       __m512* acc) {
   // The activation blocks' sums as floats (bias = -8 x sum, so the shift
@@ -300,14 +418,23 @@ __attribute__((always_inline)) inline void superblock(const uint8_t* tile, const
   }
   // The chains' seeds, computed for the super-block with vector ops and
   // broadcast from memory below (a broadcast from a general register takes
-  // a vector pipe slot; from memory it is a load): kPer16, -32 x each
-  // group's sum; kBiasSeed, kBiasSeed x each block's bias.
-  constexpr int kSeeds = W::kPer16 ? 16 : bias_seed<W>() != 0 ? 8 : 1;
+  // a vector pipe slot; from memory it is a load): kPer16, -kOffset x each
+  // group's sum; kBiasSeed, kBiasSeed x each block's bias; Premul,
+  // kPremulBias x bias / 8 (bias is -8 x the sum: exact).
+  constexpr bool kGroups = W::kPer16 && !Premul;  // a chain per group of 16
+  constexpr bool kBlockSeeds = bias_seed<W>() != 0 || Premul;
+  constexpr int kSeeds = kGroups ? 16 : kBlockSeeds ? 8 : 1;
   alignas(64) int32_t seed[kSeeds > 1 ? T : 1][kSeeds];
-  if constexpr (W::kPer16) {
+  if constexpr (Premul) {
+    for (int j = 0; j < T; ++j) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias[j] + sb * 8));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(seed[j]),
+                         _mm256_mullo_epi32(_mm256_srai_epi32(b, 3), _mm256_set1_epi32(premul_bias<W>())));
+    }
+  } else if constexpr (W::kPer16) {
     for (int j = 0; j < T; ++j) {
       const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.s16[j] + sb * 16)));
-      _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-32)));
+      _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-W::kOffset)));
     }
   } else if constexpr (bias_seed<W>() != 0) {
     for (int j = 0; j < T; ++j) {
@@ -329,10 +456,11 @@ __attribute__((always_inline)) inline void superblock(const uint8_t* tile, const
     const int u0 = W::sub(p, 0), u1 = W::sub(p, 1);
     const int64_t e0 = sb * 256 + 32 * u0, e1 = sb * 256 + 32 * u1;
     __m512i i0[T], i1[T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
-    if constexpr (W::kPer16) {
+    if constexpr (kGroups) {
       // Groups of 16 (chunks 0-3 and 4-7, met side by side: four chains
-      // per token) each in its own chain, seeded with -32 x the group's
-      // activation sum (the quants are q + 32), then scaled in int32.
+      // per token) each in its own chain, seeded with -kOffset x the
+      // group's activation sum (the quants are q + kOffset), then scaled
+      // in int32.
       __m512i a0[T], b0[T], a1[T], b1[T];  // sub-block u0's groups, u1's
       for (int j = 0; j < T; ++j) {
         a0[j] = _mm512_set1_epi32(seed[j][2 * u0]);
@@ -352,8 +480,8 @@ __attribute__((always_inline)) inline void superblock(const uint8_t* tile, const
           b1[j] = _mm512_dpbusd_epi32(b1[j], hi4, _mm512_set1_epi32(word(x.a[j] + e1 + 16 + 4 * c)));
         }
       }
-      const __m512i ma0 = W::scale16(tile, 2 * u0), mb0 = W::scale16(tile, 2 * u0 + 1);
-      const __m512i ma1 = W::scale16(tile, 2 * u1), mb1 = W::scale16(tile, 2 * u1 + 1);
+      const __m512i ma0 = scale16(s8, 2 * u0), mb0 = scale16(s8, 2 * u0 + 1);
+      const __m512i ma1 = scale16(s8, 2 * u1), mb1 = scale16(s8, 2 * u1 + 1);
       for (int j = 0; j < T; ++j) {
         i0[j] = _mm512_add_epi32(_mm512_mullo_epi32(a0[j], ma0), _mm512_mullo_epi32(b0[j], mb0));
         i1[j] = _mm512_add_epi32(_mm512_mullo_epi32(a1[j], ma1), _mm512_mullo_epi32(b1[j], mb1));
@@ -365,7 +493,7 @@ __attribute__((always_inline)) inline void superblock(const uint8_t* tile, const
       constexpr int kChains = T == 1 ? 2 : 1;
       __m512i s0[2][T], s1[2][T];
       for (int j = 0; j < T; ++j) s0[0][j] = s1[0][j] = s0[1][j] = s1[1][j] = _mm512_setzero_si512();
-      if constexpr (bias_seed<W>() != 0) {
+      if constexpr (kBlockSeeds) {
         for (int j = 0; j < T; ++j) {
           s0[0][j] = _mm512_set1_epi32(seed[j][u0]);
           s1[0][j] = _mm512_set1_epi32(seed[j][u1]);
@@ -432,6 +560,7 @@ template <class W>
 __attribute__((always_inline)) inline void q6_k_decode_superblock(const uint8_t* tile, const __m512* sc, int64_t sb,
                                                                   const Acts<1>& x, __m512* acc) {
   const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  const int8_t* s8 = W::scales8(tile, nullptr);
   __m512 part = _mm512_setzero_ps();  // as superblock(): times d at the end
   for (int h = 0; h < 2; ++h) {
     const int16_t* s16 = x.s16[0] + sb * 16;
@@ -461,8 +590,8 @@ __attribute__((always_inline)) inline void q6_k_decode_superblock(const uint8_t*
     for (int i = 0; i < 4; ++i) {
       const int k = (i % 2) * 2 + i / 2;  // 0, 2, 1, 3
       const int s = 4 * h + k;
-      const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ch[k][0], W::scale16(tile, 2 * s)),
-                                          _mm512_mullo_epi32(ch[k][1], W::scale16(tile, 2 * s + 1)));
+      const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ch[k][0], scale16(s8, 2 * s)),
+                                          _mm512_mullo_epi32(ch[k][1], scale16(s8, 2 * s + 1)));
       part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_set1_ps(x.d[0][sb * 8 + s]), part);
     }
   }
@@ -480,12 +609,15 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
     const uint8_t* tile = group + sb * W::kTileBytes;
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
-    if constexpr (W::kPer16 && T == 1) {
+    if constexpr (unit_decode<W>() && T == 1) {
       q6_k_decode_superblock<W>(tile, sc, sb, xt, acc);
     } else {
+      alignas(64) int8_t buf[W::kPer16 ? 256 : 1];
+      const int8_t* s8 = nullptr;
+      if constexpr (W::kPer16) s8 = W::scales8(tile, buf);
       auto quants = [tile](int p, int c, __m512i* lo, __m512i* hi)
                         __attribute__((always_inline)) { W::quants(tile, p, c, lo, hi); };
-      superblock<W, T>(tile, sc, mn, sb, xt, quants, acc);
+      superblock<W, T>(sc, mn, s8, sb, xt, quants, acc);
     }
   }
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(out + (t + j) * os, acc[j]);
@@ -503,29 +635,30 @@ void rows16_gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 // T tokens from t of the current super-block, their sums kept in acc16
 // (16 floats per token) between super-blocks.
 template <class W, int T, class Quants>
-void gemm_tile(const uint8_t* tile, const __m512* sc, const __m512* mn, int64_t sb, const QuantActs& x, int64_t t,
+void gemm_tile(const __m512* sc, const __m512* mn, const int8_t* s8, int64_t sb, const QuantActs& x, int64_t t,
                const Quants& quants, float* acc16) {
-  const Acts<T> xt(x, t, W::kPer16);
+  constexpr bool kPremul = premul_bias<W>() != 0;
+  const Acts<T> xt(x, t, W::kPer16 && !kPremul);
   __m512 acc[T];
   for (int j = 0; j < T; ++j) acc[j] = _mm512_load_ps(acc16 + 16 * j);
-  superblock<W, T>(tile, sc, mn, sb, xt, quants, acc);
+  superblock<W, T, Quants, kPremul>(sc, mn, s8, sb, xt, quants, acc);
   for (int j = 0; j < T; ++j) _mm512_store_ps(acc16 + 16 * j, acc[j]);
 }
 
 // Prefill: per 16-row group and super-block, the quants are unpacked once
-// (4 KiB, W::quants' vectors in order) and every token of the chunk runs
+// (4 KiB, W::quants' vectors in order, W::premul's for kPremulBias) and every token of the chunk runs
 // over that copy, in tiles of tile_tokens<W>(); the sums stay in a small
 // buffer between super-blocks. Each output's operations are superblock()'s,
 // in the same order as gemv's.
 template <class W>
 void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
                  int64_t out_stride) {
-  const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
+  const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes, chunk = token_chunk(cols);
   constexpr int kTile = tile_tokens<W>();
   if constexpr (!unpack_once<W>()) {
     // Each tile of tokens over all super-blocks, unpacking as it goes.
-    for (int64_t t0 = 0; t0 < n; t0 += kTokenChunk) {
-      const int64_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
+    for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+      const int64_t t1 = t0 + chunk < n ? t0 + chunk : n;
       for (int64_t r = r0; r < r1; r += 16) {
         const uint8_t* group = w + r / 16 * group_bytes;
         token_tiles<kTile>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) { tile16<W, T>(group, nsb, x, t, out + r, out_stride); });
@@ -534,13 +667,13 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
     return;
   }
   alignas(64) __m512i unpacked[64];                // [pair][chunk][lo, hi]
-  alignas(64) float sums[kTokenChunk * 16];        // [token][row]
+  alignas(64) float sums[kMaxTokenChunk * 16];     // [token][row]
   const auto quants = [&unpacked](int p, int c, __m512i* lo, __m512i* hi) __attribute__((always_inline)) {
     *lo = unpacked[2 * (8 * p + c)];
     *hi = unpacked[2 * (8 * p + c) + 1];
   };
-  for (int64_t t0 = 0; t0 < n; t0 += kTokenChunk) {
-    const int64_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t t1 = t0 + chunk < n ? t0 + chunk : n;
     for (int64_t r = r0; r < r1; r += 16) {
       const uint8_t* group = w + r / 16 * group_bytes;
       for (int64_t i = 0; i < (t1 - t0) * 16; i += 16) _mm512_store_ps(sums + i, _mm512_setzero_ps());
@@ -548,11 +681,21 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
         const uint8_t* tile = group + sb * W::kTileBytes;
         __m512 sc[8], mn[8];
         W::scales(tile, sc, mn);
+        alignas(64) int8_t buf[W::kPer16 ? 256 : 1];
+        const int8_t* s8 = nullptr;
+        if constexpr (W::kPer16) s8 = W::scales8(tile, buf);
         for (int p = 0; p < 4; ++p) {
-          for (int c = 0; c < 8; ++c) W::quants(tile, p, c, &unpacked[2 * (8 * p + c)], &unpacked[2 * (8 * p + c) + 1]);
+          for (int c = 0; c < 8; ++c) {
+            __m512i* u = &unpacked[2 * (8 * p + c)];
+            if constexpr (premul_bias<W>() != 0) {
+              W::premul(tile, s8, p, c, u, u + 1);
+            } else {
+              W::quants(tile, p, c, u, u + 1);
+            }
+          }
         }
         token_tiles<kTile>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
-          gemm_tile<W, T>(tile, sc, mn, sb, x, t, quants, sums + 16 * (t - t0));
+          gemm_tile<W, T>(sc, mn, s8, sb, x, t, quants, sums + 16 * (t - t0));
         });
       }
       for (int64_t t = t0; t < t1; ++t) _mm512_storeu_ps(out + t * out_stride + r, _mm512_load_ps(sums + 16 * (t - t0)));
@@ -562,6 +705,8 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 
 }  // namespace
 
+EMBER_DEFINE_QMATMUL(q3_k_rows16_gemv, avx512vnni, rows16_gemv<Q3_KRows16>)
+EMBER_DEFINE_QMATMUL(q3_k_rows16_gemm, avx512vnni, rows16_gemm<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx512vnni, rows16_gemv<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx512vnni, rows16_gemm<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx512vnni, rows16_gemv<Q5_KRows16>)
