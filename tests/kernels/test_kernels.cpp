@@ -290,7 +290,7 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
     const int64_t block = dtype_block_elements(t);
     for (int64_t rows : {16, 32, 48, 80}) {
       // Every token remainder of the gemm's tiles, past its 32-token chunk
-      // (NEON, AVX2) and, at 16 rows, past AVX-512's (up to 128).
+      // and, at 16 rows, past AVX-512's 128-token one (Q3_K, Q5_K, Q6_K).
       std::vector<int32_t> ns = {1, 2, 3, 4, 5, 6, 11, 16, 33, 37};
       if (rows == 16) ns.push_back(133);
       for (int32_t n : ns) {

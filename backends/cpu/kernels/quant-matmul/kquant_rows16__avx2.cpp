@@ -136,10 +136,7 @@ struct Q3_KRows16 {
   static constexpr bool kPer16 = true;
   static constexpr int kOffset = 4;
   static constexpr int sub(int p, int k) { return 2 * p + k; }
-  static void scales(const uint8_t* tile, int h, __m256* sc, __m256*) {
-    const __m256 d = f16x8(tile + 16 * h);
-    for (int s = 0; s < 8; ++s) sc[s] = d;
-  }
+  static void scales(const uint8_t* tile, int h, __m256* sc, __m256* mn) { Q6_KRows16::scales(tile, h, sc, mn); }  // d
   // Group g = 4k + i: the low nibble of scale byte g % 8, bits 2 (g / 4)..
   // of byte 8 + g % 4 as bits 4-5, minus 32; 32 bytes (two groups) at a time.
   static const int8_t* scales8(const uint8_t* tile, int8_t* buf) {

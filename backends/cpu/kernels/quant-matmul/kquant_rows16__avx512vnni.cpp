@@ -41,7 +41,7 @@
 //                            4-token tile otherwise; IQ4_XS's 64-token gemm ~20% faster).
 //   kTileTokens (optional, 4 if absent; 8 for IQ4_XS, Q4_K, Q5_K): tokens
 //                            per gemm tile (tile_tokens below).
-//   kUnpackOnce (optional, false if absent; Q5_K, Q6_K): gemm unpacks each
+//   kUnpackOnce (optional, false if absent; Q3_K, Q5_K, Q6_K): gemm unpacks each
 //                            super-block's quants once per chunk of tokens
 //                            (unpack_once below).
 // Per (sub-block, 16 rows, token): 8 vpdpbusd, then one convert, one
@@ -173,10 +173,7 @@ struct Q3_KRows16 {
   static constexpr int kOffset = 4;
   static constexpr int kPremulBias = 124;  // (q - 4) x scale is -124..128
   static constexpr int sub(int p, int h) { return 2 * p + h; }
-  static void scales(const uint8_t* tile, __m512* sc, __m512*) {
-    const __m512 d = f16x16(tile);
-    for (int s = 0; s < 8; ++s) sc[s] = d;
-  }
+  static void scales(const uint8_t* tile, __m512* sc, __m512* mn) { Q6_KRows16::scales(tile, sc, mn); }  // d
   // Group g = 4k + i (lane i of vector k): the low nibble of scale byte
   // g % 8 (bytes 0-3 at 32, 4-7 at 96, transposed), bits 2 (g / 4).. of
   // byte 8 + g % 4 (at 160) as bits 4-5.
@@ -279,84 +276,49 @@ struct IQ4_XSRows16 {
   }
 };
 
-// W::kBiasSeed, 0 for the types without it.
-template <class W>
-constexpr int bias_seed() {
-  if constexpr (requires { W::kBiasSeed; }) {
-    return W::kBiasSeed;
-  } else {
-    return 0;
+// The optional traits (the header's list): fn<W>() is W::member, or the
+// default for the types without it.
+#define EMBER_ROWS16_TRAIT(fn, member, type, absent) \
+  template <class W>                                  \
+  constexpr type fn() {                               \
+    if constexpr (requires { W::member; }) {          \
+      return W::member;                               \
+    } else {                                          \
+      return absent;                                  \
+    }                                                 \
   }
-}
-
-// W::kUnrollChunks, false for the types without it.
-template <class W>
-constexpr bool unroll_chunks() {
-  if constexpr (requires { W::kUnrollChunks; }) {
-    return W::kUnrollChunks;
-  } else {
-    return false;
-  }
-}
-
-// W::kTileTokens: tokens per tile in gemm (4 if absent). 8 where it measured
-// faster (ember_rows16_probe, 2048 x 2048, 64 tokens, Zen 4: IQ4_XS 1.15x,
-// Q4_K/Q5_K 1.05x); Q6_K keeps 4 (four chains per token: 8 tokens spill).
-template <class W>
-constexpr int tile_tokens() {
-  if constexpr (requires { W::kTileTokens; }) {
-    return W::kTileTokens;
-  } else {
-    return 4;
-  }
-}
-
-// W::kUnpackOnce: gemm unpacks each super-block's quants once per chunk of
-// tokens into a buffer (false if absent). Q5_K and Q6_K, whose unpacking
-// costs most (ember_rows16_probe, 2048 x 2048, 64 tokens, Zen 4: Q5_K gemm
-// 2115-2152 -> 1830-1940 us); Q4_K and IQ4_XS (one or two operations per
-// vector) measured 3-8% slower with it.
-template <class W>
-constexpr bool unpack_once() {
-  if constexpr (requires { W::kUnpackOnce; }) {
-    return W::kUnpackOnce;
-  } else {
-    return false;
-  }
-}
-
-// W::kPremulBias: the gemm's quants premultiplied (0 if absent).
-template <class W>
-constexpr int premul_bias() {
-  if constexpr (requires { W::kPremulBias; }) {
-    return W::kPremulBias;
-  } else {
-    return 0;
-  }
-}
-
-// W::kUnitDecode: decode through q6_k_decode_superblock (false if absent).
-template <class W>
-constexpr bool unit_decode() {
-  if constexpr (requires { W::kUnitDecode; }) {
-    return W::kUnitDecode;
-  } else {
-    return false;
-  }
-}
+EMBER_ROWS16_TRAIT(bias_seed, kBiasSeed, int, 0)
+EMBER_ROWS16_TRAIT(unroll_chunks, kUnrollChunks, bool, false)
+// kTileTokens: 8 where it measured faster (ember_rows16_probe, 2048 x 2048,
+// 64 tokens, Zen 4: IQ4_XS 1.15x, Q4_K/Q5_K 1.05x); Q6_K keeps 4 (four
+// chains per token: 8 tokens spill).
+EMBER_ROWS16_TRAIT(tile_tokens, kTileTokens, int, 4)
+// kUnpackOnce: Q3_K, Q5_K and Q6_K, whose unpacking costs most
+// (ember_rows16_probe, 2048 x 2048, 64 tokens, Zen 4: Q5_K gemm 2115-2152
+// -> 1830-1940 us); Q4_K and IQ4_XS (one or two operations per vector)
+// measured 3-8% slower with it.
+EMBER_ROWS16_TRAIT(unpack_once, kUnpackOnce, bool, false)
+EMBER_ROWS16_TRAIT(premul_bias, kPremulBias, int, 0)
+EMBER_ROWS16_TRAIT(unit_decode, kUnitDecode, bool, false)
+#undef EMBER_ROWS16_TRAIT
 
 // The 16 rows' int8 scale of group g, as int32 lanes (kPer16: s8 from W::scales8).
 inline __m512i scale16(const int8_t* s8, int g) {
   return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s8 + 16 * g)));
 }
 
-// Tokens per chunk in gemm: their activations (cols bytes each) stay in L2
-// (768 KiB of Zen 4's 1 MiB) while the 16-row groups stream past; 32 to
-// 128, a multiple of 8. (ember_rows16_probe --tokens 512, one thread, 2048
-// x 5632, against 32 for every width: IQ4_XS 43.3 -> 38.6 ms, Q6_K 54.1 ->
-// 47.3, Q4_K 43.1 -> 42.1.)
+// Tokens per chunk in gemm. Each chunk streams the weights once more; the
+// unpack-once types also unpack each super-block once per chunk, so they
+// take as many tokens as keep 768 KiB of activations (cols bytes each) in
+// L2 (Zen 4: 1 MiB), 32 to 128, a multiple of 8; the others take 32 below
+// 4096 columns and the same above. ember_rows16_probe --tokens 512, one
+// thread, 32 -> 128 tokens: 2048 x 5632, Q6_K 54.1 -> 47.3 ms, IQ4_XS 43.3
+// -> 38.6, Q4_K 43.1 -> 42.1; 2048 x 2048, Q6_K 18.4 -> 15.4 (Q3_K), Q4_K
+// 16.2 -> 15.6, but IQ4_XS 14.3 -> 17.5.
 constexpr int64_t kMaxTokenChunk = 128;
-inline int64_t token_chunk(int64_t cols) {
+template <class W>
+int64_t token_chunk(int64_t cols) {
+  if (!unpack_once<W>() && cols < 4096) return 32;
   const int64_t c = (int64_t{768} << 10) / cols / 8 * 8;
   return c < 32 ? 32 : c > kMaxTokenChunk ? kMaxTokenChunk : c;
 }
@@ -653,7 +615,7 @@ void gemm_tile(const __m512* sc, const __m512* mn, const int8_t* s8, int64_t sb,
 template <class W>
 void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
                  int64_t out_stride) {
-  const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes, chunk = token_chunk(cols);
+  const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes, chunk = token_chunk<W>(cols);
   constexpr int kTile = tile_tokens<W>();
   if constexpr (!unpack_once<W>()) {
     // Each tile of tokens over all super-blocks, unpacking as it goes.
