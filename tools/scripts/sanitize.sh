@@ -3,8 +3,9 @@
 #   asan  — AddressSanitizer + UndefinedBehaviorSanitizer build of the whole
 #           suite in build-asan/ (EMBER_SANITIZE=address,undefined), every
 #           test through ctest; any report fails the run.
-#   tsan  — ThreadSanitizer build in build-tsan/, running the multi-session
-#           test (many sessions on one model on many threads).
+#   tsan  — ThreadSanitizer build in build-tsan/ of the threaded tests only
+#           (ember_tsan_tests): many sessions on one model on many threads,
+#           and sessions sharing one thread pool.
 #   tools/scripts/sanitize.sh [asan|tsan|all]   (default all)
 # Env: JOBS (default 2), EMBER_VULKAN (default OFF: lavapipe under ASan is
 # slow and its own leaks are not ours), EMBER_TEST_DATA as for the tests.
@@ -36,9 +37,9 @@ run_tsan() {
   # test starts is ember's own thread pool.
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${SAN_OPT[@]}" -DEMBER_SANITIZE=thread \
     -DEMBER_VULKAN=OFF >/dev/null
-  cmake --build build-tsan -j"$JOBS" --target ember_tests
+  cmake --build build-tsan -j"$JOBS" --target ember_tsan_tests
   TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
-    build-tsan/tests/ember_tests -tc='many sessions*'
+    build-tsan/tests/ember_tsan_tests
 }
 
 case "$WHAT" in
