@@ -74,6 +74,7 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q5_0:
+    case DType::Q2_K:
     case DType::Q3_K:
     case DType::Q4_K:
     case DType::Q5_K:
@@ -82,7 +83,6 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
                                                                                        : CpuMatmulFamily::None;
     case DType::Q4_1:
     case DType::Q5_1:
-    case DType::Q2_K:
     case DType::IQ4_NL: return layout == Layout::RowMajor ? CpuMatmulFamily::Int8 : CpuMatmulFamily::None;
     case DType::F32:
     case DType::F16:

@@ -228,6 +228,7 @@ QMatmulPair cpu_quant_matmuls(const CpuKernels& k, DType dtype, Layout layout) {
       case DType::Q8_0: return {k.q8_0_rows16_gemv, k.q8_0_rows16_gemm};
       case DType::Q4_0: return {k.q4_0_rows16_gemv, k.q4_0_rows16_gemm};
       case DType::Q5_0: return {k.q5_0_rows16_gemv, k.q5_0_rows16_gemm};
+      case DType::Q2_K: return {k.q2_k_rows16_gemv, k.q2_k_rows16_gemm};
       case DType::Q3_K: return {k.q3_k_rows16_gemv, k.q3_k_rows16_gemm};
       case DType::Q4_K: return {k.q4_k_rows16_gemv, k.q4_k_rows16_gemm};
       case DType::Q5_K: return {k.q5_k_rows16_gemv, k.q5_k_rows16_gemm};

@@ -112,7 +112,7 @@ Result<WeightLayout> weight_layout(const WeightRef& w) {
                              w.name, dtype_name(w.dtype), static_cast<long long>(w.cols),
                              static_cast<unsigned long long>(w.size), dtype_block_elements(w.dtype));
       }
-      // A repacked layout (Q5_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS rows16) is gathered back into row order at
+      // A repacked layout (Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS rows16) is gathered back into row order at
       // upload (upload_weight): the device holds GGUF's row-major blocks.
       if (w.layout != Layout::RowMajor && !layout_fits(w.layout, w.dtype, w.rows, w.cols)) {
         return Status::error(EMBER_ERR_UNSUPPORTED,
@@ -263,7 +263,7 @@ Status Uploader::upload_weight(const WeightRef& w, const Buffer& dst) {
   // Float types and the raw block types: the bytes as they are.
   if (w.dtype != DType::Q8_0 && w.dtype != DType::Q4_0) {
     if (w.layout == Layout::RowMajor) return upload(w.data, w.size, dst, 0);
-    // Other types in Rows16 (Q5_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) go up in row order, row by row
+    // Other types in Rows16 (Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) go up in row order, row by row
     // (core/layout.h), as the shaders read them.
     uint64_t row_bytes = 0;
     if (!dtype_bytes(w.dtype, static_cast<uint64_t>(w.cols), &row_bytes) || row_bytes * static_cast<uint64_t>(w.rows) != w.size) {

@@ -72,7 +72,7 @@ void get_block(DType t, const uint8_t* tile, int i, uint8_t* blk) {
   }
 }
 
-// ---- Super-block types (Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): per 256 columns one tile of 16 x the
+// ---- Super-block types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): per 256 columns one tile of 16 x the
 // block's bytes. Each field of the GGUF block (source offset `off`, `n`
 // bytes) takes 16 x n bytes at `base` in the tile, arranged by `how`
 // (core/layout.h): the 16 rows' copies one after another, or transposed
@@ -108,6 +108,9 @@ bool super_shape(DType t, SuperShape* s) {
     case DType::IQ4_XS:
       *s = {4,
             {{0, 2, How::Copy, 0}, {2, 2, How::Transpose, 32}, {4, 4, How::Transpose, 64}, {8, 128, How::Words, 128}}};
+      return true;
+    case DType::Q2_K:
+      *s = {4, {{80, 2, How::Copy, 0}, {82, 2, How::Copy, 32}, {0, 16, How::Transpose, 64}, {16, 64, How::Words, 320}}};
       return true;
     case DType::Q3_K:
       *s = {4,

@@ -3,7 +3,7 @@
 // RowMajor: shape [rows, cols], each row contiguous; quantized rows are runs
 // of 32-element blocks (as GGUF stores them).
 //
-// Rows16 (Q8_0, Q4_0, Q5_0, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS matrices whose row count is a multiple of 16): the
+// Rows16 (Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS matrices whose row count is a multiple of 16): the
 // same bytes regrouped so that a 64-byte load feeds one int8 dot-product
 // instruction per 16 rows, with no horizontal sums and no scale shuffling.
 // Rows are taken 16 at a time; group g occupies the bytes that rows
@@ -72,6 +72,15 @@
 //         of 32, its elements 4j..); hmask chunk j: bit s = the third bit of
 //         sub-block s's elements 4j..
 //
+// Q2_K (the same rule, per super-block one tile of 16 x 84 bytes, 1344):
+//   0     16 f16 d                      32    16 f16 dmin
+//   64    the 16 scale bytes transposed (low nibble the scale, high the
+//         min of group g of 16 elements): byte g of row i at 64 + 16g + i,
+//         so the 16 bytes at 64 + 16g are group g's of all 16 rows
+//   320   16 q chunks of 64 bytes: row i's q bytes 4j..4j+3 at 320 + 64j +
+//         4i; q chunk 8h + j: bit pair k = elements 128h + 32k + 4j.. (as
+//         Q3_K's q chunks)
+//
 // One stream per tile: every type's fields are placed in the order its
 // kernels read them (scales first). Scales kept in a separate run read as a
 // second stream measured half the bandwidth on an AMD Zen core, and Q6_K's
@@ -103,8 +112,8 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 // row itself for RowMajor, else gathered into `scratch` (row bytes).
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch);
 
-// Storage block j of row r (32 elements; for Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS the 256-element
-// super-block), in RowMajor bytes, into `out` (34, 18, 22, 110, 144, 176, 210 or 136 bytes). For
+// Storage block j of row r (32 elements; for Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS the 256-element
+// super-block), in RowMajor bytes, into `out` (34, 18, 22, 84, 110, 144, 176, 210 or 136 bytes). For
 // a RowMajor tensor, a copy.
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out);
 

@@ -214,7 +214,7 @@ Status check_tensors(std::vector<TensorView>& tensors, uint64_t data_size) {
     if (t.layout != Layout::RowMajor &&
         (t.n_dims != 2 || !layout_fits(t.layout, t.dtype, t.shape[0], t.shape[1]))) {
       return Status::error(EMBER_ERR_BAD_TENSOR,
-                           "tensor '%s': layout %s needs a q8_0/q4_0/q5_0/q3_k/q4_k/q5_k/q6_k/iq4_xs matrix with rows a multiple of 16 "
+                           "tensor '%s': layout %s needs a q8_0/q4_0/q5_0/q2_k/q3_k/q4_k/q5_k/q6_k/iq4_xs matrix with rows a multiple of 16 "
                            "(k-quants and iq4_xs: columns of 256), got %s %d dims "
                            "[%lld, ...]",
                            name, layout_name(t.layout), dtype_name(t.dtype), t.n_dims,

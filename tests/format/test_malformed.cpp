@@ -538,7 +538,7 @@ TEST_CASE("tensor table entries are EMBER_ERR_BAD_TENSOR naming the tensor") {
                  m.tensors[2].shape = {24, 256};
                  m.tensors[2].layout = 1;
                }),
-               EMBER_ERR_BAD_TENSOR, "layout rows16 needs a q8_0/q4_0/q5_0/q3_k/q4_k/q5_k/q6_k/iq4_xs matrix");
+               EMBER_ERR_BAD_TENSOR, "layout rows16 needs a q8_0/q4_0/q5_0/q2_k/q3_k/q4_k/q5_k/q6_k/iq4_xs matrix");
   // attn_q starts where attn_norm starts; attn_k starts inside attn_q
   EXPECT_FAILS(with([](M& m) { m.tensors[2].offset = m.tensors[1].offset; }), EMBER_ERR_BAD_TENSOR, "overlap");
   EXPECT_FAILS(with([](M& m) { m.tensors[3].offset = m.tensors[2].offset + 64; }), EMBER_ERR_BAD_TENSOR, "overlap");

@@ -283,14 +283,14 @@ TEST_CASE("kernel block mirrors: the IQ4 levels equal core's") {
 }
 
 TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls match the reference on every path") {
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                  DType::IQ4_XS}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                  DType::Q6_K, DType::IQ4_XS}) {
     CAPTURE(dtype_name(t));
     std::mt19937 rng(23);
     const int64_t block = dtype_block_elements(t);
     for (int64_t rows : {16, 32, 48, 80}) {
       // Every token remainder of the gemm's tiles, past its 32-token chunk
-      // and, at 16 rows, past AVX-512's 128-token one (Q3_K, Q5_K, Q6_K).
+      // and, at 16 rows, past AVX-512's 128-token one (Q2_K, Q3_K, Q5_K, Q6_K).
       std::vector<int32_t> ns = {1, 2, 3, 4, 5, 6, 11, 16, 33, 37};
       if (rows == 16) ns.push_back(133);
       for (int32_t n : ns) {
@@ -358,7 +358,8 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
   CHECK(layout_fits(Layout::Rows16, DType::Q5_K, 32, 512));
   CHECK(layout_fits(Layout::Rows16, DType::Q3_K, 32, 512));
   CHECK(!layout_fits(Layout::Rows16, DType::Q3_K, 32, 256 + 32));
-  CHECK(!layout_fits(Layout::Rows16, DType::Q2_K, 32, 512));  // no rows16 form (yet)
+  CHECK(layout_fits(Layout::Rows16, DType::Q2_K, 32, 512));
+  CHECK(!layout_fits(Layout::Rows16, DType::Q2_K, 32, 256 + 32));
   CHECK(layout_fits(Layout::Rows16, DType::IQ4_XS, 32, 512));
   CHECK(!layout_fits(Layout::Rows16, DType::IQ4_XS, 32, 256 + 32));
   CHECK(!layout_fits(Layout::Rows16, DType::IQ4_NL, 32, 512));  // no rows16 form
@@ -370,19 +371,20 @@ TEST_CASE("rows16 K-quants and IQ4_XS at the extremes: largest quants and scales
   // int16 products): every quant at its largest (or random bytes, every
   // scale included), activations all +127, all -127 or random signs.
   const int64_t rows = 32, cols = 512;
-  for (DType t : {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
     CAPTURE(dtype_name(t));
     const int bb = dtype_block_bytes(t);
     const int64_t nsb = cols / 256;
     std::mt19937 rng(41);
     // IQ4_XS and Q3_K also all zero bytes: every quant at its most negative
     // level (IQ4_XS -127, Q3_K -4) and every scale at -32 (Q3_K: products
-    // of +128).
+    // of +128). Q2_K's all-ones bytes: quants 3, scales and mins 15.
     const int fills = t == DType::IQ4_XS || t == DType::Q3_K ? 3 : 2;
     for (int fill = 0; fill < fills; ++fill) {
       std::vector<uint8_t> plain(rows * nsb * bb);
       for (auto& v : plain) v = fill == 0 ? 0xff : fill == 2 ? 0x00 : static_cast<uint8_t>(rng());
-      // Finite scales: Q6_K's d is its last 2 bytes, Q3_K's at 108, Q4_K/Q5_K's d and dmin their first 4.
+      // Finite scales: Q6_K's d is its last 2 bytes, Q3_K's at 108, Q2_K's d and dmin at 80,
+      // Q4_K/Q5_K's d and dmin their first 4.
       for (int64_t b = 0; b < rows * nsb; ++b) {
         uint8_t* blk = plain.data() + b * bb;
         const uint16_t d = f32_to_f16(0.001f * (1 + static_cast<int>(rng() % 7)));
@@ -393,6 +395,9 @@ TEST_CASE("rows16 K-quants and IQ4_XS at the extremes: largest quants and scales
           std::memcpy(blk, &d, 2);
         } else if (t == DType::Q3_K) {
           std::memcpy(blk + 108, &d, 2);
+        } else if (t == DType::Q2_K) {
+          std::memcpy(blk + 80, &d, 2);
+          std::memcpy(blk + 82, &d, 2);
         } else {
           std::memcpy(blk, &d, 2);
           std::memcpy(blk + 2, &d, 2);
@@ -592,15 +597,15 @@ TEST_CASE("attention row kernels (dot_rows, axpy_rows) equal dot and axpy row by
 TEST_CASE("logits are bit-identical for 1, 2 and 3 threads on every path and weight type") {
   SynthShape tiny;
   REQUIRE(synth_shape("tiny", &tiny));
-  // Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS (rows16) need whole 256-element super-blocks: a 256-wide shape.
+  // Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS (rows16) need whole 256-element super-blocks: a 256-wide shape.
   const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("kernels");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                  DType::Q6_K, DType::IQ4_XS}) {
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
     CAPTURE(dtype_name(t));
-    const bool super =
+    const bool super = t == DType::Q2_K ||
         t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K || t == DType::IQ4_XS;
     const SynthShape& shape = super ? k256 : tiny;
     auto m = make_synthetic(shape, t, 5, "");

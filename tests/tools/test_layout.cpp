@@ -61,18 +61,19 @@ size_t argmax(const float* v, size_t n) {
 
 TEST_SUITE("tools") {
 
-TEST_CASE("rows16: the writer regroups q8_0/q4_0/q3_k/q4_k/q5_k/q6_k/iq4_xs matrices, reads back the same bytes, runs like row-major") {
+TEST_CASE("rows16: the writer regroups q8_0/q4_0/q2_k/q3_k/q4_k/q5_k/q6_k/iq4_xs matrices, reads back the same bytes, runs like row-major") {
   SynthShape tiny;
   REQUIRE(synth_shape("tiny", &tiny));
-  // Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS need whole 256-element super-blocks: a 256-wide shape.
+  // Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS need whole 256-element super-blocks: a 256-wide shape.
   const SynthShape k256 = {"k256", 256, 512, 2, 4, 2, 0, 64};
   const std::string dir = test::temp_dir("layout");
   const char* saved = std::getenv("EMBER_ISA");
   const std::string saved_isa = saved ? saved : "";
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                  DType::IQ4_XS}) {
     const std::string type_name = dtype_name(t);
     CAPTURE(type_name);
-    const bool super =
+    const bool super = t == DType::Q2_K ||
         t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K || t == DType::IQ4_XS;
     const SynthShape& shape = super ? k256 : tiny;
     auto m = make_synthetic(shape, t, 9, "");
@@ -142,8 +143,17 @@ TEST_CASE("rows16: the writer regroups q8_0/q4_0/q3_k/q4_k/q5_k/q6_k/iq4_xs matr
         // seeds for q4_k and q6_k, either layout against generic).
         CHECK(worst <= 0.03f * top);
       }
+      // The same next token, unless the two candidates are a near-tie
+      // (within 1% of the largest logit in both runs: the 2-bit q2_k's
+      // tiny model has top logits 0.3% apart, which row-major avx2 and
+      // avx512 already order differently).
       for (size_t step = 0; step < 4; ++step) {
-        CHECK(argmax(la.data() + step * vocab, vocab) == argmax(lb.data() + step * vocab, vocab));
+        const float* a_step = la.data() + step * vocab;
+        const float* b_step = lb.data() + step * vocab;
+        const size_t ia = argmax(a_step, vocab), ib = argmax(b_step, vocab);
+        CAPTURE(step);
+        CHECK((ia == ib || (std::fabs(a_step[ia] - a_step[ib]) <= 0.01f * top &&
+                            std::fabs(b_step[ia] - b_step[ib]) <= 0.01f * top)));
       }
     }
     if (saved) {

@@ -338,7 +338,7 @@ TEST_CASE("weight types: GGUF round trip through ember convert, then a session o
     REQUIRE(write_gguf(spec, gguf).is_ok());
     auto cr = test::run_cli("convert " + gguf + " -o " + converted + " 2>&1");
     REQUIRE_MESSAGE(cr.rc == 0, cr.out);
-    // The .ember holds the GGUF's bytes (Q5_0, Q3_K, Q4_K, Q5_K, Q6_K and
+    // The .ember holds the GGUF's bytes (Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and
     // IQ4_XS matrices regrouped as rows16 where they fit: unpacked, the
     // same bytes).
     auto file = ModelFile::open(converted, ModelFile::Options{});
@@ -354,14 +354,14 @@ TEST_CASE("weight types: GGUF round trip through ember convert, then a session o
       REQUIRE(tv.size == gi->size);
       std::vector<uint8_t> plain(tv.data, tv.data + tv.size);
       if (tv.layout == Layout::Rows16) {
-        CHECK((t == DType::Q5_0 || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ||
+        CHECK((t == DType::Q5_0 || t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ||
                t == DType::IQ4_XS));
         unpack_rows16(tv.dtype, tv.data, plain.data(), tv.rows(), tv.cols());
       }
       CHECK(std::memcmp(plain.data(), gi->data, gi->size) == 0);
-      if (tv.n_dims == 2 && (t == DType::IQ4_XS || t == DType::Q3_K) &&
+      if (tv.n_dims == 2 && (t == DType::IQ4_XS || t == DType::Q3_K || t == DType::Q2_K) &&
           layout_fits(Layout::Rows16, t, tv.rows(), tv.cols())) {
-        CHECK(tv.layout == Layout::Rows16);  // the writers' default for IQ4_XS and Q3_K
+        CHECK(tv.layout == Layout::Rows16);  // the writers' default for IQ4_XS, Q3_K and Q2_K
       }
       if (tv.n_dims == 2) {
         CHECK(tv.dtype == t);

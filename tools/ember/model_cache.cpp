@@ -60,8 +60,8 @@ std::string env(const char* name) {
 // kConversionRevision counts converter changes within one version and schema
 // (2: pre-tokenizer names, model families, Q5_0 rows16; 3: Q4_K rows16;
 // 4: Q6_K rows16; 5: Q5_K/Q6_K row-major again; 6: IQ4_XS rows16;
-// 7: Q5_K/Q6_K rows16 in schema 2's order; 8: Q3_K rows16).
-constexpr int kConversionRevision = 8;
+// 7: Q5_K/Q6_K rows16 in schema 2's order; 8: Q3_K rows16; 9: Q2_K rows16).
+constexpr int kConversionRevision = 9;
 std::string cache_tag() {
   return std::string("v") + ember_version() + "-s" + std::to_string(kSchemaVersion) + "-c" +
          std::to_string(kConversionRevision);

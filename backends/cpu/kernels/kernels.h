@@ -157,13 +157,15 @@ static_assert(sizeof(KBlockQ4_1) == 20 && sizeof(KBlockQ5_0) == 22 && sizeof(KBl
 // equal). constexpr: internal linkage, each ISA file has its own copy.
 constexpr int8_t kKIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
-// Where the Q3_K / Q5_K / Q6_K rows16 kernels find a 64-byte chunk, in bytes from
+// Where the Q2_K / Q3_K / Q5_K / Q6_K rows16 kernels find a 64-byte chunk, in bytes from
 // the tile's start (core/layout.h's order since schema 2; core/layout.cpp's
 // chunk_at writes it, and the layout and kernels tests hold the two
 // together). static: internal linkage, each ISA file has its own copy.
 // Q5_K: nibble chunk w (0..31) and qh chunk c (0..7): pair 0's side by side.
 static constexpr int64_t q5_k_rows16_qs(int w) { return w < 8 ? 256 + 128 * w : 768 + 64 * w; }
 static constexpr int64_t q5_k_rows16_qh(int c) { return 320 + 128 * c; }
+// Q2_K: q chunk w (0..15), one after another after the scales.
+static constexpr int64_t q2_k_rows16_qs(int w) { return 320 + 64 * w; }
 // Q3_K: q chunk w (0..15) and hmask chunk c (0..7): pair 0's side by side,
 // as Q5_K's.
 static constexpr int64_t q3_k_rows16_qs(int w) { return w < 8 ? 224 + 128 * w : 224 + 1024 + 64 * (w - 8); }
@@ -215,7 +217,7 @@ static constexpr int64_t q6_k_rows16_qh(int u) { return q6_k_rows16_unit(u) + 12
 // The GGUF types that have a Rows16 form (core/layout.h), in the order of
 // CpuKernels' members; their matmuls (q5_0_rows16_gemv, ...) are declared
 // for every path (generic, avx2, avx512vnni, neon, neondot).
-#define EMBER_GGUF_ROWS16_TYPES(X) X(q5_0) X(q3_k) X(q4_k) X(q5_k) X(q6_k) X(iq4_xs)
+#define EMBER_GGUF_ROWS16_TYPES(X) X(q5_0) X(q2_k) X(q3_k) X(q4_k) X(q5_k) X(q6_k) X(iq4_xs)
 #define EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, isa)                                                          \
   void t##_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
                               int32_t n, float* out, int64_t out_stride);                                 \

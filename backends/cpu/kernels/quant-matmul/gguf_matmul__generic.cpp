@@ -237,6 +237,8 @@ void rows16_matmul(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const
 
 }  // namespace
 
+EMBER_DEFINE_QMATMUL(q2_k_rows16_gemv, generic, (rows16_matmul<Q2_K, DType::Q2_K>))
+EMBER_DEFINE_QMATMUL(q2_k_rows16_gemm, generic, (rows16_matmul<Q2_K, DType::Q2_K>))
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemv, generic, (rows16_matmul<Q3_K, DType::Q3_K>))
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemm, generic, (rows16_matmul<Q3_K, DType::Q3_K>))
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, generic, (rows16_matmul<Q4_K, DType::Q4_K>))

@@ -1,4 +1,4 @@
-// The K-quant super-block types (Q3_K-Q6_K) and IQ4_XS in the Rows16 layout (core/layout.h) x 8-bit
+// The K-quant super-block types (Q2_K-Q6_K) and IQ4_XS in the Rows16 layout (core/layout.h) x 8-bit
 // activations, AVX2. kquant_rows16__avx512vnni.cpp's tile on ymm, one
 // group half (rows 0..7 or 8..15, one int32 lane per row) at a time: a half
 // of a 64-byte chunk is 8 rows x 4 quant bytes; vpmaddubsw (unsigned quants x the token's
@@ -13,16 +13,22 @@
 //                            sub-block
 //   W::quants(tile, h, p, c, lo, hi)  half h of chunk c of sub-block pair
 //                            p: sub(p, 0)'s unsigned bytes in lo, sub(p, 1)'s in hi
-//   kPer16 (Q3_K, Q6_K: int8 scales per 16, W::scales8(tile, buf) as
+//   kPer16 (Q2_K, Q3_K, Q6_K: int8 scales per 16, W::scales8(tile, buf) as
 //                            [group][row]; quants q + W::kOffset, Q6_K's up
-//                            to 63, Q3_K's to 7): the int16 sums take 2
+//                            to 63, Q3_K's to 7, Q2_K's to 3): the int16 sums take 2
 //                            chunks (4 products of 63 x 127 = 32004 per
 //                            lane), then vpmaddwd by the group's scale
 //                            (scale16: the row's scale in both int16 halves
 //                            of its dword) into int32, seeded with vpmaddwd
 //                            of offset16 (the row's -kOffset x scale of the
 //                            sub-block's two groups) by the token's two
-//                            sum16: exact, one int32 per sub-block as Q4_K's.
+//                            sum16: exact, one int32 per sub-block as Q4_K's
+//                            (no seed where kOffset is 0).
+//   kGroupMin (optional, false if absent; Q2_K): a min per group of 16,
+//                            W::mins16(tile, h, u) giving sub-block u's two
+//                            group mins per row as an int16 pair; one
+//                            vpmaddwd by the token's two sum16 (exact), so
+//                            f = float(isum) x d - float(imin) x dmin.
 //   kSigned (optional, false if absent; IQ4_XS): W::quants gives signed
 //                            bytes, multiplied by the sign trick
 //                            (vpmaddubsw of |q| by the activations with q's
@@ -126,6 +132,46 @@ struct Q6_KRows16 {
   }
 };
 
+// Q2_K: tile = d[16] f16 at 0, dmin[16] f16 at 32, the 16 scale bytes
+// transposed at 64 (low nibble the scale, high the min), the 16 q chunks at
+// 320 (core/layout.h); pairs and quants (0..3) as in
+// kquant_rows16__avx512vnni.cpp.
+struct Q2_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ2_K);
+  static constexpr bool kHasMin = false;
+  static constexpr bool kPer16 = true;
+  static constexpr int kOffset = 0;
+  static constexpr bool kGroupMin = true;
+  static constexpr int sub(int p, int k) { return 2 * p + k; }
+  static void scales(const uint8_t* tile, int h, __m256* sc, __m256* mn) {
+    const __m256 d = f16x8(tile + 16 * h), dmin = f16x8(tile + 32 + 16 * h);
+    for (int s = 0; s < 8; ++s) {
+      sc[s] = d;
+      mn[s] = dmin;
+    }
+  }
+  static const int8_t* scales8(const uint8_t* tile, int8_t* buf) {
+    const __m256i m0f = _mm256_set1_epi8(0x0f);
+    for (int q = 0; q < 8; ++q) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(buf + 32 * q), _mm256_and_si256(load32(tile + 64 + 32 * q), m0f));
+    }
+    return buf;
+  }
+  // Half h's (min of group 2u, min of group 2u + 1) per row, int16.
+  static __m256i mins16(const uint8_t* tile, int h, int u) {
+    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 64 + 32 * u + 8 * h));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + 80 + 32 * u + 8 * h));
+    return _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), 4);
+  }
+  static void quants(const uint8_t* tile, int h, int p, int c, __m256i* lo, __m256i* hi) {
+    const __m256i v = load32(tile + q2_k_rows16_qs(8 * (p / 2) + c) + 32 * h);
+    const __m256i m03 = _mm256_set1_epi8(0x03);
+    const __m256i q = _mm256_srl_epi16(v, _mm_cvtsi32_si128(4 * (p % 2)));
+    *lo = _mm256_and_si256(q, m03);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(q, 2), m03);
+  }
+};
+
 // Q3_K: tile = d[16] f16 at 0, the 12 scale bytes transposed at 32, then
 // q chunk j and hmask chunk j side by side for j = 0..7, then q chunks
 // 8..15 (core/layout.h); pairs, quants (q + 4, 0..7) and scales as in
@@ -226,6 +272,16 @@ inline __m256i offset16(const int8_t* s8, int h, int s) {
   return _mm256_mullo_epi16(v, _mm256_set1_epi16(static_cast<int16_t>(-W::kOffset)));
 }
 
+// W::kGroupMin, false for the types without it.
+template <class W>
+constexpr bool group_min() {
+  if constexpr (requires { W::kGroupMin; }) {
+    return W::kGroupMin;
+  } else {
+    return false;
+  }
+}
+
 // vpmaddubsw of quants q by activations a: W's unsigned quants as they are,
 // kSigned's by the sign trick.
 template <class W>
@@ -308,6 +364,10 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
       __m256i i0[H][T], i1[H][T];  // the two sub-blocks' exact int32 sums (scaled, kPer16)
       if constexpr (W::kPer16) {
         for (int h = 0; h < H; ++h) {
+          if constexpr (W::kOffset == 0) {
+            for (int j = 0; j < T; ++j) i0[h][j] = i1[h][j] = _mm256_setzero_si256();
+            continue;
+          }
           const __m256i o0 = offset16<W>(s8, h0 + h, u0), o1 = offset16<W>(s8, h0 + h, u1);
           for (int j = 0; j < T; ++j) {
             int32_t w0, w1;  // the token's sum16 of the sub-block's two groups
@@ -379,6 +439,15 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
             f0 = _mm256_fnmadd_ps(mn[h][u0], _mm256_set1_ps(xsum[j][u0]), f0);
             f1 = _mm256_fnmadd_ps(mn[h][u1], _mm256_set1_ps(xsum[j][u1]), f1);
           }
+          if constexpr (group_min<W>()) {
+            int32_t w0, w1;  // the token's sum16 of the sub-block's two groups
+            memcpy(&w0, xs[j] + sb * 16 + 2 * u0, 4);
+            memcpy(&w1, xs[j] + sb * 16 + 2 * u1, 4);
+            const __m256i m0 = _mm256_madd_epi16(W::mins16(tl, h0 + h, u0), _mm256_set1_epi32(w0));
+            const __m256i m1 = _mm256_madd_epi16(W::mins16(tl, h0 + h, u1), _mm256_set1_epi32(w1));
+            f0 = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m0), mn[h][u0], f0);
+            f1 = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m1), mn[h][u1], f1);
+          }
           acc[h][j] = _mm256_fmadd_ps(f0, _mm256_set1_ps(xd[j][b0]), acc[h][j]);
           acc[h][j] = _mm256_fmadd_ps(f1, _mm256_set1_ps(xd[j][b1]), acc[h][j]);
         }
@@ -425,6 +494,8 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 
 }  // namespace
 
+EMBER_DEFINE_QMATMUL(q2_k_rows16_gemv, avx2, rows16_gemv<Q2_KRows16>)
+EMBER_DEFINE_QMATMUL(q2_k_rows16_gemm, avx2, rows16_gemm<Q2_KRows16>)
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemv, avx2, rows16_gemv<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemm, avx2, rows16_gemm<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx2, rows16_gemv<Q4_KRows16>)

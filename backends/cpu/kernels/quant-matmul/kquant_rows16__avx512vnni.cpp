@@ -1,4 +1,4 @@
-// The K-quant super-block types (Q3_K-Q6_K) and IQ4_XS in the Rows16 layout (core/layout.h) x 8-bit
+// The K-quant super-block types (Q2_K-Q6_K) and IQ4_XS in the Rows16 layout (core/layout.h) x 8-bit
 // activations, AVX-512 VNNI. One zmm lane per row: a 64-byte chunk of a
 // tile is 16 rows x 4 quant bytes, so one vpdpbusd with the token's 4
 // activation bytes broadcast gives 16 rows' partial sums, no horizontal
@@ -13,24 +13,33 @@
 //   W::quants(tile, p, c, lo, hi)  chunk c of sub-block pair p as vpdpbusd's
 //                            unsigned bytes: sub(p, 0)'s elements 4c..4c+3
 //                            in lo, sub(p, 1)'s in hi
-//   kPer16 (Q3_K, Q6_K): W::scales8(tile, buf) the 16 rows' int8 scales of
+//   kPer16 (Q2_K, Q3_K, Q6_K): W::scales8(tile, buf) the 16 rows' int8 scales of
 //                            the 16 groups (16 elements each), [group][row]
-//                            (Q6_K's are in the tile, Q3_K's decoded into
-//                            buf); the quants are q + W::kOffset (Q6_K 32:
-//                            0..63, Q3_K 4: 0..7), the chains seeded with
+//                            (Q6_K's are in the tile, Q2_K's and Q3_K's
+//                            decoded into buf); the quants are q + W::kOffset
+//                            (Q6_K 32: 0..63, Q3_K 4: 0..7, Q2_K 0: 0..3), the chains seeded with
 //                            -kOffset x the token's sum16 per group, so each
 //                            group's int32 sum is exact, then multiplied by
 //                            its scale (vpmulld) and the group pair added:
 //                            one int32 per sub-block, as Q4_K's.
 //   kUnitDecode (optional, false if absent; Q6_K): decode (one token) reads
 //                            the tile through q6_k_decode_superblock.
-//   kPremulBias (optional, 0 if absent; Q3_K: 124): the unpack-once gemm
-//                            takes W::premul's quants, each row's group scale
+//   kPremul (optional, false if absent; Q2_K, Q3_K): the unpack-once gemm
+//                            takes premul()'s quants, each row's group scale
 //                            applied ((q - kOffset) x scale + kPremulBias,
 //                            unsigned bytes), so a sub-block is one chain as
 //                            Q4_K's, seeded with -kPremulBias x the block's
 //                            activation sum, and no per-group multiply is
 //                            left; the same int32 per sub-block as kPer16's.
+//   kPremulBias (optional, 0 if absent; Q3_K: 124, (q - 4) x scale being
+//                            -124..128; Q2_K's q x scale is 0..45).
+//   kGroupMin (optional, false if absent; Q2_K): a min per group of 16 as
+//                            well, W::mins16(tile, m) giving sub-block u's
+//                            two group mins of each row as an int16 pair
+//                            (m[u]); per sub-block and token one vpmaddwd by
+//                            the token's two sum16 (exact), its float sum
+//                            kept beside the scales' and multiplied by dmin
+//                            (mn[0]) once per super-block.
 //   kBiasSeed (optional, 0 if absent; IQ4_XS: 16): each sub-block's int32
 //                            chain starts at kBiasSeed x the activation
 //                            block's bias (-8 x sum(a)), so quants stored
@@ -158,6 +167,50 @@ struct Q6_KRows16 {
   }
 };
 
+// Q2_K: tile = d[16] f16 at 0, dmin[16] f16 at 32, the 16 scale bytes
+// transposed at 64 (group g's of the 16 rows at 64 + 16g: low nibble the
+// scale, high nibble the min), the 16 q chunks at 320 (core/layout.h).
+// Pairs and quants as Q3_K's without the third bit: q 0..3 (offset 0);
+// the mins through kGroupMin.
+struct Q2_KRows16 {
+  static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ2_K);
+  static constexpr bool kUnpackOnce = true;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kPer16 = true;
+  static constexpr int kOffset = 0;
+  static constexpr bool kPremul = true;
+  static constexpr bool kGroupMin = true;
+  static constexpr int sub(int p, int h) { return 2 * p + h; }
+  static void scales(const uint8_t* tile, __m512* sc, __m512* mn) {
+    const __m512 d = f16x16(tile), dmin = f16x16(tile + 32);
+    for (int s = 0; s < 8; ++s) {
+      sc[s] = d;
+      mn[s] = dmin;
+    }
+  }
+  static const int8_t* scales8(const uint8_t* tile, int8_t* buf) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    for (int k = 0; k < 4; ++k) {
+      _mm512_storeu_si512(buf + 64 * k, _mm512_and_si512(_mm512_loadu_si512(tile + 64 + 64 * k), m0f));
+    }
+    return buf;
+  }
+  static void mins16(const uint8_t* tile, __m512i* m) {
+    for (int u = 0; u < 8; ++u) {
+      const __m512i a = _mm512_srli_epi32(_mm512_cvtepu8_epi32(load16(tile + 64 + 32 * u)), 4);
+      const __m512i b = _mm512_srli_epi32(_mm512_cvtepu8_epi32(load16(tile + 80 + 32 * u)), 4);
+      m[u] = _mm512_or_si512(a, _mm512_slli_epi32(b, 16));
+    }
+  }
+  static void quants(const uint8_t* tile, int p, int c, __m512i* lo, __m512i* hi) {
+    const __m512i v = _mm512_loadu_si512(tile + q2_k_rows16_qs(8 * (p / 2) + c));
+    const __m512i m03 = _mm512_set1_epi8(0x03);
+    const __m512i q = _mm512_srl_epi16(v, _mm_cvtsi32_si128(4 * (p % 2)));
+    *lo = _mm512_and_si512(q, m03);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(q, 2), m03);
+  }
+};
+
 // Q3_K: tile = d[16] f16 at 0, the 12 scale bytes transposed at 32, then
 // q chunk j and hmask chunk j side by side for j = 0..7, then q chunks
 // 8..15 (core/layout.h). Pair p = sub-blocks 2p and 2p + 1: q chunk
@@ -171,6 +224,7 @@ struct Q3_KRows16 {
   static constexpr bool kHasMin = false;
   static constexpr bool kPer16 = true;
   static constexpr int kOffset = 4;
+  static constexpr bool kPremul = true;
   static constexpr int kPremulBias = 124;  // (q - 4) x scale is -124..128
   static constexpr int sub(int p, int h) { return 2 * p + h; }
   static void scales(const uint8_t* tile, __m512* sc, __m512* mn) { Q6_KRows16::scales(tile, sc, mn); }  // d
@@ -204,26 +258,6 @@ struct Q3_KRows16 {
     const __m512i q = _mm512_srl_epi16(v, sh);
     *lo = _mm512_or_si512(_mm512_and_si512(q, m03), bit2(hm, 2 * p));
     *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 2), m03), bit2(hm, 2 * p + 1));
-  }
-  // Quants q + 4 (0..7) times the rows' scales s of group g (s8 + 16 g), plus
-  // 124 - 4 s: (q - 4) x s + 124, in 0..252. Bytes times a row's int16 scale:
-  // vpmullw keeps the low byte's product in the low byte, and the high
-  // byte's (the low one masked off) in the high byte.
-  static __m512i premul_group(__m512i q, const int8_t* s) {
-    const __m512i x = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
-    const __m512i s16 = _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(x, 16));
-    const __m512i even = _mm512_mullo_epi16(q, s16);
-    const __m512i odd = _mm512_mullo_epi16(_mm512_and_si512(q, _mm512_set1_epi16(static_cast<int16_t>(0xff00))), s16);
-    const __m512i prod = _mm512_mask_blend_epi8(0xaaaaaaaaaaaaaaaaull, even, odd);
-    const __m512i c = _mm512_mullo_epi32(_mm512_sub_epi32(_mm512_set1_epi32(kPremulBias), _mm512_slli_epi32(x, 2)),
-                                         _mm512_set1_epi32(0x01010101));
-    return _mm512_add_epi8(prod, c);
-  }
-  static void premul(const uint8_t* tile, const int8_t* s8, int p, int c, __m512i* lo, __m512i* hi) {
-    __m512i q0, q1;
-    quants(tile, p, c, &q0, &q1);
-    *lo = premul_group(q0, s8 + 16 * (2 * sub(p, 0) + c / 4));
-    *hi = premul_group(q1, s8 + 16 * (2 * sub(p, 1) + c / 4));
   }
 };
 
@@ -298,9 +332,39 @@ EMBER_ROWS16_TRAIT(tile_tokens, kTileTokens, int, 4)
 // -> 1830-1940 us); Q4_K and IQ4_XS (one or two operations per vector)
 // measured 3-8% slower with it.
 EMBER_ROWS16_TRAIT(unpack_once, kUnpackOnce, bool, false)
+EMBER_ROWS16_TRAIT(quant_offset, kOffset, int, 0)
+EMBER_ROWS16_TRAIT(premul_quants, kPremul, bool, false)
 EMBER_ROWS16_TRAIT(premul_bias, kPremulBias, int, 0)
+EMBER_ROWS16_TRAIT(group_min, kGroupMin, bool, false)
 EMBER_ROWS16_TRAIT(unit_decode, kUnitDecode, bool, false)
 #undef EMBER_ROWS16_TRAIT
+
+// kPremul: quants q + kOffset times the rows' scales s of a group (s: its
+// 16 int8), plus kPremulBias - kOffset x s: (q - kOffset) x s +
+// kPremulBias, an unsigned byte. Bytes times a row's int16 scale: vpmullw
+// keeps the low byte's product in the low byte, and the high byte's (the
+// low one masked off) in the high byte.
+template <class W>
+inline __m512i premul_group(__m512i q, const int8_t* s) {
+  const __m512i x = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+  const __m512i s16 = _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(x, 16));
+  const __m512i even = _mm512_mullo_epi16(q, s16);
+  const __m512i odd = _mm512_mullo_epi16(_mm512_and_si512(q, _mm512_set1_epi16(static_cast<int16_t>(0xff00))), s16);
+  const __m512i prod = _mm512_mask_blend_epi8(0xaaaaaaaaaaaaaaaaull, even, odd);
+  if constexpr (premul_bias<W>() == 0 && W::kOffset == 0) return prod;
+  const __m512i c = _mm512_mullo_epi32(
+      _mm512_sub_epi32(_mm512_set1_epi32(premul_bias<W>()), _mm512_mullo_epi32(x, _mm512_set1_epi32(W::kOffset))),
+      _mm512_set1_epi32(0x01010101));
+  return _mm512_add_epi8(prod, c);
+}
+// Chunk c of pair p premultiplied (s8: W::scales8's [group][row]).
+template <class W>
+inline void premul(const uint8_t* tile, const int8_t* s8, int p, int c, __m512i* lo, __m512i* hi) {
+  __m512i q0, q1;
+  W::quants(tile, p, c, &q0, &q1);
+  *lo = premul_group<W>(q0, s8 + 16 * (2 * W::sub(p, 0) + c / 4));
+  *hi = premul_group<W>(q1, s8 + 16 * (2 * W::sub(p, 1) + c / 4));
+}
 
 // The 16 rows' int8 scale of group g, as int32 lanes (kPer16: s8 from W::scales8).
 inline __m512i scale16(const int8_t* s8, int g) {
@@ -359,7 +423,7 @@ struct Acts {
 };
 
 // Super-block sb of the 16 rows against T tokens, added to acc: the scales
-// decoded (sc, mn; kPer16 also s8, W::scales8's), the quants from quants(p, c, lo, hi) (W::quants on the
+// decoded (sc, mn; kPer16 also s8, W::scales8's; kGroupMin gm, W::mins16's), the quants from quants(p, c, lo, hi) (W::quants on the
 // tile, or gemm's copy of them). Each output lane: per sub-block, in
 // order, f = float(isum) * sc - mn * sum(a), then acc += f * d_act; the same
 // whatever T and wherever the quants come from, so gemv and gemm agree bit
@@ -367,8 +431,8 @@ struct Acts {
 // one chain per sub-block; the integer sums are kPer16's, so are the floats.
 template <class W, int T, class Quants, bool Premul = false>
 __attribute__((always_inline)) inline void superblock(const __m512* sc, const __m512* mn, const int8_t* s8,
-                                                      int64_t sb, const Acts<T>& x, const Quants& quants,
-                                                      __m512* acc) {
+                                                      const __m512i* gm, int64_t sb, const Acts<T>& x,
+                                                      const Quants& quants, __m512* acc) {
   // The activation blocks' sums as floats (bias = -8 x sum, so the shift
   // is exact), 8 per token at once: the min FMAs broadcast them from here.
   alignas(32) float xsum[W::kHasMin ? T : 1][8];
@@ -384,19 +448,20 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
   // group's sum; kBiasSeed, kBiasSeed x each block's bias; Premul,
   // kPremulBias x bias / 8 (bias is -8 x the sum: exact).
   constexpr bool kGroups = W::kPer16 && !Premul;  // a chain per group of 16
-  constexpr bool kBlockSeeds = bias_seed<W>() != 0 || Premul;
-  constexpr int kSeeds = kGroups ? 16 : kBlockSeeds ? 8 : 1;
+  constexpr bool kGroupSeeds = kGroups && quant_offset<W>() != 0;
+  constexpr bool kBlockSeeds = bias_seed<W>() != 0 || (Premul && premul_bias<W>() != 0);
+  constexpr int kSeeds = kGroupSeeds ? 16 : kBlockSeeds ? 8 : 1;
   alignas(64) int32_t seed[kSeeds > 1 ? T : 1][kSeeds];
-  if constexpr (Premul) {
+  if constexpr (Premul && premul_bias<W>() != 0) {
     for (int j = 0; j < T; ++j) {
       const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias[j] + sb * 8));
       _mm256_store_si256(reinterpret_cast<__m256i*>(seed[j]),
                          _mm256_mullo_epi32(_mm256_srai_epi32(b, 3), _mm256_set1_epi32(premul_bias<W>())));
     }
-  } else if constexpr (W::kPer16) {
+  } else if constexpr (kGroupSeeds) {
     for (int j = 0; j < T; ++j) {
       const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.s16[j] + sb * 16)));
-      _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-W::kOffset)));
+      _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-quant_offset<W>())));
     }
   } else if constexpr (bias_seed<W>() != 0) {
     for (int j = 0; j < T; ++j) {
@@ -406,10 +471,14 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
   }
   // Keep GCC from taking the seeds apart in registers (it would extract and
   // broadcast each one): they are read back from memory.
-  if constexpr (W::kPer16) asm volatile("" : : "r"(&seed[0][0]) : "memory");
+  if constexpr (kSeeds > 1) asm volatile("" : : "r"(&seed[0][0]) : "memory");
   __m512 part[W::kPer16 ? T : 1];  // kPer16: the super-block's sum before d
+  __m512 mpart[group_min<W>() ? T : 1];  // kGroupMin: its mins' sum before dmin
   if constexpr (W::kPer16) {
     for (int j = 0; j < T; ++j) part[j] = _mm512_setzero_ps();
+  }
+  if constexpr (group_min<W>()) {
+    for (int j = 0; j < T; ++j) mpart[j] = _mm512_setzero_ps();
   }
   // One sub-block pair; Q6_K's pair loop is unrolled (its chunk offsets and
   // shifts depend on p: rolled, they were computed and branched on at run
@@ -425,10 +494,14 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
       // in int32.
       __m512i a0[T], b0[T], a1[T], b1[T];  // sub-block u0's groups, u1's
       for (int j = 0; j < T; ++j) {
-        a0[j] = _mm512_set1_epi32(seed[j][2 * u0]);
-        b0[j] = _mm512_set1_epi32(seed[j][2 * u0 + 1]);
-        a1[j] = _mm512_set1_epi32(seed[j][2 * u1]);
-        b1[j] = _mm512_set1_epi32(seed[j][2 * u1 + 1]);
+        if constexpr (kGroupSeeds) {
+          a0[j] = _mm512_set1_epi32(seed[j][2 * u0]);
+          b0[j] = _mm512_set1_epi32(seed[j][2 * u0 + 1]);
+          a1[j] = _mm512_set1_epi32(seed[j][2 * u1]);
+          b1[j] = _mm512_set1_epi32(seed[j][2 * u1 + 1]);
+        } else {
+          a0[j] = b0[j] = a1[j] = b1[j] = _mm512_setzero_si512();
+        }
       }
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
@@ -491,6 +564,18 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
         part[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0[j]), _mm512_set1_ps(x.d[j][b0]), part[j]);
         part[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i1[j]), _mm512_set1_ps(x.d[j][b1]), part[j]);
       }
+      if constexpr (group_min<W>()) {
+        // The two groups' mins times the token's two sum16 (adjacent int16).
+        for (int j = 0; j < T; ++j) {
+          int32_t w0, w1;
+          memcpy(&w0, x.s16[j] + sb * 16 + 2 * u0, 4);
+          memcpy(&w1, x.s16[j] + sb * 16 + 2 * u1, 4);
+          const __m512i m0 = _mm512_madd_epi16(gm[u0], _mm512_set1_epi32(w0));
+          const __m512i m1 = _mm512_madd_epi16(gm[u1], _mm512_set1_epi32(w1));
+          mpart[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m0), _mm512_set1_ps(x.d[j][b0]), mpart[j]);
+          mpart[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m1), _mm512_set1_ps(x.d[j][b1]), mpart[j]);
+        }
+      }
       return;
     }
     for (int j = 0; j < T; ++j) {
@@ -508,6 +593,9 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) pair(p);
     for (int j = 0; j < T; ++j) acc[j] = _mm512_fmadd_ps(part[j], sc[0], acc[j]);
+    if constexpr (group_min<W>()) {
+      for (int j = 0; j < T; ++j) acc[j] = _mm512_fnmadd_ps(mpart[j], mn[0], acc[j]);
+    }
   } else {
     for (int p = 0; p < 4; ++p) pair(p);
   }
@@ -577,9 +665,11 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
       alignas(64) int8_t buf[W::kPer16 ? 256 : 1];
       const int8_t* s8 = nullptr;
       if constexpr (W::kPer16) s8 = W::scales8(tile, buf);
+      __m512i gm[group_min<W>() ? 8 : 1];
+      if constexpr (group_min<W>()) W::mins16(tile, gm);
       auto quants = [tile](int p, int c, __m512i* lo, __m512i* hi)
                         __attribute__((always_inline)) { W::quants(tile, p, c, lo, hi); };
-      superblock<W, T>(sc, mn, s8, sb, xt, quants, acc);
+      superblock<W, T>(sc, mn, s8, gm, sb, xt, quants, acc);
     }
   }
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(out + (t + j) * os, acc[j]);
@@ -597,18 +687,18 @@ void rows16_gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 // T tokens from t of the current super-block, their sums kept in acc16
 // (16 floats per token) between super-blocks.
 template <class W, int T, class Quants>
-void gemm_tile(const __m512* sc, const __m512* mn, const int8_t* s8, int64_t sb, const QuantActs& x, int64_t t,
-               const Quants& quants, float* acc16) {
-  constexpr bool kPremul = premul_bias<W>() != 0;
-  const Acts<T> xt(x, t, W::kPer16 && !kPremul);
+void gemm_tile(const __m512* sc, const __m512* mn, const int8_t* s8, const __m512i* gm, int64_t sb,
+               const QuantActs& x, int64_t t, const Quants& quants, float* acc16) {
+  constexpr bool kPremul = premul_quants<W>();
+  const Acts<T> xt(x, t, W::kPer16 && (!kPremul || group_min<W>()));
   __m512 acc[T];
   for (int j = 0; j < T; ++j) acc[j] = _mm512_load_ps(acc16 + 16 * j);
-  superblock<W, T, Quants, kPremul>(sc, mn, s8, sb, xt, quants, acc);
+  superblock<W, T, Quants, kPremul>(sc, mn, s8, gm, sb, xt, quants, acc);
   for (int j = 0; j < T; ++j) _mm512_store_ps(acc16 + 16 * j, acc[j]);
 }
 
 // Prefill: per 16-row group and super-block, the quants are unpacked once
-// (4 KiB, W::quants' vectors in order, W::premul's for kPremulBias) and every token of the chunk runs
+// (4 KiB, W::quants' vectors in order, premul()'s for kPremul) and every token of the chunk runs
 // over that copy, in tiles of tile_tokens<W>(); the sums stay in a small
 // buffer between super-blocks. Each output's operations are superblock()'s,
 // in the same order as gemv's.
@@ -646,18 +736,20 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
         alignas(64) int8_t buf[W::kPer16 ? 256 : 1];
         const int8_t* s8 = nullptr;
         if constexpr (W::kPer16) s8 = W::scales8(tile, buf);
+        alignas(64) __m512i gm[group_min<W>() ? 8 : 1];
+        if constexpr (group_min<W>()) W::mins16(tile, gm);
         for (int p = 0; p < 4; ++p) {
           for (int c = 0; c < 8; ++c) {
             __m512i* u = &unpacked[2 * (8 * p + c)];
-            if constexpr (premul_bias<W>() != 0) {
-              W::premul(tile, s8, p, c, u, u + 1);
+            if constexpr (premul_quants<W>()) {
+              premul<W>(tile, s8, p, c, u, u + 1);
             } else {
               W::quants(tile, p, c, u, u + 1);
             }
           }
         }
         token_tiles<kTile>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
-          gemm_tile<W, T>(sc, mn, s8, sb, x, t, quants, sums + 16 * (t - t0));
+          gemm_tile<W, T>(sc, mn, s8, gm, sb, x, t, quants, sums + 16 * (t - t0));
         });
       }
       for (int64_t t = t0; t < t1; ++t) _mm512_storeu_ps(out + t * out_stride + r, _mm512_load_ps(sums + 16 * (t - t0)));
@@ -667,6 +759,8 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 
 }  // namespace
 
+EMBER_DEFINE_QMATMUL(q2_k_rows16_gemv, avx512vnni, rows16_gemv<Q2_KRows16>)
+EMBER_DEFINE_QMATMUL(q2_k_rows16_gemm, avx512vnni, rows16_gemm<Q2_KRows16>)
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemv, avx512vnni, rows16_gemv<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemm, avx512vnni, rows16_gemm<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx512vnni, rows16_gemv<Q4_KRows16>)

@@ -7,6 +7,8 @@
 
 namespace ember {
 
+EMBER_DEFINE_QMATMUL(q2_k_rows16_gemv, neondot, rows16_gemv<Q2_KRows16>)
+EMBER_DEFINE_QMATMUL(q2_k_rows16_gemm, neondot, rows16_gemm<Q2_KRows16>)
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemv, neondot, rows16_gemv<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemm, neondot, rows16_gemm<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, neondot, rows16_gemv<Q4_KRows16>)
