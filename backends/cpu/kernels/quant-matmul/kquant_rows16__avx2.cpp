@@ -344,6 +344,7 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
     for (int j = 0; j < T; ++j) acc[h][j] = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* tl = group + sb * W::kTileBytes;
+    if constexpr (T == 1 && H == 2) prefetch_ahead(tl, W::kTileBytes);  // decode: kernels.h
     __m256 sc[H][8], mn[H][8];
     for (int h = 0; h < H; ++h) W::scales(tl, h0 + h, sc[h], mn[h]);
     alignas(32) int8_t buf[W::kPer16 ? 256 : 1];

@@ -657,6 +657,7 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
   for (int j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* tile = group + sb * W::kTileBytes;
+    if constexpr (T == 1) prefetch_ahead(tile, W::kTileBytes);  // decode: kernels.h
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
     if constexpr (unit_decode<W>() && T == 1) {
