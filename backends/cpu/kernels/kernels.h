@@ -36,7 +36,7 @@ constexpr int64_t kFloatGemmBlockBytes = 256 * 1024;
 // Decode (one token) reads every weight from memory once per step, each
 // thread one ascending stream of rows16 tiles. The hardware prefetcher alone
 // kept such a stream at about half of what the memory gives: one thread on
-// Zen 4, ember_rows16_probe --rows 32768 --cols 4096 --tokens 1 (75 MB, out
+// a Zen 5 EPYC, ember_rows16_probe --rows 32768 --cols 4096 --tokens 1 (75 MB, out
 // of cache), Q4_K gemv 5.1 -> 2.1 ms with this, IQ4_XS 4.0 -> 1.8, Q6_K
 // 4.8 -> 3.2; the 1.1b Q4_K_M file's decode (2 threads) 43-51 -> 83-91
 // tok/s. So the gemv tiles ask for the lines kDecodePrefetchBytes ahead
