@@ -433,6 +433,12 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
       }
       const int64_t b0 = sb * 8 + u0, b1 = sb * 8 + u1;
       for (int h = 0; h < H; ++h) {
+        // kGroupMin: the two sub-blocks' group mins, once for all T tokens.
+        __m256i gm0 = _mm256_setzero_si256(), gm1 = _mm256_setzero_si256();
+        if constexpr (group_min<W>()) {
+          gm0 = W::mins16(tl, h0 + h, u0);
+          gm1 = W::mins16(tl, h0 + h, u1);
+        }
         for (int j = 0; j < T; ++j) {
           __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(i0[h][j]), sc[h][u0]);
           __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(i1[h][j]), sc[h][u1]);
@@ -444,8 +450,8 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
             int32_t w0, w1;  // the token's sum16 of the sub-block's two groups
             memcpy(&w0, xs[j] + sb * 16 + 2 * u0, 4);
             memcpy(&w1, xs[j] + sb * 16 + 2 * u1, 4);
-            const __m256i m0 = _mm256_madd_epi16(W::mins16(tl, h0 + h, u0), _mm256_set1_epi32(w0));
-            const __m256i m1 = _mm256_madd_epi16(W::mins16(tl, h0 + h, u1), _mm256_set1_epi32(w1));
+            const __m256i m0 = _mm256_madd_epi16(gm0, _mm256_set1_epi32(w0));
+            const __m256i m1 = _mm256_madd_epi16(gm1, _mm256_set1_epi32(w1));
             f0 = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m0), mn[h][u0], f0);
             f1 = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m1), mn[h][u1], f1);
           }

@@ -351,9 +351,9 @@ inline __m512i premul_group(__m512i q, const int8_t* s) {
   const __m512i even = _mm512_mullo_epi16(q, s16);
   const __m512i odd = _mm512_mullo_epi16(_mm512_and_si512(q, _mm512_set1_epi16(static_cast<int16_t>(0xff00))), s16);
   const __m512i prod = _mm512_mask_blend_epi8(0xaaaaaaaaaaaaaaaaull, even, odd);
-  if constexpr (premul_bias<W>() == 0 && W::kOffset == 0) return prod;
+  if constexpr (premul_bias<W>() == 0 && quant_offset<W>() == 0) return prod;
   const __m512i c = _mm512_mullo_epi32(
-      _mm512_sub_epi32(_mm512_set1_epi32(premul_bias<W>()), _mm512_mullo_epi32(x, _mm512_set1_epi32(W::kOffset))),
+      _mm512_sub_epi32(_mm512_set1_epi32(premul_bias<W>()), _mm512_mullo_epi32(x, _mm512_set1_epi32(quant_offset<W>()))),
       _mm512_set1_epi32(0x01010101));
   return _mm512_add_epi8(prod, c);
 }
