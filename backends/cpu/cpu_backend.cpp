@@ -155,6 +155,17 @@ Status cpu_supports(const Graph& graph) {
 CpuBackend::CpuBackend(const BackendOptions& options)
     : options_(options), selected_(cpu_select_families()), pool_(options.thread_pool) {
   n_threads_ = cpu_threads(options);
+  if (selected_.is_ok()) {
+    // The decode prefetch distance for this CPU (dispatch.h), set before
+    // any kernel runs; a bad EMBER_DECODE_PREFETCH fails the backend as a
+    // bad EMBER_ISA does.
+    Result<uint64_t> prefetch = cpu_select_decode_prefetch();
+    if (prefetch.is_ok()) {
+      decode_prefetch_ = prefetch.value();
+    } else {
+      selected_ = prefetch.status();
+    }
+  }
   if (selected_.is_ok()) k_ = cpu_kernels_for(selected_.value());
   select_providers();
 }
@@ -164,9 +175,15 @@ CpuBackend::~CpuBackend() = default;
 std::string CpuBackend::describe() const {
   char buf[128];
   if (selected_.is_ok()) {
-    std::snprintf(buf, sizeof buf, "cpu (int8: %s, float: %s, %d thread%s)",
+    char prefetch[32];
+    if (decode_prefetch_ == 0) {
+      std::snprintf(prefetch, sizeof prefetch, "off");
+    } else {
+      std::snprintf(prefetch, sizeof prefetch, "%llu B", static_cast<unsigned long long>(decode_prefetch_));
+    }
+    std::snprintf(buf, sizeof buf, "cpu (int8: %s, float: %s, %d thread%s, decode prefetch %s)",
                   cpu_int8_family_name(selected_.value().int8), cpu_float_family_name(selected_.value().fp),
-                  n_threads_, n_threads_ == 1 ? "" : "s");
+                  n_threads_, n_threads_ == 1 ? "" : "s", prefetch);
     // Who runs the float matmuls (kernel_providers.h; chosen at construction).
     if (providers_status_.is_ok()) {
       return std::string(buf, std::strlen(buf) - 1) + ", float matmuls: " + providers_.describe() + ")";

@@ -140,6 +140,7 @@ class CpuBackend final : public Backend {
   BackendOptions options_;
   int n_threads_ = 1;
   Result<CpuFamilies> selected_;  // from EMBER_ISA or the probe
+  uint64_t decode_prefetch_ = 0;  // cpu_select_decode_prefetch()'s, for describe()
   CpuKernels k_;                  // the families' kernels
   // The session's own pool, or the host's (options.thread_pool, shared by
   // sessions: execute holds its lock).

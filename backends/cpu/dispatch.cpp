@@ -1,5 +1,6 @@
 #include "backends/cpu/dispatch.h"
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -189,6 +190,27 @@ Result<CpuFamilies> cpu_choose_families(const CpuFeatures& f, const char* isa) {
   out.int8 = forced;
   out.fp = float_cap(forced);
   return out;
+}
+
+std::atomic<uint64_t> g_decode_prefetch_bytes{8192};
+
+Result<uint64_t> cpu_choose_decode_prefetch(const CpuFeatures& f, const char* value) {
+  if (value == nullptr || value[0] == '\0') return uint64_t{f.amd && f.x86_family == 0x19 ? 0u : 8192u};
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || v > 65536 || v % 64 != 0) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "EMBER_DECODE_PREFETCH='%s' is not a prefetch distance (bytes: 0, or a multiple of 64 up to 65536)",
+                         value);
+  }
+  return uint64_t{v};
+}
+
+Result<uint64_t> cpu_select_decode_prefetch() {
+  Result<uint64_t> r = cpu_choose_decode_prefetch(cpu_features(), std::getenv("EMBER_DECODE_PREFETCH"));
+  if (r.is_ok()) g_decode_prefetch_bytes.store(r.value(), std::memory_order_relaxed);
+  return r;
 }
 
 Result<CpuFamilies> cpu_select_families() { return cpu_choose_families(cpu_features(), std::getenv("EMBER_ISA")); }

@@ -114,4 +114,17 @@ Result<CpuFamilies> cpu_select_families();
 // family's.
 CpuKernels cpu_kernels_for(const CpuFamilies& families);
 
+// How far ahead (bytes) the decode gemv tiles prefetch their weight stream
+// (kernels.h: prefetch_ahead; 0: not at all), as a pure function of a CPU's
+// features and an EMBER_DECODE_PREFETCH value (null or "": none). Without
+// one: 0 on AMD family 0x19 (Zen 3/Zen 4), whose hardware prefetchers keep
+// one stream per thread fed and where the software prefetch cost decode
+// 10-35% (sessions 9 and 13); 8192 elsewhere (Zen 5: 1.1-1.9x faster decode,
+// session 12; ARM's PRFM the same distance). With one: that many bytes, a
+// multiple of 64 up to 65536, else EMBER_ERR_INVALID_ARGUMENT naming it.
+Result<uint64_t> cpu_choose_decode_prefetch(const CpuFeatures& f, const char* value);
+// cpu_choose_decode_prefetch(cpu_features(), EMBER_DECODE_PREFETCH), stored
+// where the kernels read it (g_decode_prefetch_bytes) when it is valid.
+Result<uint64_t> cpu_select_decode_prefetch();
+
 }  // namespace ember

@@ -27,7 +27,11 @@ uint64_t xgetbv0() {
 
 void probe_x86(CpuFeatures* f) {
   unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+  f->amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+  const int base_family = (a >> 8) & 0xf;
+  f->x86_family = base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family;
   const bool osxsave = c & (1u << 27);
   const bool avx = c & (1u << 28);
   const bool fma = c & (1u << 12);

@@ -19,6 +19,12 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
+  // The x86 vendor and display family (CPUID leaf 0 and leaf 1's family +
+  // extended family): AMD 0x19 is Zen 3/Zen 4, 0x1a Zen 5. Read only for
+  // tuning choices that measured differently on them (dispatch.h:
+  // cpu_choose_decode_prefetch), never for what may run.
+  bool amd = false;
+  int x86_family = 0;
   // aarch64.
   bool asimd = false;     // NEON
   bool asimddp = false;   // SDOT/UDOT (ARMv8.2 dot product)

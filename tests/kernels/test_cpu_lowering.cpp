@@ -114,6 +114,30 @@ TEST_CASE("kernel families are chosen independently from the CPU features") {
   CHECK(cpu_choose_families(CpuFeatures{}, "sse9").status().message().find("sse9") != std::string::npos);
 }
 
+TEST_CASE("the decode prefetch distance follows the CPU, and EMBER_DECODE_PREFETCH is checked") {
+  CpuFeatures zen4;
+  zen4.amd = true;
+  zen4.x86_family = 0x19;
+  CpuFeatures zen5 = zen4;
+  zen5.x86_family = 0x1a;
+  CpuFeatures other;  // an Intel part, an ARM board: not AMD family 0x19
+  other.x86_family = 6;
+  CHECK(cpu_choose_decode_prefetch(zen4, nullptr).value() == 0);
+  CHECK(cpu_choose_decode_prefetch(zen4, "").value() == 0);
+  CHECK(cpu_choose_decode_prefetch(zen5, nullptr).value() == 8192);
+  CHECK(cpu_choose_decode_prefetch(other, nullptr).value() == 8192);
+  CHECK(cpu_choose_decode_prefetch(CpuFeatures{}, nullptr).value() == 8192);
+  // A value overrides the CPU's default either way.
+  CHECK(cpu_choose_decode_prefetch(zen4, "4096").value() == 4096);
+  CHECK(cpu_choose_decode_prefetch(zen5, "0").value() == 0);
+  CHECK(cpu_choose_decode_prefetch(zen5, "65536").value() == 65536);
+  for (const char* bad : {"100", "-64", "65600", "8k", "x", "99999999999999999999999"}) {
+    const Status st = cpu_choose_decode_prefetch(zen5, bad).status();
+    CHECK(st.code() == EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(st.message().find(std::string("EMBER_DECODE_PREFETCH='") + bad + "'") != std::string::npos);
+  }
+}
+
 TEST_CASE("a combined kernel table takes the int8 entries from one path and the float ones from another") {
   auto chosen = cpu_select_families();
   REQUIRE(chosen.is_ok());

@@ -46,6 +46,13 @@ int main(int argc, char** argv) {
   const int32_t tokens = std::atoi(arg(argc, argv, "--tokens", "64"));
   const int rounds = std::atoi(arg(argc, argv, "--rounds", "25"));
   const std::string isas = arg(argc, argv, "--isa", "avx512vnni,avx2,neondot,neon");
+  // The decode prefetch distance as the backend would choose it (EMBER_DECODE_PREFETCH overrides).
+  const Result<uint64_t> prefetch = cpu_select_decode_prefetch();
+  if (!prefetch.is_ok()) {
+    std::fprintf(stderr, "%s\n", prefetch.status().message().c_str());
+    return 2;
+  }
+  std::printf("decode prefetch: %llu bytes\n", static_cast<unsigned long long>(prefetch.value()));
   DType t = DType::F32;
   bool found = false;
   for (int i = 0; i < kDTypeCount && !found; ++i) {

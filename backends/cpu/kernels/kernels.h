@@ -21,6 +21,7 @@
 // bit-identical results.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace ember {
@@ -34,18 +35,17 @@ namespace ember {
 constexpr int64_t kFloatGemmBlockBytes = 256 * 1024;
 
 // Decode (one token) reads every weight from memory once per step, each
-// thread one ascending stream of rows16 tiles. The hardware prefetcher alone
-// kept such a stream at about half of what the memory gives: one thread on
-// a Zen 5 EPYC, ember_rows16_probe --rows 32768 --cols 4096 --tokens 1 (75 MB, out
-// of cache), Q4_K gemv 5.1 -> 2.1 ms with this, IQ4_XS 4.0 -> 1.8, Q6_K
-// 4.8 -> 3.2; the 1.1b Q4_K_M file's decode (2 threads) 43-51 -> 83-91
-// tok/s. So the gemv tiles ask for the lines kDecodePrefetchBytes ahead
-// of the tile they start (4096 and 16384 measured the same in decode,
-// 8192 best on one thread). Prefetches never fault: past the tensor's end
-// they only fetch what is there.
-constexpr uint64_t kDecodePrefetchBytes = 8192;
+// thread one ascending stream of rows16 tiles. The gemv tiles ask for the
+// lines g_decode_prefetch_bytes ahead of the tile they start, or nothing
+// when it is 0; the backend sets it once from the CPU
+// (cpu_choose_decode_prefetch, dispatch.h: why each CPU gets what it gets)
+// before any kernel runs. Prefetches never fault: past the tensor's end they
+// only fetch what is there.
+extern std::atomic<uint64_t> g_decode_prefetch_bytes;
 inline void prefetch_ahead(const uint8_t* tile, int64_t bytes) {
-  const uint64_t at = reinterpret_cast<uintptr_t>(tile) + kDecodePrefetchBytes;
+  const uint64_t ahead = g_decode_prefetch_bytes.load(std::memory_order_relaxed);
+  if (ahead == 0) return;
+  const uint64_t at = reinterpret_cast<uintptr_t>(tile) + ahead;
   for (int64_t l = 0; l < bytes; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + l), 0, 3);
 }
 
