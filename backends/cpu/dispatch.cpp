@@ -213,7 +213,36 @@ Result<uint64_t> cpu_select_decode_prefetch() {
   return r;
 }
 
-Result<CpuFamilies> cpu_select_families() { return cpu_choose_families(cpu_features(), std::getenv("EMBER_ISA")); }
+Result<bool> cpu_choose_amx(const CpuFeatures& f, CpuIsa int8, const char* value) {
+#if defined(__x86_64__)
+  const bool can = int8 == CpuIsa::Avx512 && f.amx_int8;
+#else
+  const bool can = false;
+  (void)int8;
+#endif
+  // Off unless asked for: on the one AMX host measured so far (session 14,
+  // a 2-vCPU Sapphire Rapids VM) the tile gemm was 0.9-1.2x the VNNI one
+  // (docs/decisions.md, "Session 14"), so it is not the default yet.
+  if (value == nullptr || value[0] == '\0') return false;
+  if (std::strcmp(value, "0") == 0) return false;
+  if (std::strcmp(value, "1") == 0) {
+    // A CPU without AMX is an error; an int8 family other than avx512
+    // (EMBER_ISA=avx2, ...) has no AMX kernels and simply runs its own.
+    if (!f.amx_int8) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "EMBER_AMX=1: this CPU has no AMX-INT8 that the kernel grants to this process "
+                           "(Intel Sapphire Rapids or later, Linux 5.16 or later)");
+    }
+    return can;
+  }
+  return Status::error(EMBER_ERR_INVALID_ARGUMENT, "EMBER_AMX='%s' is not 0 or 1", value);
+}
+
+Result<CpuFamilies> cpu_select_families() {
+  EMBER_ASSIGN_OR_RETURN(CpuFamilies families, cpu_choose_families(cpu_features(), std::getenv("EMBER_ISA")));
+  EMBER_ASSIGN_OR_RETURN(families.amx, cpu_choose_amx(cpu_features(), families.int8, std::getenv("EMBER_AMX")));
+  return families;
+}
 
 CpuKernels cpu_kernels_for(const CpuFamilies& families) {
   // Not cpu_kernels_for(isa): that wants the whole path runnable, and the
@@ -241,6 +270,13 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
   k.t##_rows16_gemm = i.t##_rows16_gemm;
   EMBER_GGUF_ROWS16_TYPES(EMBER_COPY_GGUF_ROWS16_)
 #undef EMBER_COPY_GGUF_ROWS16_
+#if defined(__x86_64__)
+  if (families.amx && families.int8 == CpuIsa::Avx512) {
+#define EMBER_AMX_GEMM_(t) k.t##_rows16_gemm = t##_rows16_gemm__amx;
+    EMBER_GGUF_ROWS16_AMX_TYPES(EMBER_AMX_GEMM_)
+#undef EMBER_AMX_GEMM_
+  }
+#endif
   return k;
 }
 

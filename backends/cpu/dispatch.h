@@ -96,6 +96,9 @@ const CpuKernels& cpu_kernels_for(CpuIsa isa);
 struct CpuFamilies {
   CpuIsa int8 = CpuIsa::Generic;
   CpuIsa fp = CpuIsa::Generic;
+  // The avx512vnni int8 family's prefill of the AMX types
+  // (EMBER_GGUF_ROWS16_AMX_TYPES) on AMX tiles: same results, faster.
+  bool amx = false;
 };
 // As describe() names a family's path: "avx512vnni" / "avx512".
 const char* cpu_int8_family_name(CpuIsa isa);
@@ -107,7 +110,16 @@ const char* cpu_float_family_name(CpuIsa isa);
 // family. Fails with EMBER_ERR_UNSUPPORTED (naming the value and what `f`
 // supports) for an unknown path or one `f` does not run in full.
 Result<CpuFamilies> cpu_choose_families(const CpuFeatures& f, const char* isa);
-// The choice for a new backend: cpu_choose_families(cpu_features(), EMBER_ISA).
+// Whether the int8 family `int8` runs its AMX prefill kernels, as a pure
+// function of a CPU's features and an EMBER_AMX value (null or "": none).
+// Without one, or "0": no (not yet faster where measured: docs/decisions.md,
+// "Session 14"). "1": yes where the family is avx512 and the CPU has
+// AMX-INT8 granted (CpuFeatures::amx_int8); no for another family (it has
+// no AMX kernels); EMBER_ERR_UNSUPPORTED on a CPU without it. Anything
+// else: EMBER_ERR_INVALID_ARGUMENT naming the value.
+Result<bool> cpu_choose_amx(const CpuFeatures& f, CpuIsa int8, const char* value);
+// The choice for a new backend: cpu_choose_families(cpu_features(),
+// EMBER_ISA), its amx from cpu_choose_amx(cpu_features(), int8, EMBER_AMX).
 Result<CpuFamilies> cpu_select_families();
 // One table with each family's kernels (int8 entries from families.int8's
 // table, float and vector entries from families.fp's); name: the int8

@@ -10,6 +10,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>
 #endif
@@ -50,6 +53,14 @@ void probe_x86(CpuFeatures* f) {
       f->avx512bw = b & (1u << 30);
       f->avx512vl = b & (1u << 31);
       f->avx512vnni = c & (1u << 11);
+    }
+    // AMX: CPUID.7.0 EDX bits 24 (TILE) and 25 (INT8), XCR0 bits 17-18
+    // (XTILECFG, XTILEDATA), then the kernel's permission for the 8 KiB of
+    // tile data per thread (ARCH_REQ_XCOMP_PERM = 0x1023, feature 18).
+    if ((d & (1u << 24)) && (d & (1u << 25)) && (xcr0 & 0x60000) == 0x60000 && f->avx512vnni) {
+#if defined(__linux__)
+      f->amx_int8 = syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#endif
     }
   }
 }

@@ -19,6 +19,10 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
+  // AMX-TILE and AMX-INT8 (tdpbsud and the tile loads), with the tile state
+  // enabled in XCR0 and granted to this process by the kernel (Linux asks
+  // for it: arch_prctl ARCH_REQ_XCOMP_PERM, once, by this probe).
+  bool amx_int8 = false;
   // The x86 vendor and display family (CPUID leaf 0 and leaf 1's family +
   // extended family): AMD 0x19 is Zen 3/Zen 4, 0x1a Zen 5. Read only for
   // tuning choices that measured differently on them (dispatch.h:

@@ -138,6 +138,48 @@ TEST_CASE("the decode prefetch distance follows the CPU, and EMBER_DECODE_PREFET
   }
 }
 
+TEST_CASE("AMX runs when EMBER_AMX=1 asks and the CPU and int8 family allow it; other values are refused") {
+  CpuFeatures spr;  // an AMX part with the tile state granted
+  spr.amx_int8 = true;
+  const CpuFeatures plain;
+  // Asked for only: not the default (dispatch.h says why).
+  CHECK(!cpu_choose_amx(spr, CpuIsa::Avx512, nullptr).value());
+  CHECK(!cpu_choose_amx(spr, CpuIsa::Avx512, "").value());
+#if defined(__x86_64__)
+  CHECK(cpu_choose_amx(spr, CpuIsa::Avx512, "1").value());
+#endif
+  CHECK(!cpu_choose_amx(spr, CpuIsa::Avx512, "0").value());
+  CHECK(!cpu_choose_amx(spr, CpuIsa::Avx2, nullptr).value());  // EMBER_ISA=avx2: no AMX kernels
+  CHECK(!cpu_choose_amx(plain, CpuIsa::Avx512, nullptr).value());
+  CHECK(!cpu_choose_amx(plain, CpuIsa::Avx512, "0").value());
+  // Another family asked to (EMBER_ISA=avx2 EMBER_AMX=1) runs its own kernels.
+  CHECK(!cpu_choose_amx(spr, CpuIsa::Avx2, "1").value());
+  CHECK(!cpu_choose_amx(spr, CpuIsa::Generic, "1").value());
+  for (CpuIsa isa : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Generic}) {
+    const Status st = cpu_choose_amx(plain, isa, "1").status();
+    CHECK(st.code() == EMBER_ERR_UNSUPPORTED);
+    CHECK(st.message().find("EMBER_AMX=1") != std::string::npos);
+  }
+  for (const char* bad : {"yes", "2", "on", " 1"}) {
+    const Status st = cpu_choose_amx(spr, CpuIsa::Avx512, bad).status();
+    CHECK(st.code() == EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(st.message().find(std::string("EMBER_AMX='") + bad + "'") != std::string::npos);
+  }
+  // The table: only the AMX types' gemm change, decode never.
+  CpuFamilies f;
+  f.int8 = f.fp = CpuIsa::Avx512;
+  const CpuKernels off = cpu_kernels_for(f);
+  f.amx = true;
+  const CpuKernels on = cpu_kernels_for(f);
+  CHECK((on.q4_k_rows16_gemv == off.q4_k_rows16_gemv));
+  CHECK((on.q6_k_rows16_gemv == off.q6_k_rows16_gemv));
+  CHECK((on.q8_0_rows16_gemm == off.q8_0_rows16_gemm));
+#if defined(__x86_64__)
+  CHECK((on.q4_k_rows16_gemm != off.q4_k_rows16_gemm));
+  CHECK((on.iq4_xs_rows16_gemm != off.iq4_xs_rows16_gemm));
+#endif
+}
+
 TEST_CASE("a combined kernel table takes the int8 entries from one path and the float ones from another") {
   auto chosen = cpu_select_families();
   REQUIRE(chosen.is_ok());

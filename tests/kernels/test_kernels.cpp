@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/dispatch.h"
+#include "platforms/linux/cpu_features.h"
 #include "ember.h"
 #include "core/dtype.h"
 #include "core/layout.h"
@@ -449,6 +450,103 @@ TEST_CASE("rows16 K-quants and IQ4_XS at the extremes: largest quants and scales
       }
     }
   }
+}
+
+TEST_CASE("AMX prefill: the tile gemm gives the avx512vnni gemv's and gemm's bits, on random and extreme weights") {
+  // Where the CPU grants AMX (Sapphire Rapids and later); elsewhere the
+  // choice must refuse EMBER_AMX=1 with a reason.
+  CpuFamilies fam;
+  fam.int8 = fam.fp = CpuIsa::Avx512;
+  const bool have = cpu_isa_supported(CpuIsa::Avx512) && cpu_choose_amx(cpu_features(), CpuIsa::Avx512, "1").is_ok();
+  if (!have) {
+    const Result<bool> r = cpu_choose_amx(cpu_features(), CpuIsa::Avx512, "1");
+    REQUIRE(!r.is_ok());
+    CHECK(r.status().code() == EMBER_ERR_UNSUPPORTED);
+    MESSAGE("AMX: not on this CPU (" << r.status().message() << "); its kernels are not run here");
+    return;
+  }
+  const CpuKernels vnni = cpu_kernels_for(fam);
+  fam.amx = true;
+  const CpuKernels amx = cpu_kernels_for(fam);
+  int tiled = 0;
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
+    CAPTURE(dtype_name(t));
+    const QMatmulPair v = cpu_quant_matmuls(vnni, t, Layout::Rows16), a = cpu_quant_matmuls(amx, t, Layout::Rows16);
+    REQUIRE((a.gemv == v.gemv));  // decode stays on the vector kernels
+    if (a.gemm == v.gemm) continue;
+    ++tiled;
+    std::mt19937 rng(61);
+    const int bb = dtype_block_bytes(t);
+    // 4352 columns: a chunk of 240 tokens, so 300 tokens cross it.
+    for (int64_t cols : {256, 768, 4352}) {
+      for (int64_t rows : {16, 48}) {
+        for (int fill = 0; fill < 2; ++fill) {
+          CAPTURE(cols);
+          CAPTURE(rows);
+          CAPTURE(fill);
+          // fill 0: quantized random weights; 1: random bytes (every quant
+          // and scale bit pattern), finite f16 scales in the first 4 bytes.
+          std::vector<float> wv;
+          std::vector<uint8_t> plain = make_weights(t, rng, rows, cols, &wv);
+          if (fill == 1) {
+            for (auto& b : plain) b = static_cast<uint8_t>(rng());
+            for (size_t b = 0; b < plain.size() / bb; ++b) {
+              const uint16_t d = f32_to_f16(0.001f * (1 + static_cast<int>(rng() % 7)));
+              // d (and dmin) where each type keeps them.
+              uint8_t* blk = plain.data() + b * bb;
+              if (t == DType::Q6_K) {
+                std::memcpy(blk + 208, &d, 2);
+              } else if (t == DType::Q3_K) {
+                std::memcpy(blk + 108, &d, 2);
+              } else if (t == DType::Q2_K) {
+                std::memcpy(blk + 80, &d, 2);
+                std::memcpy(blk + 82, &d, 2);
+              } else {
+                std::memcpy(blk, &d, 2);
+                if (t != DType::IQ4_XS) std::memcpy(blk + 2, &d, 2);
+              }
+            }
+          }
+          std::vector<uint8_t> packed(plain.size());
+          pack_rows16(t, plain.data(), packed.data(), rows, cols);
+          for (int32_t n : {16, 17, 31, 32, 48, 100, 300}) {
+            if (cols > 256 && n == 31) continue;
+            CAPTURE(n);
+            const std::vector<float> x = random_floats(rng, n * cols);
+            QuantBuffers qb;
+            for (int32_t i = 0; i < n; ++i) ref_quantize(x.data() + i * cols, cols, &qb.q, &qb.d, &qb.bias);
+            if (fill == 1 && n == 48) {
+              for (auto& q : qb.q) q = rng() & 1 ? 127 : -127;
+              for (size_t b = 0; b < qb.bias.size(); ++b) {
+                int32_t sum = 0;
+                for (int j = 0; j < 32; ++j) sum += qb.q[b * 32 + j];
+                qb.bias[b] = -8 * sum;
+              }
+            }
+            AlignedActs acts(qb, cols);
+            std::vector<float> ref(n * rows, NAN), got(n * rows, NAN), dec(n * rows, NAN);
+            v.gemm(packed.data(), cols, 0, rows, acts.view, n, ref.data(), rows);
+            const int64_t mid = rows / 16 / 2 * 16;
+            a.gemm(packed.data(), cols, 0, mid, acts.view, n, got.data(), rows);
+            a.gemm(packed.data(), cols, mid, rows, acts.view, n, got.data(), rows);
+            CHECK(std::memcmp(ref.data(), got.data(), ref.size() * sizeof(float)) == 0);
+            // Token by token through decode's gemv: the same bits again.
+            for (int32_t i = 0; i < n; i += 7) {
+              QuantActs one = acts.view;
+              one.q += i * cols;
+              one.d += i * (cols / 32);
+              one.bias += i * (cols / 32);
+              one.sum16 += i * (cols / 16);
+              v.gemv(packed.data(), cols, 0, rows, one, 1, dec.data() + i * rows, rows);
+              CHECK(std::memcmp(dec.data() + i * rows, got.data() + i * rows, rows * sizeof(float)) == 0);
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(tiled >= 3);  // Q4_K, Q5_K, IQ4_XS at least
+  MESSAGE("AMX: " << tiled << " rows16 types' gemm on tiles, bit-identical to avx512vnni");
 }
 
 TEST_CASE("float matmuls (f32, f16, bf16; gemv and gemm) match the scalar reference on every path") {

@@ -4,7 +4,7 @@
 // default for a type only where its gemv and gemm are not slower).
 //
 //   ember_rows16_probe [--type iq4_xs] [--rows 1024] [--cols 2048]
-//                      [--tokens 64] [--rounds 25] [--isa avx512vnni,avx2]
+//                      [--tokens 64] [--rounds 25] [--isa avx512vnni,amx,avx2]
 //
 // The layouts are interleaved round by round and each keeps its fastest
 // call (the machine may be shared). Prints per ISA the gemv (1 token) and
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cpu/dispatch.h"
+#include "platforms/linux/cpu_features.h"
 #include "core/dtype.h"
 #include "core/layout.h"
 
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   const int64_t cols = std::atoll(arg(argc, argv, "--cols", "2048"));
   const int32_t tokens = std::atoi(arg(argc, argv, "--tokens", "64"));
   const int rounds = std::atoi(arg(argc, argv, "--rounds", "25"));
-  const std::string isas = arg(argc, argv, "--isa", "avx512vnni,avx2,neondot,neon");
+  const std::string isas = arg(argc, argv, "--isa", "avx512vnni,amx,avx2,neondot,neon");
   // The decode prefetch distance as the backend would choose it (EMBER_DECODE_PREFETCH overrides).
   const Result<uint64_t> prefetch = cpu_select_decode_prefetch();
   if (!prefetch.is_ok()) {
@@ -128,6 +129,32 @@ int main(int argc, char** argv) {
     std::printf("%-10s gemv row-major %8.1f rows16 %8.1f (x%.2f)   gemm row-major %9.1f rows16 %9.1f (x%.2f)\n",
                 cpu_isa_name(isa), best[0][0], best[1][0], best[0][0] / best[1][0], best[0][1], best[1][1],
                 best[0][1] / best[1][1]);
+  }
+  // AMX (where the CPU grants it): the rows16 gemm on tiles against the
+  // avx512vnni one, interleaved, and whether the outputs are the same bits.
+  CpuFamilies fam;
+  fam.int8 = fam.fp = CpuIsa::Avx512;
+  if (isas.find("amx") != std::string::npos && cpu_isa_supported(CpuIsa::Avx512) &&
+      cpu_choose_amx(cpu_features(), CpuIsa::Avx512, "1").is_ok()) {
+    const CpuKernels vnni = cpu_kernels_for(fam);
+    fam.amx = true;
+    const CpuKernels amx = cpu_kernels_for(fam);
+    const QMatmulFn g[2] = {cpu_quant_matmuls(vnni, t, Layout::Rows16).gemm, cpu_quant_matmuls(amx, t, Layout::Rows16).gemm};
+    if (g[0] == g[1]) {
+      std::printf("amx        no AMX kernel for %s\n", type.c_str());
+      return 0;
+    }
+    std::vector<float> o2(out.size());
+    double best[2] = {1e30, 1e30};
+    for (int round = 0; round < rounds; ++round) {
+      for (int l = 0; l < 2; ++l) {
+        const double t0 = now_us();
+        g[l](packed.data(), cols, 0, rows, acts, tokens, l ? o2.data() : out.data(), rows);
+        best[l] = std::min(best[l], now_us() - t0);
+      }
+    }
+    std::printf("amx        gemm avx512vnni %9.1f amx %9.1f (x%.2f), outputs %s\n", best[0], best[1], best[0] / best[1],
+                std::memcmp(out.data(), o2.data(), out.size() * sizeof(float)) == 0 ? "bit-identical" : "DIFFER");
   }
   return 0;
 }

@@ -302,6 +302,16 @@ EMBER_DECLARE_FLOAT_KERNELS(avx2)
 EMBER_DECLARE_QUANT_KERNELS(avx512vnni)
 EMBER_DECLARE_ROWS16_KERNELS(avx512vnni)
 EMBER_DECLARE_FLOAT_KERNELS(avx512)
+// amx: the Rows16 prefill (gemm) of the types with one scale per sub-block
+// on AMX-INT8 tiles, bit for bit the avx512vnni gemm's results
+// (kquant_rows16__amx.cpp); dispatch.cpp swaps them into the avx512vnni
+// table when EMBER_AMX=1 asks and the CPU and the kernel allow AMX
+// (cpu_choose_amx).
+#define EMBER_GGUF_ROWS16_AMX_TYPES(X) X(q4_k) X(q5_k) X(iq4_xs)
+#define EMBER_DECLARE_GGUF_ROWS16_AMX_(t)                                                                 \
+  void t##_rows16_gemm__amx(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
+                            int32_t n, float* out, int64_t out_stride);
+EMBER_GGUF_ROWS16_AMX_TYPES(EMBER_DECLARE_GGUF_ROWS16_AMX_)
 #endif
 #if defined(__aarch64__)
 // neon: ASIMD (int8 products with vmull/vpadal); neondot adds SDOT.
