@@ -101,6 +101,22 @@ std::vector<uint8_t> make_weights(DType t, std::mt19937& rng, int64_t rows, int6
   return out;
 }
 
+// A K-quant or IQ4_XS block's d (and dmin) set to the f16 `d`, where each
+// type keeps them: finite scales for blocks otherwise filled with any bytes.
+void set_block_scales(DType t, uint8_t* blk, uint16_t d) {
+  if (t == DType::Q6_K) {
+    std::memcpy(blk + 208, &d, 2);
+  } else if (t == DType::Q3_K) {
+    std::memcpy(blk + 108, &d, 2);
+  } else if (t == DType::Q2_K) {
+    std::memcpy(blk + 80, &d, 2);
+    std::memcpy(blk + 82, &d, 2);
+  } else {
+    std::memcpy(blk, &d, 2);
+    if (t != DType::IQ4_XS) std::memcpy(blk + 2, &d, 2);
+  }
+}
+
 struct Shape {
   int64_t rows, cols;
   int32_t n;
@@ -389,20 +405,8 @@ TEST_CASE("rows16 K-quants and IQ4_XS at the extremes: largest quants and scales
       for (int64_t b = 0; b < rows * nsb; ++b) {
         uint8_t* blk = plain.data() + b * bb;
         const uint16_t d = f32_to_f16(0.001f * (1 + static_cast<int>(rng() % 7)));
-        if (t == DType::Q6_K) {
-          std::memcpy(blk + 208, &d, 2);
-          if (fill == 0) std::memset(blk + 192, 0x80, 16);  // scale -128
-        } else if (t == DType::IQ4_XS) {
-          std::memcpy(blk, &d, 2);
-        } else if (t == DType::Q3_K) {
-          std::memcpy(blk + 108, &d, 2);
-        } else if (t == DType::Q2_K) {
-          std::memcpy(blk + 80, &d, 2);
-          std::memcpy(blk + 82, &d, 2);
-        } else {
-          std::memcpy(blk, &d, 2);
-          std::memcpy(blk + 2, &d, 2);
-        }
+        set_block_scales(t, blk, d);
+        if (t == DType::Q6_K && fill == 0) std::memset(blk + 192, 0x80, 16);  // scale -128
       }
       std::vector<float> wv(rows * cols);
       for (int64_t r = 0; r < rows; ++r) dequantize_row(t, plain.data() + r * nsb * bb, wv.data() + r * cols, cols);
@@ -492,19 +496,7 @@ TEST_CASE("AMX prefill: the tile gemm gives the avx512vnni gemv's and gemm's bit
             for (auto& b : plain) b = static_cast<uint8_t>(rng());
             for (size_t b = 0; b < plain.size() / bb; ++b) {
               const uint16_t d = f32_to_f16(0.001f * (1 + static_cast<int>(rng() % 7)));
-              // d (and dmin) where each type keeps them.
-              uint8_t* blk = plain.data() + b * bb;
-              if (t == DType::Q6_K) {
-                std::memcpy(blk + 208, &d, 2);
-              } else if (t == DType::Q3_K) {
-                std::memcpy(blk + 108, &d, 2);
-              } else if (t == DType::Q2_K) {
-                std::memcpy(blk + 80, &d, 2);
-                std::memcpy(blk + 82, &d, 2);
-              } else {
-                std::memcpy(blk, &d, 2);
-                if (t != DType::IQ4_XS) std::memcpy(blk + 2, &d, 2);
-              }
+              set_block_scales(t, plain.data() + b * bb, d);
             }
           }
           std::vector<uint8_t> packed(plain.size());
