@@ -58,6 +58,24 @@ struct Acts {
   }
 };
 
+// The activation word k (0-3) of a 16-byte block broadcast to every lane
+// (v: the block in each 128-bit lane, _mm512_broadcast_i32x4): one vpshufd.
+// Gemm tiles take their words this way, one 16-byte load per token and 4
+// chunks, instead of a broadcast load per vpdpbusd: on Zen 5 the loop's
+// loads (a 512-bit broadcast counts as a 512-bit load, two per cycle) bound
+// it. The same words, so the same sums as gemv's, bit for bit.
+inline __m512i word_of(__m512i v, int k) {
+  switch (k) {
+    case 0: return _mm512_shuffle_epi32(v, _MM_PERM_AAAA);
+    case 1: return _mm512_shuffle_epi32(v, _MM_PERM_BBBB);
+    case 2: return _mm512_shuffle_epi32(v, _MM_PERM_CCCC);
+    default: return _mm512_shuffle_epi32(v, _MM_PERM_DDDD);
+  }
+}
+inline __m512i block16(const int8_t* p) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
 // Super-block sb of the 16 rows against T tokens, added to acc: the scales
 // decoded (sc, mn; kPer16 also s8, W::scales8's; kGroupMin gm, W::mins16's), the quants from quants(p, c, lo, hi) (W::quants on the
 // tile, or gemm's copy of them). Each output lane: per sub-block, in
@@ -139,13 +157,24 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
           a0[j] = b0[j] = a1[j] = b1[j] = _mm512_setzero_si512();
         }
       }
+      // Gemm: group a0's words by word_of, the other groups' as broadcasts
+      // (all four by word_of spill; a0 and b0 measured no faster than a0).
+      constexpr bool kShuffle = T > 1;
+      __m512i va[kShuffle ? T : 1];
+      if constexpr (kShuffle) {
+        for (int j = 0; j < T; ++j) va[j] = block16(x.a[j] + e0);
+      }
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         __m512i lo, hi, lo4, hi4;
         quants(p, c, &lo, &hi);
         quants(p, c + 4, &lo4, &hi4);
         for (int j = 0; j < T; ++j) {
-          a0[j] = _mm512_dpbusd_epi32(a0[j], lo, _mm512_set1_epi32(word(x.a[j] + e0 + 4 * c)));
+          if constexpr (kShuffle) {
+            a0[j] = _mm512_dpbusd_epi32(a0[j], lo, word_of(va[j], c));
+          } else {
+            a0[j] = _mm512_dpbusd_epi32(a0[j], lo, _mm512_set1_epi32(word(x.a[j] + e0 + 4 * c)));
+          }
           b0[j] = _mm512_dpbusd_epi32(b0[j], lo4, _mm512_set1_epi32(word(x.a[j] + e0 + 16 + 4 * c)));
           a1[j] = _mm512_dpbusd_epi32(a1[j], hi, _mm512_set1_epi32(word(x.a[j] + e1 + 4 * c)));
           b1[j] = _mm512_dpbusd_epi32(b1[j], hi4, _mm512_set1_epi32(word(x.a[j] + e1 + 16 + 4 * c)));
@@ -172,13 +201,34 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
       }
       // One chunk of the pair; the loop over chunks is unrolled for the
       // types that ask (the others' loops stay as they were).
+      // Gemm of the unrolled types: the words by word_of, u0's alone in
+      // 8-token tiles (both would spill).
+      constexpr bool kShuffle = unroll_chunks<W>() && T > 1;
+      constexpr bool kShuffle1 = kShuffle && T <= 4;
+      __m512i v0[kShuffle ? T : 1], v1[kShuffle1 ? T : 1];
       auto chunk = [&](int c) __attribute__((always_inline)) {
         __m512i lo, hi;
         quants(p, c, &lo, &hi);
+        if constexpr (kShuffle) {
+          if (c % 4 == 0) {
+            for (int j = 0; j < T; ++j) {
+              v0[j] = block16(x.a[j] + e0 + 4 * c);
+              if constexpr (kShuffle1) v1[j] = block16(x.a[j] + e1 + 4 * c);
+            }
+          }
+        }
         for (int j = 0; j < T; ++j) {
           const int k = c % kChains;
-          s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(x.a[j] + e0 + 4 * c)));
-          s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(x.a[j] + e1 + 4 * c)));
+          if constexpr (kShuffle) {
+            s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, word_of(v0[j], c % 4));
+          } else {
+            s0[k][j] = _mm512_dpbusd_epi32(s0[k][j], lo, _mm512_set1_epi32(word(x.a[j] + e0 + 4 * c)));
+          }
+          if constexpr (kShuffle1) {
+            s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, word_of(v1[j], c % 4));
+          } else {
+            s1[k][j] = _mm512_dpbusd_epi32(s1[k][j], hi, _mm512_set1_epi32(word(x.a[j] + e1 + 4 * c)));
+          }
         }
       };
       if constexpr (unroll_chunks<W>()) {
