@@ -21,7 +21,8 @@ namespace {
 //   rows16:    kTileBytes, kScaleOffset (16 f16), kQuantOffset; kParts and
 //              unpack(64 bytes, chunk, __m512i[kParts]): a chunk's 4 bytes
 //              per row as kParts unsigned parts (1: 8-bit quants; 2: low,
-//              high nibbles)
+//              high nibbles); kBroadcastWords (optional): gemm broadcasts
+//              each activation word from memory instead of word_of's vpshufd
 // kBiasMul: the int32 sums get kBiasMul times the activation's bias
 // (-8 * sum(q)), 0 for none.
 
@@ -147,6 +148,9 @@ struct Q5_0Rows16 {
   static constexpr int kBiasMul = 2;
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_0), kScaleOffset = 0, kQuantOffset = 96;
   static constexpr int kParts = 2;
+  // Gemm keeps a broadcast load per word: word_of measured 1.5-2% slower
+  // (ember_rows16_probe --tokens 512, Zen 5), its unpack being the heaviest.
+  static constexpr bool kBroadcastWords = true;
   static void unpack(const uint8_t* p, int chunk, __m512i* out) {
     const __m512i v = _mm512_loadu_si512(p);
     const __m512i h = _mm512_srl_epi32(_mm512_loadu_si512(p - 64 * chunk - 64), _mm_cvtsi32_si128(2 * chunk));
