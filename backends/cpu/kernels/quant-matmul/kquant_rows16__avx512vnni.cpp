@@ -3,6 +3,7 @@
 // kquant_rows16_avx512.inc (which documents them and the per-lane scheme).
 #if defined(__x86_64__)
 #include "backends/cpu/kernels/quant-matmul/kquant_rows16_avx512.inc"
+#include "backends/cpu/kernels/quant-matmul/avx512_words.h"
 
 namespace ember {
 namespace {
@@ -57,24 +58,6 @@ struct Acts {
     }
   }
 };
-
-// The activation word k (0-3) of a 16-byte block broadcast to every lane
-// (v: the block in each 128-bit lane, _mm512_broadcast_i32x4): one vpshufd.
-// Gemm tiles take their words this way, one 16-byte load per token and 4
-// chunks, instead of a broadcast load per vpdpbusd: on Zen 5 the loop's
-// loads (a 512-bit broadcast counts as a 512-bit load, two per cycle) bound
-// it. The same words, so the same sums as gemv's, bit for bit.
-inline __m512i word_of(__m512i v, int k) {
-  switch (k) {
-    case 0: return _mm512_shuffle_epi32(v, _MM_PERM_AAAA);
-    case 1: return _mm512_shuffle_epi32(v, _MM_PERM_BBBB);
-    case 2: return _mm512_shuffle_epi32(v, _MM_PERM_CCCC);
-    default: return _mm512_shuffle_epi32(v, _MM_PERM_DDDD);
-  }
-}
-inline __m512i block16(const int8_t* p) {
-  return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
 
 // Super-block sb of the 16 rows against T tokens, added to acc: the scales
 // decoded (sc, mn; kPer16 also s8, W::scales8's; kGroupMin gm, W::mins16's), the quants from quants(p, c, lo, hi) (W::quants on the
