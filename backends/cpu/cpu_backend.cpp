@@ -14,8 +14,12 @@ namespace {
 // round-trip costs more than the work.
 constexpr int64_t kParallelElements = 1 << 15;
 // Chunk boundaries: matmul rows in whole kernel tiles; element-wise floats
-// in whole cache lines and vectors.
+// in whole cache lines and vectors. Prefill splits rows in runs of 32: the
+// AVX-512 rows16 gemms of the 32-element types take two 16-row groups at
+// once (quant_matmul_avx512vnni.inc, rows16_tile_groups), a lone group
+// the slower one-group tile.
 constexpr int32_t kMatmulRowSplit = 16;
+constexpr int32_t kMatmulRowSplitPrefill = 32;
 constexpr int32_t kElementwiseSplit = 64;
 
 int64_t round64(int64_t floats) { return (floats * 4 + 63) / 64 * 16; }
@@ -476,7 +480,7 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
       }
       const int64_t rows = j.rows;
       int64_t r0, r1;
-      split_range(rows, s.split, chunk, n_chunks, &r0, &r1);
+      split_range(rows, n == 1 ? s.split : kMatmulRowSplitPrefill, chunk, n_chunks, &r0, &r1);
       if (r0 >= r1) continue;
       if (j.q_gemv) {
         (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, rows);

@@ -171,12 +171,13 @@ void dot_rows1(const float* q, const float* k, int64_t k_stride, int32_t n_rows,
   for (; t < n_rows; ++t) out[t] = f32_dot__avx512(q, k + t * k_stride, n) * scale;
 }
 
-// 4 heads x 4 keys at a time (n a multiple of 16): each key's vectors are
-// loaded once for the 4 heads; the 16 chains are f32_dot's, reduced
-// together (lane 4h + j: head h, key j). Keys past the last 4 go to
-// dot_rows1.
-void dot_rows4x4(const float* q, int64_t q_stride, const float* k, int64_t k_stride, int32_t n_rows, int64_t n,
-                 float scale, float* out, int64_t out_stride) {
+// H heads (1-4) x 4 keys at a time (n a multiple of 16): each key's
+// vectors are loaded once for the H heads; the 4H chains are f32_dot's,
+// reduced together (lane 4h + j: head h, key j; the lanes past 4H reduce
+// zeros and are not stored). Keys past the last 4 go to dot_rows1.
+template <int H>
+void dot_rows_heads(const float* q, int64_t q_stride, const float* k, int64_t k_stride, int32_t n_rows, int64_t n,
+                    float scale, float* out, int64_t out_stride) {
   const __m512 vscale = _mm512_set1_ps(scale);
   int32_t t = 0;
   for (; t + 4 <= n_rows; t += 4) {
@@ -186,19 +187,19 @@ void dot_rows4x4(const float* q, int64_t q_stride, const float* k, int64_t k_str
     for (int64_t i = 0; i < n; i += 16) {
       __m512 kv[4];
       for (int j = 0; j < 4; ++j) kv[j] = _mm512_loadu_ps(kt + j * k_stride + i);
-      for (int h = 0; h < 4; ++h) {
+      for (int h = 0; h < H; ++h) {
         const __m512 qv = _mm512_loadu_ps(q + h * q_stride + i);
         for (int j = 0; j < 4; ++j) acc[4 * h + j] = _mm512_fmadd_ps(qv, kv[j], acc[4 * h + j]);
       }
     }
     const __m512 r = _mm512_mul_ps(reduce16x16(acc), vscale);
     _mm_storeu_ps(out + t, _mm512_castps512_ps128(r));
-    _mm_storeu_ps(out + out_stride + t, _mm512_extractf32x4_ps(r, 1));
-    _mm_storeu_ps(out + 2 * out_stride + t, _mm512_extractf32x4_ps(r, 2));
-    _mm_storeu_ps(out + 3 * out_stride + t, _mm512_extractf32x4_ps(r, 3));
+    if constexpr (H > 1) _mm_storeu_ps(out + out_stride + t, _mm512_extractf32x4_ps(r, 1));
+    if constexpr (H > 2) _mm_storeu_ps(out + 2 * out_stride + t, _mm512_extractf32x4_ps(r, 2));
+    if constexpr (H > 3) _mm_storeu_ps(out + 3 * out_stride + t, _mm512_extractf32x4_ps(r, 3));
   }
   if (t < n_rows) {
-    for (int h = 0; h < 4; ++h) {
+    for (int h = 0; h < H; ++h) {
       dot_rows1(q + h * q_stride, k + t * k_stride, k_stride, n_rows - t, n, scale, out + h * out_stride + t);
     }
   }
@@ -226,7 +227,8 @@ void axpy_rows_in_registers(float* y, int64_t y_stride, const float* alpha, int6
   }
 }
 
-// Heads from h in blocks of H (then one at a time) with V vectors each.
+// Heads from h in blocks of H, then the 1 to H - 1 left in one block (each
+// head's arithmetic is the same in any block), with V vectors each.
 template <int V, int H>
 void axpy_rows_blocks(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
                          const float* x, int64_t x_stride, int32_t n_rows) {
@@ -235,9 +237,17 @@ void axpy_rows_blocks(float* y, int32_t n_y, int64_t y_stride, const float* alph
     axpy_rows_in_registers<V, H>(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride,
                                  n_rows);
   }
-  for (; h < n_y; ++h) {
-    axpy_rows_in_registers<V, 1>(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride,
-                                 n_rows);
+  float* yh = y + h * y_stride;
+  const float* ah = alpha + h * alpha_stride;
+  switch (n_y - h) {
+    case 3:
+      if constexpr (H > 3) axpy_rows_in_registers<V, 3>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows);
+      break;
+    case 2:
+      if constexpr (H > 2) axpy_rows_in_registers<V, 2>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows);
+      break;
+    case 1: axpy_rows_in_registers<V, 1>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows); break;
+    default: break;
   }
 }
 
@@ -252,7 +262,16 @@ void f32_dot_rows__avx512(const float* q, int32_t n_q, int64_t q_stride, const f
   int32_t h = 0;
   if (n % 16 == 0) {
     for (; h + 4 <= n_q; h += 4) {
-      dot_rows4x4(q + h * q_stride, q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride, out_stride);
+      dot_rows_heads<4>(q + h * q_stride, q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride, out_stride);
+    }
+    // The 2 or 3 heads left (grouped-query attention with 6 or 7 heads
+    // per key head, Qwen2's) in one pass over the keys too.
+    const float* qh = q + h * q_stride;
+    float* oh = out + h * out_stride;
+    switch (n_q - h) {
+      case 3: dot_rows_heads<3>(qh, q_stride, k, k_stride, n_rows, n, scale, oh, out_stride); return;
+      case 2: dot_rows_heads<2>(qh, q_stride, k, k_stride, n_rows, n, scale, oh, out_stride); return;
+      default: break;
     }
   }
   for (; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
