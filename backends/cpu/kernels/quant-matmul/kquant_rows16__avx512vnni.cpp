@@ -186,7 +186,10 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
       // types that ask (the others' loops stay as they were).
       // Gemm of the unrolled types: the words by word_of, u0's alone in
       // 8-token tiles (both would spill).
-      constexpr bool kShuffle = unroll_chunks<W>() && T > 1;
+      // Premul (Q2_K/Q3_K gemm over unpacked quants) the same way: its
+      // rolled loop's broadcast loads bound it (docs/decisions.md "Session 18").
+      constexpr bool kUnroll = unroll_chunks<W>() || Premul;
+      constexpr bool kShuffle = kUnroll && T > 1;
       constexpr bool kShuffle1 = kShuffle && T <= 4;
       __m512i v0[kShuffle ? T : 1], v1[kShuffle1 ? T : 1];
       auto chunk = [&](int c) __attribute__((always_inline)) {
@@ -214,7 +217,7 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
           }
         }
       };
-      if constexpr (unroll_chunks<W>()) {
+      if constexpr (kUnroll) {
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) chunk(c);
       } else {
@@ -268,6 +271,65 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
   } else {
     for (int p = 0; p < 4; ++p) pair(p);
   }
+}
+
+// Gemm (T > 1) of the kPer16 types without premultiplied quants (Q6_K):
+// superblock()'s arithmetic one sub-block at a time, in its order (pair p's
+// W::sub(p, 0), then W::sub(p, 1)): per token a chain per group of 16,
+// seeded with -kOffset x the group's activation sum, scaled by the group's
+// int8 scale in int32, the sub-block's sum times the activation's scale
+// into part, part times d once per super-block. The same int32 and float
+// steps per output as superblock(), so gemv's results bit for bit. Every
+// activation word comes from a vpshufd of a 16-byte load (two per token and
+// sub-block): superblock()'s pair at a time holds four chains per token,
+// whose words did not fit the registers and were broadcast from memory,
+// which bound the loop on Zen 5's two load ports (docs/decisions.md
+// "Session 18").
+template <class W, int T, class Quants>
+__attribute__((always_inline)) inline void superblock_per16(const __m512* sc, const int8_t* s8, int64_t sb,
+                                                            const Acts<T>& x, const Quants& quants, __m512* acc) {
+  static_assert(W::kPer16 && quant_offset<W>() != 0, "groups of 16 seeded with the offset");
+  alignas(64) int32_t seed[T][16];
+  for (int j = 0; j < T; ++j) {
+    const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.s16[j] + sb * 16)));
+    _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-quant_offset<W>())));
+  }
+  asm volatile("" : : "r"(&seed[0][0]) : "memory");
+  __m512 part[T];
+  for (int j = 0; j < T; ++j) part[j] = _mm512_setzero_ps();
+  auto sub_block = [&]<int H>(int p) __attribute__((always_inline)) {
+    const int u = W::sub(p, H);
+    const int64_t e = sb * 256 + 32 * u;
+    __m512i ga[T], gb[T], va[T], vb[T];
+    for (int j = 0; j < T; ++j) {
+      ga[j] = _mm512_set1_epi32(seed[j][2 * u]);
+      gb[j] = _mm512_set1_epi32(seed[j][2 * u + 1]);
+      va[j] = block16(x.a[j] + e);
+      vb[j] = block16(x.a[j] + e + 16);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m512i lo, hi, lo4, hi4;
+      quants(p, c, &lo, &hi);
+      quants(p, c + 4, &lo4, &hi4);
+      const __m512i q = H ? hi : lo, q4 = H ? hi4 : lo4;
+      for (int j = 0; j < T; ++j) {
+        ga[j] = _mm512_dpbusd_epi32(ga[j], q, word_of(va[j], c));
+        gb[j] = _mm512_dpbusd_epi32(gb[j], q4, word_of(vb[j], c));
+      }
+    }
+    const __m512i ma = scale16(s8, 2 * u), mb = scale16(s8, 2 * u + 1);
+    for (int j = 0; j < T; ++j) {
+      const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ga[j], ma), _mm512_mullo_epi32(gb[j], mb));
+      part[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_set1_ps(x.d[j][sb * 8 + u]), part[j]);
+    }
+  };
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p) {
+    sub_block.template operator()<0>(p);
+    sub_block.template operator()<1>(p);
+  }
+  for (int j = 0; j < T; ++j) acc[j] = _mm512_fmadd_ps(part[j], sc[0], acc[j]);
 }
 
 // Q6_K's decode of one super-block: each 192-byte unit read once, in order
@@ -363,7 +425,11 @@ void gemm_tile(const __m512* sc, const __m512* mn, const int8_t* s8, const __m51
   const Acts<T> xt(x, t, W::kPer16 && (!kPremul || group_min<W>()));
   __m512 acc[T];
   for (int j = 0; j < T; ++j) acc[j] = _mm512_load_ps(acc16 + 16 * j);
-  superblock<W, T, Quants, kPremul>(sc, mn, s8, gm, sb, xt, quants, acc);
+  if constexpr (W::kPer16 && !kPremul && T > 1) {
+    superblock_per16<W, T>(sc, s8, sb, xt, quants, acc);
+  } else {
+    superblock<W, T, Quants, kPremul>(sc, mn, s8, gm, sb, xt, quants, acc);
+  }
   for (int j = 0; j < T; ++j) _mm512_store_ps(acc16 + 16 * j, acc[j]);
 }
 
