@@ -3,7 +3,7 @@
 // kquant_rows16_avx512.inc (which documents them and the per-lane scheme).
 #if defined(__x86_64__)
 #include "backends/cpu/kernels/quant-matmul/kquant_rows16_avx512.inc"
-#include "backends/cpu/kernels/quant-matmul/avx512_words.h"
+#include "backends/cpu/kernels/quant-matmul/avx512_gemm_tiles.h"
 
 namespace ember {
 namespace {
@@ -22,23 +22,6 @@ int64_t token_chunk(int64_t cols) {
   if (!unpack_once<W>() && cols < 4096) return 32;
   const int64_t c = (int64_t{768} << 10) / cols / 8 * 8;
   return c < 32 ? 32 : c > kMaxTokenChunk ? kMaxTokenChunk : c;
-}
-
-// Tokens [t0, t1) in tiles: kTile at a time, then 4 (when kTile > 4), then
-// the 1-3 left; f.template operator()<T>(t) runs the tile of T from t.
-template <int kTile, class F>
-__attribute__((always_inline)) inline void token_tiles(int64_t t0, int64_t t1, const F& f) {
-  int64_t t = t0;
-  for (; t + kTile <= t1; t += kTile) f.template operator()<kTile>(t);
-  if constexpr (kTile > 4) {
-    for (; t + 4 <= t1; t += 4) f.template operator()<4>(t);
-  }
-  switch (t1 - t) {
-    case 3: f.template operator()<3>(t); break;
-    case 2: f.template operator()<2>(t); break;
-    case 1: f.template operator()<1>(t); break;
-    default: break;
-  }
 }
 
 // The activations of T tokens from t.
@@ -140,24 +123,16 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
           a0[j] = b0[j] = a1[j] = b1[j] = _mm512_setzero_si512();
         }
       }
-      // Gemm: group a0's words by word_of, the other groups' as broadcasts
-      // (all four by word_of spill; a0 and b0 measured no faster than a0).
-      constexpr bool kShuffle = T > 1;
-      __m512i va[kShuffle ? T : 1];
-      if constexpr (kShuffle) {
-        for (int j = 0; j < T; ++j) va[j] = block16(x.a[j] + e0);
-      }
+      // Decode's path (T = 1): the gemm of these types (Q6_K) runs
+      // superblock_per16, of the premultiplied ones (Q2_K, Q3_K) the chains
+      // below.
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         __m512i lo, hi, lo4, hi4;
         quants(p, c, &lo, &hi);
         quants(p, c + 4, &lo4, &hi4);
         for (int j = 0; j < T; ++j) {
-          if constexpr (kShuffle) {
-            a0[j] = _mm512_dpbusd_epi32(a0[j], lo, word_of(va[j], c));
-          } else {
-            a0[j] = _mm512_dpbusd_epi32(a0[j], lo, _mm512_set1_epi32(word(x.a[j] + e0 + 4 * c)));
-          }
+          a0[j] = _mm512_dpbusd_epi32(a0[j], lo, _mm512_set1_epi32(word(x.a[j] + e0 + 4 * c)));
           b0[j] = _mm512_dpbusd_epi32(b0[j], lo4, _mm512_set1_epi32(word(x.a[j] + e0 + 16 + 4 * c)));
           a1[j] = _mm512_dpbusd_epi32(a1[j], hi, _mm512_set1_epi32(word(x.a[j] + e1 + 4 * c)));
           b1[j] = _mm512_dpbusd_epi32(b1[j], hi4, _mm512_set1_epi32(word(x.a[j] + e1 + 16 + 4 * c)));

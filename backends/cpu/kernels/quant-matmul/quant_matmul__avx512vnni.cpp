@@ -21,8 +21,7 @@ namespace {
 //   rows16:    kTileBytes, kScaleOffset (16 f16), kQuantOffset; kParts and
 //              unpack(64 bytes, chunk, __m512i[kParts]): a chunk's 4 bytes
 //              per row as kParts unsigned parts (1: 8-bit quants; 2: low,
-//              high nibbles); kBroadcastWords (optional): gemm broadcasts
-//              each activation word from memory instead of word_of's vpshufd
+//              high nibbles)
 // kBiasMul: the int32 sums get kBiasMul times the activation's bias
 // (-8 * sum(q)), 0 for none.
 
@@ -148,11 +147,6 @@ struct Q5_0Rows16 {
   static constexpr int kBiasMul = 2;
   static constexpr int64_t kTileBytes = 16 * sizeof(KBlockQ5_0), kScaleOffset = 0, kQuantOffset = 96;
   static constexpr int kParts = 2;
-  // The one-group gemm tile (rows16_tile) keeps a broadcast load per word:
-  // word_of measured 1.5-2% slower there (ember_rows16_probe --tokens 512,
-  // Zen 5), its unpack being the heaviest. The two-group tile takes
-  // word_of like the other types.
-  static constexpr bool kBroadcastWords = true;
   static void unpack(const uint8_t* p, int chunk, __m512i* out) {
     // Each part's high bit tested in place (a byte mask) and added as 16
     // where set: 7 operations a chunk instead of 10 with shifts and ors

@@ -1,4 +1,5 @@
-// Activation words for the AVX-512 VNNI rows16 gemms: a vpdpbusd takes one
+// What the AVX-512 VNNI rows16 gemms (K-quants and the 32-element types)
+// share: the tokens' tile ladder and the activation words. A vpdpbusd takes one
 // token's 4 activation bytes broadcast to every lane. A broadcast load per
 // vpdpbusd bound the gemm loops on Zen 5 (two 512-bit loads per cycle, a
 // zmm broadcast from memory counting as one; docs/decisions.md "Session
@@ -27,6 +28,23 @@ inline __m512i word_of(__m512i v, int k) {
     case 1: return _mm512_shuffle_epi32(v, _MM_PERM_BBBB);
     case 2: return _mm512_shuffle_epi32(v, _MM_PERM_CCCC);
     default: return _mm512_shuffle_epi32(v, _MM_PERM_DDDD);
+  }
+}
+
+// Tokens [t0, t1) in tiles: kTile at a time, then 4 (when kTile > 4), then
+// the 1-3 left; f.template operator()<T>(t) runs the tile of T from t.
+template <int kTile, class F>
+__attribute__((always_inline)) inline void token_tiles(int64_t t0, int64_t t1, const F& f) {
+  int64_t t = t0;
+  for (; t + kTile <= t1; t += kTile) f.template operator()<kTile>(t);
+  if constexpr (kTile > 4) {
+    for (; t + 4 <= t1; t += 4) f.template operator()<4>(t);
+  }
+  switch (t1 - t) {
+    case 3: f.template operator()<3>(t); break;
+    case 2: f.template operator()<2>(t); break;
+    case 1: f.template operator()<1>(t); break;
+    default: break;
   }
 }
 
