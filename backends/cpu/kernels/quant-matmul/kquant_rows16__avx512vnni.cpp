@@ -42,6 +42,16 @@ struct Acts {
   }
 };
 
+// kPer16 with an offset: -kOffset x each group of 16's activation sum, the
+// chains' seeds of super-block sb for T tokens.
+template <class W, int T>
+__attribute__((always_inline)) inline void group_seeds(const Acts<T>& x, int64_t sb, int32_t (*seed)[16]) {
+  for (int j = 0; j < T; ++j) {
+    const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.s16[j] + sb * 16)));
+    _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-quant_offset<W>())));
+  }
+}
+
 // Super-block sb of the 16 rows against T tokens, added to acc: the scales
 // decoded (sc, mn; kPer16 also s8, W::scales8's; kGroupMin gm, W::mins16's), the quants from quants(p, c, lo, hi) (W::quants on the
 // tile, or gemm's copy of them). Each output lane: per sub-block, in
@@ -79,10 +89,7 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
                          _mm256_mullo_epi32(_mm256_srai_epi32(b, 3), _mm256_set1_epi32(premul_bias<W>())));
     }
   } else if constexpr (kGroupSeeds) {
-    for (int j = 0; j < T; ++j) {
-      const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.s16[j] + sb * 16)));
-      _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-quant_offset<W>())));
-    }
+    group_seeds<W>(x, sb, seed);
   } else if constexpr (bias_seed<W>() != 0) {
     for (int j = 0; j < T; ++j) {
       const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias[j] + sb * 8));
@@ -265,10 +272,7 @@ __attribute__((always_inline)) inline void superblock_per16(const __m512* sc, co
                                                             const Acts<T>& x, const Quants& quants, __m512* acc) {
   static_assert(W::kPer16 && quant_offset<W>() != 0, "groups of 16 seeded with the offset");
   alignas(64) int32_t seed[T][16];
-  for (int j = 0; j < T; ++j) {
-    const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.s16[j] + sb * 16)));
-    _mm512_store_si512(seed[j], _mm512_mullo_epi32(v, _mm512_set1_epi32(-quant_offset<W>())));
-  }
+  group_seeds<W>(x, sb, seed);
   asm volatile("" : : "r"(&seed[0][0]) : "memory");
   __m512 part[T];
   for (int j = 0; j < T; ++j) part[j] = _mm512_setzero_ps();
