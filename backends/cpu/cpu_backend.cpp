@@ -444,8 +444,8 @@ void CpuBackend::quantize_input(const float* in, int64_t cols, int32_t n) {
 
 // Runs a step's matmuls (q, k, v; gate, up) in one pool dispatch: one
 // wake-up instead of several. Each matmul's rows are split over the threads
-// in runs of 16 (whole kernel tiles); each output is computed by exactly one
-// thread, whatever the thread count.
+// in runs of 16 or 32 (whole kernel tiles); each output is computed by
+// exactly one call, whatever the thread count.
 void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
   const float* in = s.a;
   const int64_t cols = s.cols;
@@ -460,15 +460,47 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
   }
   const CpuMatmul* jobs = matmuls_.data() + s.first;
   const int count = s.count;
-  // Prefill: eight chunks per thread, so that a thread slow to start (or
-  // descheduled) is balanced by the others and the last chunk, which one
-  // thread runs while the others wait, is short (four: the pool's waits
-  // took 3.7-5.4% of a 512-token prefill's samples under perf, eight
-  // 3.0-4.3%, 1.1b IQ4_XS and 0.5b Q4_K_M, Zen 5). Decode: one chunk per thread. A
-  // decode matmul streams its weights in microseconds, and every claimed
-  // chunk costs atomics shared between cores: 8 to 64 chunks per matmul
-  // measured 5-12% slower per token than one per thread (0.5b q4_0, 2
-  // threads, this machine).
+  // The matmuls' row runs end to end (runs of 16 rows in decode, 32 in
+  // prefill: whole kernel tiles), an equal share per thread run in pieces,
+  // the others' leftovers taken by whoever is done first
+  // (ThreadPool::run_ranges). Decode: pieces of about a sixteenth of a
+  // share; a static split left each thread waiting for the other 8-9% of a
+  // 0.5b decode's perf samples (the two vCPUs' speeds differ from moment to
+  // moment). Prefill: a thirty-second (its pieces take milliseconds; the
+  // pool's waits fell from 3.1% to 2.0% of a 1.1b IQ4_XS 512-token
+  // prefill's samples, from eight shared chunks per thread).
+  const int64_t split = n == 1 ? s.split : kMatmulRowSplitPrefill;
+  bool ranges = pool_->size() > 1;
+  int64_t units = 0;
+  for (int m = 0; m < count; ++m) {
+    ranges = ranges && jobs[m].xnn < 0;
+    units += (jobs[m].rows + split - 1) / split;
+  }
+  if (ranges) {
+    const int64_t piece = std::max<int64_t>(1, units / ((n == 1 ? 16 : 32) * pool_->size()));
+    pool_->run_ranges(units, piece, [&](int64_t u0, int64_t u1, int) {
+      int64_t base = 0;
+      for (int m = 0; m < count && u0 < u1; ++m) {
+        const CpuMatmul& j = jobs[m];
+        const int64_t ju = (j.rows + split - 1) / split;
+        if (u0 < base + ju) {
+          const int64_t e = std::min(u1, base + ju);
+          const int64_t r0 = (u0 - base) * split, r1 = std::min<int64_t>((e - base) * split, j.rows);
+          if (j.q_gemv) {
+            (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, j.rows);
+          } else {
+            (n == 1 ? j.f_gemv : j.f_gemm)(j.w, cols, r0, r1, in, n, j.out, j.rows);
+          }
+          u0 = e;
+        }
+        base += ju;
+      }
+    });
+    return;
+  }
+  // With XNNPACK weights (or one thread): chunks claimed from one shared
+  // counter, eight per thread in prefill, one in decode (8 to 64 per matmul
+  // measured 5-12% slower per token there, 0.5b q4_0, 2 threads).
   const int n_chunks = n == 1 ? pool_->size() : 8 * pool_->size();
   pool_->run(n_chunks, [&](int chunk, int n_chunks, int) {
     for (int m = 0; m < count; ++m) {

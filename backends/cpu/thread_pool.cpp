@@ -33,6 +33,7 @@ struct WorkerArg {
 Result<std::unique_ptr<ThreadPool>> ThreadPool::create(int n_threads) {
   if (n_threads < 1) n_threads = 1;
   std::unique_ptr<ThreadPool> pool(new ThreadPool(n_threads));
+  pool->ranges_.reset(new RangeSlot[n_threads]);
   pool->threads_.reserve(n_threads - 1);
   for (int i = 1; i < n_threads; ++i) {
     pthread_t t;
@@ -130,6 +131,54 @@ void ThreadPool::run_raw(int n_chunks, void (*fn)(void*, int, int, int), void* c
       cpu_relax();
     } else {
       sched_yield();
+    }
+  }
+}
+
+void ThreadPool::run_ranges_raw(int64_t units, int64_t piece, void (*fn)(void*, int64_t, int64_t, int), void* ctx) {
+  if (units <= 0) return;
+  if (n_threads_ == 1 || units > 0xffffffffLL) {
+    fn(ctx, 0, units, 0);
+    return;
+  }
+  for (int t = 0; t < n_threads_; ++t) {
+    int64_t b, e;
+    split_range(units, 1, t, n_threads_, &b, &e);
+    ranges_[t].range.store((static_cast<uint64_t>(e) << 32) | static_cast<uint64_t>(b), std::memory_order_relaxed);
+  }
+  range_job_.piece = piece < 1 ? 1 : piece;
+  range_job_.fn = fn;
+  range_job_.ctx = ctx;
+  // run_raw publishes the ranges and the job (its release of next_) before
+  // any thread claims a chunk; a thread that claims one drains every range,
+  // so a chunk claimed late finds nothing left.
+  run_raw(
+      n_threads_, [](void* self, int, int, int thread) { static_cast<ThreadPool*>(self)->drain_ranges(thread); }, this);
+}
+
+void ThreadPool::drain_ranges(int thread) {
+  const RangeJob& job = range_job_;
+  for (int k = 0; k < n_threads_; ++k) {
+    const int owner = (thread + k) % n_threads_;
+    std::atomic<uint64_t>& slot = ranges_[owner].range;
+    uint64_t v = slot.load(std::memory_order_acquire);
+    for (;;) {
+      const int64_t b = static_cast<int64_t>(v & 0xffffffffu), e = static_cast<int64_t>(v >> 32);
+      if (b >= e) break;
+      if (k == 0) {
+        // The own range: the next piece from the front.
+        const int64_t take = e - b < job.piece ? e - b : job.piece;
+        const uint64_t nv = (static_cast<uint64_t>(e) << 32) | static_cast<uint64_t>(b + take);
+        if (!slot.compare_exchange_weak(v, nv, std::memory_order_acq_rel)) continue;
+        job.fn(job.ctx, b, b + take, thread);
+      } else {
+        // Another's: half of what is left, from the back.
+        const int64_t take = (e - b + 1) / 2;
+        const uint64_t nv = (static_cast<uint64_t>(e - take) << 32) | static_cast<uint64_t>(b);
+        if (!slot.compare_exchange_weak(v, nv, std::memory_order_acq_rel)) continue;
+        job.fn(job.ctx, e - take, e, thread);
+      }
+      v = slot.load(std::memory_order_acquire);
     }
   }
 }

@@ -41,6 +41,25 @@ class ThreadPool {
   }
   void run_raw(int n_chunks, void (*fn)(void* ctx, int chunk, int n_chunks, int thread), void* ctx);
 
+  // Calls f(u0, u1, thread) on pieces [u0, u1) that together cover [0,
+  // units) once each. Every thread owns an equal contiguous range and runs
+  // it from the front, `piece` units at a time; a thread done with its own
+  // takes half of what is left of another's from the back (again until
+  // none is left). A thread slowed by the machine is made up for by the
+  // others at the cost of an atomic per piece on a line its owner keeps,
+  // where run()'s shared chunk counter costs one moved between cores per
+  // chunk. Which thread runs a piece must not change what it computes.
+  // Not reentrant; allocates nothing.
+  template <typename F>
+  void run_ranges(int64_t units, int64_t piece, F&& f) {
+    using Fn = std::remove_reference_t<F>;
+    run_ranges_raw(
+        units, piece, [](void* ctx, int64_t u0, int64_t u1, int thread) { (*static_cast<Fn*>(ctx))(u0, u1, thread); },
+        &f);
+  }
+  void run_ranges_raw(int64_t units, int64_t piece, void (*fn)(void* ctx, int64_t u0, int64_t u1, int thread),
+                      void* ctx);
+
   // Held by a caller for the whole of a series of run() calls (one step of
   // one session) when several callers share the pool: their steps then run
   // one after the other, each with all the threads.
@@ -52,6 +71,21 @@ class ThreadPool {
   void worker_loop(int index);
   // Claims and runs chunks of job `gen` until none is left.
   void work(uint32_t gen, int thread);
+  // run_ranges(): thread `thread`'s own range, then the others'.
+  void drain_ranges(int thread);
+
+  // run_ranges()'s ranges, one per thread, each (end << 32) | begin on a
+  // line of its own, and its job.
+  struct alignas(64) RangeSlot {
+    std::atomic<uint64_t> range{0};
+  };
+  std::unique_ptr<RangeSlot[]> ranges_;
+  struct RangeJob {
+    int64_t piece = 1;
+    void (*fn)(void*, int64_t, int64_t, int) = nullptr;
+    void* ctx = nullptr;
+  };
+  RangeJob range_job_;
 
   int n_threads_;
   std::vector<uint64_t> threads_;  // pthread_t of the workers

@@ -45,4 +45,45 @@ TEST_CASE("thread pool: every chunk of every job runs exactly once, and run() re
   }
 }
 
+// run_ranges: pieces cover [0, units) once each, whatever the thread count
+// and whichever thread is slow. One thread (chosen per job) sleeps in its
+// first piece, so the others must take the rest of its range from the back.
+TEST_CASE("thread pool: run_ranges covers every unit exactly once, and the others take a slow thread's share") {
+  for (int threads = 1; threads <= 4; ++threads) {
+    CAPTURE(threads);
+    auto pool = ember::ThreadPool::create(threads);
+    REQUIRE(pool.is_ok());
+    std::mt19937 rng(static_cast<unsigned>(threads) + 17);
+    std::vector<std::atomic<int>> hits(300);
+    int bad = 0, stolen_jobs = 0;
+    for (int job = 0; job < 3000 && bad == 0; ++job) {
+      const int64_t units = 1 + static_cast<int64_t>(rng() % 300);
+      const int64_t piece = 1 + static_cast<int64_t>(rng() % 8);
+      const int slow = job % 50 == 0 ? static_cast<int>(rng() % threads) : -1;
+      for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+      std::vector<std::atomic<int>> ran_by(threads);
+      std::atomic<int> calls{0};
+      pool.value()->run_ranges(units, piece, [&](int64_t u0, int64_t u1, int thread) {
+        calls.fetch_add(1);
+        if (u0 < 0 || u1 > units || u0 >= u1 || thread < 0 || thread >= threads) {
+          hits[0].fetch_add(1000);
+          return;
+        }
+        if (thread == slow && ran_by[thread].fetch_add(1) == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        for (int64_t u = u0; u < u1; ++u) hits[u].fetch_add(1);
+      });
+      for (int64_t u = 0; u < units; ++u) {
+        if (hits[u].load() != 1) ++bad;
+      }
+      // The slow thread ran one piece and slept through the rest: the
+      // others took its range (more calls than the slow thread's alone).
+      if (slow >= 0 && threads > 1 && units >= 2 * threads * piece && ran_by[slow].load() == 1) ++stolen_jobs;
+    }
+    CHECK(bad == 0);
+    if (threads > 1) CHECK(stolen_jobs > 0);
+  }
+}
+
 }  // TEST_SUITE
