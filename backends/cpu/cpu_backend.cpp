@@ -7,6 +7,12 @@
 
 #include "platforms/linux/cpu_features.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
 namespace ember {
 namespace {
 
@@ -70,6 +76,26 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   return s;
 }
 
+
+// Each group of 16 activation bytes' sum (cols a multiple of 32). SSE2 and
+// aarch64 sum 16 bytes in two instructions; the scalar loop took 0.5-1.1%
+// of a 512-token prefill's samples.
+void sum16_row(const int8_t* q, int64_t cols, int16_t* s16) {
+  for (int64_t g = 0; g < cols / 16; ++g) {
+#if defined(__SSE2__)
+    // |sum| <= 2048: q + 128 as unsigned bytes, summed by psadbw, less 16 x 128.
+    const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + g * 16)), _mm_set1_epi8(-128));
+    const __m128i sad = _mm_sad_epu8(u, _mm_setzero_si128());
+    s16[g] = static_cast<int16_t>(_mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4) - 16 * 128);
+#elif defined(__aarch64__)
+    s16[g] = static_cast<int16_t>(vaddlvq_s8(vld1q_s8(q + g * 16)));
+#else
+    int32_t sum = 0;
+    for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
+    s16[g] = static_cast<int16_t>(sum);
+#endif
+  }
+}
 
 }  // namespace
 
@@ -428,15 +454,7 @@ void CpuBackend::quantize_input(const float* in, int64_t cols, int32_t n) {
     for (int64_t t = t0; t < t1; ++t) {
       k_.quantize_q8(in + t * cols, cols, scratch_.act_q + t * cols, scratch_.act_d + t * nb,
                      scratch_.act_bias + t * nb);
-      if (scratch_.act_sum16 != nullptr) {
-        const int8_t* q = scratch_.act_q + t * cols;
-        int16_t* s16 = scratch_.act_sum16 + t * (cols / 16);
-        for (int64_t g = 0; g < cols / 16; ++g) {
-          int32_t sum = 0;
-          for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
-          s16[g] = static_cast<int16_t>(sum);
-        }
-      }
+      if (scratch_.act_sum16 != nullptr) sum16_row(scratch_.act_q + t * cols, cols, scratch_.act_sum16 + t * (cols / 16));
     }
   };
   pool_->run(std::min<int>(n, pool_->size()), body);
