@@ -99,19 +99,36 @@ for f in "${EMBER_LLAMA_VOCAB_DIR:-build/_deps/llama-vocab}"/templates/*.jinja; 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export EMBER_TEST_DATA=$DATA
+# The targets run JOBS at a time (each is one process on one core): CI's
+# two cores fuzz two targets at once instead of one after the other.
+run_target() {
+  local t=$1 corpus=$BUILD/corpus/$1 log=$BUILD/$1.log rc=0
+  mkdir -p "$corpus"
+  "$BUILD/tests/fuzz/$t" "$corpus" "$SEEDS/$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 \
+    -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1 || rc=$?
+  echo "$rc" >"$BUILD/$t.rc"
+}
+mkdir -p "$BUILD/artifacts"
+running=0
+for t in "${TARGETS[@]}"; do
+  rm -f "$BUILD/$t.rc"
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
 status=0
 printf '%-22s %8s %12s %8s %s\n' target seconds executions exec/s result
 for t in "${TARGETS[@]}"; do
-  corpus=$BUILD/corpus/$t
-  mkdir -p "$corpus"
   log=$BUILD/$t.log
-  rc=0
-  "$BUILD/tests/fuzz/$t" "$corpus" "$SEEDS/$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 \
-    -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1 || rc=$?
+  rc=$(cat "$BUILD/$t.rc" 2>/dev/null || echo 'missing')
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   result=ok
-  if [ $rc -ne 0 ]; then
+  if [ "$rc" != 0 ]; then
     result="FAILED (rc $rc, see $log and $BUILD/artifacts/)"
     status=1
     grep -m5 -E 'ERROR|runtime error|SUMMARY' "$log" || true
