@@ -488,13 +488,21 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
   // pool's waits fell from 3.1% to 2.0% of a 1.1b IQ4_XS 512-token
   // prefill's samples, from eight shared chunks per thread).
   const int64_t split = n == 1 ? s.split : kMatmulRowSplitPrefill;
-  bool ranges = pool_->size() > 1;
+  // Rows [r0, r1) of matmul j by its int8 or float kernel.
+  auto rows_of = [&](const CpuMatmul& j, int64_t r0, int64_t r1) {
+    if (j.q_gemv) {
+      (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, j.rows);
+    } else {
+      (n == 1 ? j.f_gemv : j.f_gemm)(j.w, cols, r0, r1, in, n, j.out, j.rows);
+    }
+  };
+  bool xnn = false;
   int64_t units = 0;
   for (int m = 0; m < count; ++m) {
-    ranges = ranges && jobs[m].xnn < 0;
+    xnn = xnn || jobs[m].xnn >= 0;
     units += (jobs[m].rows + split - 1) / split;
   }
-  if (ranges) {
+  if (!xnn) {
     const int64_t piece = std::max<int64_t>(1, units / ((n == 1 ? 16 : 32) * pool_->size()));
     pool_->run_ranges(units, piece, [&](int64_t u0, int64_t u1, int) {
       int64_t base = 0;
@@ -503,12 +511,7 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
         const int64_t ju = (j.rows + split - 1) / split;
         if (u0 < base + ju) {
           const int64_t e = std::min(u1, base + ju);
-          const int64_t r0 = (u0 - base) * split, r1 = std::min<int64_t>((e - base) * split, j.rows);
-          if (j.q_gemv) {
-            (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, j.rows);
-          } else {
-            (n == 1 ? j.f_gemv : j.f_gemm)(j.w, cols, r0, r1, in, n, j.out, j.rows);
-          }
+          rows_of(j, (u0 - base) * split, std::min<int64_t>((e - base) * split, j.rows));
           u0 = e;
         }
         base += ju;
@@ -516,9 +519,9 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
     });
     return;
   }
-  // With XNNPACK weights (or one thread): chunks claimed from one shared
-  // counter, eight per thread in prefill, one in decode (8 to 64 per matmul
-  // measured 5-12% slower per token there, 0.5b q4_0, 2 threads).
+  // With XNNPACK weights: chunks claimed from one shared counter, eight per
+  // thread in prefill, one in decode (8 to 64 per matmul measured 5-12%
+  // slower per token there, 0.5b q4_0, 2 threads).
   const int n_chunks = n == 1 ? pool_->size() : 8 * pool_->size();
   pool_->run(n_chunks, [&](int chunk, int n_chunks, int) {
     for (int m = 0; m < count; ++m) {
@@ -531,15 +534,9 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
         for (int32_t sl = s0; sl < s1; ++sl) xnn_->run(j.xnn + sl, in, n, j.out);
         continue;
       }
-      const int64_t rows = j.rows;
       int64_t r0, r1;
-      split_range(rows, n == 1 ? s.split : kMatmulRowSplitPrefill, chunk, n_chunks, &r0, &r1);
-      if (r0 >= r1) continue;
-      if (j.q_gemv) {
-        (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, rows);
-      } else {
-        (n == 1 ? j.f_gemv : j.f_gemm)(j.w, cols, r0, r1, in, n, j.out, rows);
-      }
+      split_range(j.rows, split, chunk, n_chunks, &r0, &r1);
+      if (r0 < r1) rows_of(j, r0, r1);
     }
   });
 }
