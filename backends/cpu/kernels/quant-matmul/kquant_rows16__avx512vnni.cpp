@@ -472,6 +472,151 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
   }
 }
 
+// IQ4_XS prefill through int8 panels. Its 8-token tile above unpacks each
+// quant vector with two vpshufb (the level lookup) per 16 vpdpbusd and
+// spills; here the quants of a slice of kPanelSb super-blocks of one or two
+// 16-row groups are unpacked once per chunk of tokens into an int8 panel
+// (level + 128, the bytes W::quants gives) beside their float scales
+// (W::scales': d x (ls - 32), exact in f32), and the chunk's tokens run over
+// that L1-resident panel in tiles of two groups x 4 tokens, each activation
+// word feeding both groups, as the Q8_0 gemm's tile
+// (quant_matmul_avx512vnni.inc). ember_rows16_probe, 512 tokens, one
+// thread, Zen 5, best of four interleaved passes: 1024 x 2048 263-272 ->
+// 280-296 GMAC/s, 1024 x 5632 234-251 -> 268-290, 2816 x 2048 250 -> 290.
+// Per output the steps are superblock()'s
+// for T = 1, in its order: per sub-block the exact int32 sum seeded with
+// 16 x the block's bias, f = float(sum) x scale, acc += f x d_act, sub-blocks
+// 0..7 of each super-block in turn; the sums wait in a buffer between
+// slices. So the results are gemv's, bit for bit.
+constexpr int64_t kPanelSb = 4;  // super-blocks per slice: 2 x 4 x 4 KiB of quants
+struct IQ4Panel {
+  __m512i q[kPanelSb][8][2][4][2];  // [super-block][sub-block][group][chunk][low, high nibbles]
+  __m512 sc[kPanelSb][8][2];        // [super-block][sub-block][group]: the 16 rows' scales
+};
+
+// Super-blocks sb0.. (ns of them) of the R groups from `group` into p.
+template <int R>
+void iq4_panel_fill(const uint8_t* group, int64_t group_bytes, int64_t sb0, int64_t ns, IQ4Panel* p) {
+  using W = IQ4_XSRows16;
+  const __m512i m0f = _mm512_set1_epi8(0x0f), levels = W::levels();
+  for (int r = 0; r < R; ++r) {
+    for (int64_t k = 0; k < ns; ++k) {
+      const uint8_t* tile = group + r * group_bytes + (sb0 + k) * W::kTileBytes;
+      __m512 sc[8];
+      W::scales(tile, sc, nullptr);
+      for (int u = 0; u < 8; ++u) {
+        p->sc[k][u][r] = sc[u];
+        for (int c = 0; c < 4; ++c) {
+          const __m512i v = _mm512_loadu_si512(tile + 128 + 64 * (4 * u + c));
+          p->q[k][u][r][c][0] = _mm512_shuffle_epi8(levels, _mm512_and_si512(v, m0f));
+          p->q[k][u][r][c][1] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
+        }
+      }
+    }
+  }
+}
+
+// T tokens from t over the panel's ns super-blocks (the first sb0), R
+// groups; sums: the tokens' running sums, R x 16 floats each.
+template <int R, int T>
+void iq4_panel_tile(const IQ4Panel& p, int64_t sb0, int64_t ns, const QuantActs& x, int64_t t, float* sums) {
+  const int64_t nb = x.cols / 32;
+  const int8_t* xa[T];
+  const float* xd[T];
+  const int32_t* xb[T];
+  for (int j = 0; j < T; ++j) {
+    xa[j] = x.q + (t + j) * x.cols;
+    xd[j] = x.d + (t + j) * nb;
+    xb[j] = x.bias + (t + j) * nb;
+  }
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < T; ++j) acc[r][j] = _mm512_load_ps(sums + 16 * (R * j + r));
+  for (int64_t k = 0; k < ns; ++k) {
+    for (int u = 0; u < 8; ++u) {
+      const int64_t b = (sb0 + k) * 8 + u;
+      __m512i s[R][T], blk[T];
+      for (int j = 0; j < T; ++j) {
+        // 16 x bias: a broadcast load and a shift (GCC's scalar multiply
+        // and broadcast from a general register take a vpdpbusd pipe slot).
+        static_assert(IQ4_XSRows16::kBiasSeed == 16, "the seed's shift");
+        const __m512i seed = _mm512_slli_epi32(_mm512_broadcastd_epi32(_mm_loadu_si32(xb[j] + b)), 4);
+        for (int r = 0; r < R; ++r) s[r][j] = seed;
+        blk[j] = block16(xa[j] + 32 * b);
+      }
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        for (int h = 0; h < 2; ++h) {
+          for (int j = 0; j < T; ++j) {
+            // The low nibbles' words by vpshufd, the high ones' by broadcast
+            // loads: all by vpshufd crowd the vector pipes, all by loads the
+            // two load ports (with the panel's).
+            const __m512i a = h == 1 ? _mm512_set1_epi32(word(xa[j] + 32 * b + 16 + 4 * c)) : word_of(blk[j], c);
+            for (int r = 0; r < R; ++r) s[r][j] = _mm512_dpbusd_epi32(s[r][j], p.q[k][u][r][c][h], a);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        for (int j = 0; j < T; ++j) {
+          const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(s[r][j]), p.sc[k][u][r]);
+          acc[r][j] = _mm512_fmadd_ps(f, _mm512_set1_ps(xd[j][b]), acc[r][j]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < T; ++j) _mm512_store_ps(sums + 16 * (R * j + r), acc[r][j]);
+}
+
+// Below this many tokens the panels' unpacking is not paid back: the
+// 8-token tile unpacks as it goes.
+constexpr int32_t kPanelMinTokens = 16;
+// Tokens per chunk: as many as keep 768 KiB of activations in L2, 32 to
+// 256 (each chunk unpacks the panels once more; 128 -> 256 at 2048 columns:
+// +3-9%, ember_rows16_probe).
+constexpr int64_t kPanelMaxTokens = 256;
+
+void iq4_xs_gemm_panels(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n,
+                        float* out, int64_t out_stride) {
+  using W = IQ4_XSRows16;
+  if (n < kPanelMinTokens) {
+    rows16_gemm<W>(w, cols, r0, r1, x, n, out, out_stride);
+    return;
+  }
+  const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
+  int64_t chunk = (int64_t{768} << 10) / cols / 4 * 4;
+  chunk = chunk < 32 ? 32 : chunk > kPanelMaxTokens ? kPanelMaxTokens : chunk;
+  IQ4Panel panel;                                // 36 KiB
+  alignas(64) float sums[kPanelMaxTokens * 32];  // [token][group][row], 32 KiB
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t t1 = t0 + chunk < n ? t0 + chunk : n;
+    for (int64_t r = r0; r < r1;) {
+      const uint8_t* group = w + r / 16 * group_bytes;
+      const auto run = [&]<int R>() __attribute__((always_inline)) {
+        for (int64_t i = 0; i < (t1 - t0) * R * 16; i += 16) _mm512_store_ps(sums + i, _mm512_setzero_ps());
+        for (int64_t sb0 = 0; sb0 < nsb; sb0 += kPanelSb) {
+          const int64_t ns = nsb - sb0 < kPanelSb ? nsb - sb0 : kPanelSb;
+          iq4_panel_fill<R>(group, group_bytes, sb0, ns, &panel);
+          token_tiles<4>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
+            iq4_panel_tile<R, T>(panel, sb0, ns, x, t, sums + R * 16 * (t - t0));
+          });
+        }
+        for (int64_t t = t0; t < t1; ++t) {
+          for (int g = 0; g < R; ++g) {
+            _mm512_storeu_ps(out + t * out_stride + r + 16 * g, _mm512_load_ps(sums + 16 * (R * (t - t0) + g)));
+          }
+        }
+        r += 16 * R;
+      };
+      if (r + 32 <= r1) {
+        run.template operator()<2>();
+      } else {
+        run.template operator()<1>();
+      }
+    }
+  }
+}
+
 }  // namespace
 
 EMBER_DEFINE_QMATMUL(q2_k_rows16_gemv, avx512vnni, rows16_gemv<Q2_KRows16>)
@@ -485,7 +630,7 @@ EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, avx512vnni, rows16_gemm<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, avx512vnni, rows16_gemv<Q6_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx512vnni, rows16_gemm<Q6_KRows16>)
 EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemv, avx512vnni, rows16_gemv<IQ4_XSRows16>)
-EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemm, avx512vnni, rows16_gemm<IQ4_XSRows16>)
+EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemm, avx512vnni, iq4_xs_gemm_panels)
 
 }  // namespace ember
 #endif  // __x86_64__
