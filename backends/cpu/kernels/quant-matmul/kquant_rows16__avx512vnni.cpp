@@ -5,6 +5,8 @@
 #include "backends/cpu/kernels/quant-matmul/kquant_rows16_avx512.inc"
 #include "backends/cpu/kernels/quant-matmul/avx512_gemm_tiles.h"
 
+#include <type_traits>
+
 namespace ember {
 namespace {
 
@@ -472,44 +474,57 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
   }
 }
 
-// IQ4_XS prefill through int8 panels. Its 8-token tile above unpacks each
-// quant vector with two vpshufb (the level lookup) per 16 vpdpbusd and
-// spills; here the quants of a slice of kPanelSb super-blocks of one or two
-// 16-row groups are unpacked once per chunk of tokens into an int8 panel
-// (level + 128, the bytes W::quants gives) beside their float scales
-// (W::scales': d x (ls - 32), exact in f32), and the chunk's tokens run over
-// that L1-resident panel in tiles of two groups x 4 tokens, each activation
-// word feeding both groups, as the Q8_0 gemm's tile
-// (quant_matmul_avx512vnni.inc). ember_rows16_probe, 512 tokens, one
-// thread, Zen 5, best of four interleaved passes: 1024 x 2048 263-272 ->
-// 280-296 GMAC/s, 1024 x 5632 234-251 -> 268-290, 2816 x 2048 250 -> 290.
-// Per output the steps are superblock()'s
-// for T = 1, in its order: per sub-block the exact int32 sum seeded with
-// 16 x the block's bias, f = float(sum) x scale, acc += f x d_act, sub-blocks
+// Prefill through int8 panels (IQ4_XS, Q4_K, Q5_K: one float scale per
+// sub-block of 32). The 8-token tile above unpacks each quant vector as it
+// goes (IQ4_XS: two vpshufb, the level lookup, per 16 vpdpbusd) and spills;
+// here the quants of a slice of kPanelSb super-blocks of one or two 16-row
+// groups are unpacked once per chunk of tokens into an int8 panel (the
+// bytes W::quants gives: IQ4_XS level + 128, Q4_K/Q5_K q) beside their
+// float scales and mins (W::scales'), and the chunk's tokens run over that
+// L1-resident panel in tiles of two groups x 4 tokens, each activation word
+// feeding both groups, as the Q8_0 gemm's tile (quant_matmul_avx512vnni.inc).
+// Per output the steps are superblock()'s for T = 1, in its order: per
+// sub-block the exact int32 sum (IQ4_XS: seeded with 16 x the block's bias),
+// f = float(sum) x scale (minus min x sum(a)), acc += f x d_act, sub-blocks
 // 0..7 of each super-block in turn; the sums wait in a buffer between
 // slices. So the results are gemv's, bit for bit.
+// ember_rows16_probe, 512 tokens, one thread, Zen 5, best of four
+// interleaved passes, IQ4_XS: 1024 x 2048 263-272 -> 280-296 GMAC/s, 1024 x
+// 5632 234-251 -> 268-290, 2816 x 2048 250 -> 290.
 constexpr int64_t kPanelSb = 4;  // super-blocks per slice: 2 x 4 x 4 KiB of quants
-struct IQ4Panel {
-  __m512i q[kPanelSb][8][2][4][2];  // [super-block][sub-block][group][chunk][low, high nibbles]
-  __m512 sc[kPanelSb][8][2];        // [super-block][sub-block][group]: the 16 rows' scales
+template <class W>
+struct Panel {
+  __m512i q[kPanelSb][8][2][8];                 // [super-block][sub-block][group][elements 4c..4c+3]
+  __m512 sc[kPanelSb][8][2];                    // [super-block][sub-block][group]: the 16 rows' scales
+  __m512 mn[W::kHasMin ? kPanelSb : 1][8][2];  // and mins (d x scale, dmin x min)
 };
 
 // Super-blocks sb0.. (ns of them) of the R groups from `group` into p.
-template <int R>
-void iq4_panel_fill(const uint8_t* group, int64_t group_bytes, int64_t sb0, int64_t ns, IQ4Panel* p) {
-  using W = IQ4_XSRows16;
-  const __m512i m0f = _mm512_set1_epi8(0x0f), levels = W::levels();
+template <class W, int R>
+void panel_fill(const uint8_t* group, int64_t group_bytes, int64_t sb0, int64_t ns, Panel<W>* p) {
   for (int r = 0; r < R; ++r) {
     for (int64_t k = 0; k < ns; ++k) {
       const uint8_t* tile = group + r * group_bytes + (sb0 + k) * W::kTileBytes;
-      __m512 sc[8];
-      W::scales(tile, sc, nullptr);
+      __m512 sc[8], mn[8];
+      W::scales(tile, sc, mn);
       for (int u = 0; u < 8; ++u) {
         p->sc[k][u][r] = sc[u];
-        for (int c = 0; c < 4; ++c) {
-          const __m512i v = _mm512_loadu_si512(tile + 128 + 64 * (4 * u + c));
-          p->q[k][u][r][c][0] = _mm512_shuffle_epi8(levels, _mm512_and_si512(v, m0f));
-          p->q[k][u][r][c][1] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
+        if constexpr (W::kHasMin) p->mn[k][u][r] = mn[u];
+      }
+      if constexpr (std::is_same_v<W, IQ4_XSRows16>) {
+        // Each quant vector once: sub-block u's elements 4c.. in the low
+        // nibbles of vector 4u + c, 16 + 4c.. in the high ones.
+        const __m512i m0f = _mm512_set1_epi8(0x0f), levels = W::levels();
+        for (int u = 0; u < 8; ++u) {
+          for (int c = 0; c < 4; ++c) {
+            const __m512i v = _mm512_loadu_si512(tile + 128 + 64 * (4 * u + c));
+            p->q[k][u][r][c] = _mm512_shuffle_epi8(levels, _mm512_and_si512(v, m0f));
+            p->q[k][u][r][c + 4] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
+          }
+        }
+      } else {
+        for (int pr = 0; pr < 4; ++pr) {
+          for (int c = 0; c < 8; ++c) W::quants(tile, pr, c, &p->q[k][W::sub(pr, 0)][r][c], &p->q[k][W::sub(pr, 1)][r][c]);
         }
       }
     }
@@ -518,8 +533,8 @@ void iq4_panel_fill(const uint8_t* group, int64_t group_bytes, int64_t sb0, int6
 
 // T tokens from t over the panel's ns super-blocks (the first sb0), R
 // groups; sums: the tokens' running sums, R x 16 floats each.
-template <int R, int T>
-void iq4_panel_tile(const IQ4Panel& p, int64_t sb0, int64_t ns, const QuantActs& x, int64_t t, float* sums) {
+template <class W, int R, int T>
+void panel_tile(const Panel<W>& p, int64_t sb0, int64_t ns, const QuantActs& x, int64_t t, float* sums) {
   const int64_t nb = x.cols / 32;
   const int8_t* xa[T];
   const float* xd[T];
@@ -533,32 +548,44 @@ void iq4_panel_tile(const IQ4Panel& p, int64_t sb0, int64_t ns, const QuantActs&
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < T; ++j) acc[r][j] = _mm512_load_ps(sums + 16 * (R * j + r));
   for (int64_t k = 0; k < ns; ++k) {
+    const int64_t sb = sb0 + k;
+    // kHasMin: the activation blocks' sums as floats (bias = -8 x sum: the
+    // shift is exact), superblock()'s xsum.
+    alignas(32) float xsum[W::kHasMin ? T : 1][8];
+    if constexpr (W::kHasMin) {
+      for (int j = 0; j < T; ++j) {
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[j] + sb * 8));
+        _mm256_store_ps(xsum[j], _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_srai_epi32(b, 3))));
+      }
+    }
     for (int u = 0; u < 8; ++u) {
-      const int64_t b = (sb0 + k) * 8 + u;
+      const int64_t b = sb * 8 + u;
       __m512i s[R][T], blk[T];
       for (int j = 0; j < T; ++j) {
-        // 16 x bias: a broadcast load and a shift (GCC's scalar multiply
-        // and broadcast from a general register take a vpdpbusd pipe slot).
-        static_assert(IQ4_XSRows16::kBiasSeed == 16, "the seed's shift");
-        const __m512i seed = _mm512_slli_epi32(_mm512_broadcastd_epi32(_mm_loadu_si32(xb[j] + b)), 4);
+        __m512i seed = _mm512_setzero_si512();
+        if constexpr (bias_seed<W>() != 0) {
+          // 16 x bias: a broadcast load and a shift (GCC's scalar multiply
+          // and broadcast from a general register take a vpdpbusd pipe slot).
+          static_assert(bias_seed<W>() == 16, "the seed's shift");
+          seed = _mm512_slli_epi32(_mm512_broadcastd_epi32(_mm_loadu_si32(xb[j] + b)), 4);
+        }
         for (int r = 0; r < R; ++r) s[r][j] = seed;
         blk[j] = block16(xa[j] + 32 * b);
       }
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) {
-        for (int h = 0; h < 2; ++h) {
-          for (int j = 0; j < T; ++j) {
-            // The low nibbles' words by vpshufd, the high ones' by broadcast
-            // loads: all by vpshufd crowd the vector pipes, all by loads the
-            // two load ports (with the panel's).
-            const __m512i a = h == 1 ? _mm512_set1_epi32(word(xa[j] + 32 * b + 16 + 4 * c)) : word_of(blk[j], c);
-            for (int r = 0; r < R; ++r) s[r][j] = _mm512_dpbusd_epi32(s[r][j], p.q[k][u][r][c][h], a);
-          }
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) {
+        for (int j = 0; j < T; ++j) {
+          // Elements 0-15's words by vpshufd, 16-31's by broadcast loads:
+          // all by vpshufd crowd the vector pipes, all by loads the two load
+          // ports (beside the panel's).
+          const __m512i a = c < 4 ? word_of(blk[j], c) : _mm512_set1_epi32(word(xa[j] + 32 * b + 4 * c));
+          for (int r = 0; r < R; ++r) s[r][j] = _mm512_dpbusd_epi32(s[r][j], p.q[k][u][r][c], a);
         }
       }
       for (int r = 0; r < R; ++r) {
         for (int j = 0; j < T; ++j) {
-          const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(s[r][j]), p.sc[k][u][r]);
+          __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(s[r][j]), p.sc[k][u][r]);
+          if constexpr (W::kHasMin) f = _mm512_fnmadd_ps(p.mn[k][u][r], _mm512_set1_ps(xsum[j][u]), f);
           acc[r][j] = _mm512_fmadd_ps(f, _mm512_set1_ps(xd[j][b]), acc[r][j]);
         }
       }
@@ -576,9 +603,9 @@ constexpr int32_t kPanelMinTokens = 16;
 // +3-9%, ember_rows16_probe).
 constexpr int64_t kPanelMaxTokens = 256;
 
-void iq4_xs_gemm_panels(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n,
+template <class W>
+void rows16_gemm_panels(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n,
                         float* out, int64_t out_stride) {
-  using W = IQ4_XSRows16;
   if (n < kPanelMinTokens) {
     rows16_gemm<W>(w, cols, r0, r1, x, n, out, out_stride);
     return;
@@ -586,7 +613,7 @@ void iq4_xs_gemm_panels(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, 
   const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
   int64_t chunk = (int64_t{768} << 10) / cols / 4 * 4;
   chunk = chunk < 32 ? 32 : chunk > kPanelMaxTokens ? kPanelMaxTokens : chunk;
-  IQ4Panel panel;                                // 36 KiB
+  Panel<W> panel;                                // 36 KiB (Q4_K, Q5_K: 40)
   alignas(64) float sums[kPanelMaxTokens * 32];  // [token][group][row], 32 KiB
   for (int64_t t0 = 0; t0 < n; t0 += chunk) {
     const int64_t t1 = t0 + chunk < n ? t0 + chunk : n;
@@ -596,9 +623,9 @@ void iq4_xs_gemm_panels(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, 
         for (int64_t i = 0; i < (t1 - t0) * R * 16; i += 16) _mm512_store_ps(sums + i, _mm512_setzero_ps());
         for (int64_t sb0 = 0; sb0 < nsb; sb0 += kPanelSb) {
           const int64_t ns = nsb - sb0 < kPanelSb ? nsb - sb0 : kPanelSb;
-          iq4_panel_fill<R>(group, group_bytes, sb0, ns, &panel);
+          panel_fill<W, R>(group, group_bytes, sb0, ns, &panel);
           token_tiles<4>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
-            iq4_panel_tile<R, T>(panel, sb0, ns, x, t, sums + R * 16 * (t - t0));
+            panel_tile<W, R, T>(panel, sb0, ns, x, t, sums + R * 16 * (t - t0));
           });
         }
         for (int64_t t = t0; t < t1; ++t) {
@@ -624,13 +651,13 @@ EMBER_DEFINE_QMATMUL(q2_k_rows16_gemm, avx512vnni, rows16_gemm<Q2_KRows16>)
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemv, avx512vnni, rows16_gemv<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q3_k_rows16_gemm, avx512vnni, rows16_gemm<Q3_KRows16>)
 EMBER_DEFINE_QMATMUL(q4_k_rows16_gemv, avx512vnni, rows16_gemv<Q4_KRows16>)
-EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx512vnni, rows16_gemm<Q4_KRows16>)
+EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx512vnni, rows16_gemm_panels<Q4_KRows16>)
 EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx512vnni, rows16_gemv<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, avx512vnni, rows16_gemm<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, avx512vnni, rows16_gemv<Q6_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx512vnni, rows16_gemm<Q6_KRows16>)
 EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemv, avx512vnni, rows16_gemv<IQ4_XSRows16>)
-EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemm, avx512vnni, iq4_xs_gemm_panels)
+EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemm, avx512vnni, rows16_gemm_panels<IQ4_XSRows16>)
 
 }  // namespace ember
 #endif  // __x86_64__
