@@ -770,47 +770,50 @@ TEST_CASE("an unknown or unsupported EMBER_ISA is an error with a message, not a
   }
 }
 
-}  // TEST_SUITE
 
-TEST_CASE("IQ4_XS rows16 prefill over several panel slices and token chunks: gemv's bits, the reference's values") {
+TEST_CASE("IQ4_XS, Q4_K and Q5_K rows16 prefill over several panel slices and token chunks: gemv's bits, the reference's values") {
   // AVX-512's gemm unpacks slices of 4 super-blocks per chunk of up to 256
   // tokens from 16 tokens on: 9 super-blocks (slices of 4, 4, 1), a thread
   // range ending in a lone 16-row group, token counts at and past the edges.
-  const DType t = DType::IQ4_XS;
-  const int64_t rows = 48, cols = 256 * 9;
-  std::mt19937 rng(59);
-  std::vector<float> wv;
-  const std::vector<uint8_t> plain = make_weights(t, rng, rows, cols, &wv);
-  std::vector<uint8_t> packed(plain.size());
-  pack_rows16(t, plain.data(), packed.data(), rows, cols);
-  for (int32_t n : {15, 16, 21, 260}) {
-    CAPTURE(n);
-    const std::vector<float> x = random_floats(rng, n * cols);
-    QuantBuffers qb;
-    for (int32_t i = 0; i < n; ++i) ref_quantize(x.data() + i * cols, cols, &qb.q, &qb.d, &qb.bias);
-    AlignedActs acts(qb, cols);
-    for (CpuIsa isa : supported_isas()) {
-      CAPTURE(cpu_isa_name(isa));
-      const QMatmulPair fns = cpu_quant_matmuls(cpu_kernels_for(isa), t, Layout::Rows16);
-      std::vector<float> outs[2];
-      for (int g = 0; g < 2; ++g) {
-        outs[g].assign(n * rows, NAN);
-        const QMatmulFn fn = g ? fns.gemm : fns.gemv;
-        fn(packed.data(), cols, 0, 16, acts.view, n, outs[g].data(), rows);
-        fn(packed.data(), cols, 16, rows, acts.view, n, outs[g].data(), rows);
-      }
-      CHECK(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
-      for (int32_t i = 0; i < n; i += 7) {
-        for (int64_t r = 0; r < rows; r += 5) {
-          double acc = 0, m = 0;
-          for (int64_t c = 0; c < cols; ++c) {
-            const double xv = static_cast<double>(qb.q[i * cols + c]) * qb.d[i * (cols / 32) + c / 32];
-            acc += wv[r * cols + c] * xv;
-            m += std::fabs(wv[r * cols + c] * xv);
+  for (DType t : {DType::IQ4_XS, DType::Q4_K, DType::Q5_K}) {
+    CAPTURE(dtype_name(t));
+    const int64_t rows = 48, cols = 256 * 9;
+    std::mt19937 rng(59);
+    std::vector<float> wv;
+    const std::vector<uint8_t> plain = make_weights(t, rng, rows, cols, &wv);
+    std::vector<uint8_t> packed(plain.size());
+    pack_rows16(t, plain.data(), packed.data(), rows, cols);
+    for (int32_t n : {15, 16, 21, 260}) {
+      CAPTURE(n);
+      const std::vector<float> x = random_floats(rng, n * cols);
+      QuantBuffers qb;
+      for (int32_t i = 0; i < n; ++i) ref_quantize(x.data() + i * cols, cols, &qb.q, &qb.d, &qb.bias);
+      AlignedActs acts(qb, cols);
+      for (CpuIsa isa : supported_isas()) {
+        CAPTURE(cpu_isa_name(isa));
+        const QMatmulPair fns = cpu_quant_matmuls(cpu_kernels_for(isa), t, Layout::Rows16);
+        std::vector<float> outs[2];
+        for (int g = 0; g < 2; ++g) {
+          outs[g].assign(n * rows, NAN);
+          const QMatmulFn fn = g ? fns.gemm : fns.gemv;
+          fn(packed.data(), cols, 0, 16, acts.view, n, outs[g].data(), rows);
+          fn(packed.data(), cols, 16, rows, acts.view, n, outs[g].data(), rows);
+        }
+        CHECK(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
+        for (int32_t i = 0; i < n; i += 7) {
+          for (int64_t r = 0; r < rows; r += 5) {
+            double acc = 0, m = 0;
+            for (int64_t c = 0; c < cols; ++c) {
+              const double xv = static_cast<double>(qb.q[i * cols + c]) * qb.d[i * (cols / 32) + c / 32];
+              acc += wv[r * cols + c] * xv;
+              m += std::fabs(wv[r * cols + c] * xv);
+            }
+            REQUIRE(std::fabs(outs[1][i * rows + r] - acc) <= 2e-6 * m + 1e-6);
           }
-          REQUIRE(std::fabs(outs[1][i * rows + r] - acc) <= 2e-6 * m + 1e-6);
         }
       }
     }
   }
 }
+
+}  // TEST_SUITE
