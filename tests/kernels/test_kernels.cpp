@@ -771,11 +771,11 @@ TEST_CASE("an unknown or unsupported EMBER_ISA is an error with a message, not a
 }
 
 
-TEST_CASE("IQ4_XS, Q4_K and Q5_K rows16 prefill over several panel slices and token chunks: gemv's bits, the reference's values") {
+TEST_CASE("IQ4_XS, Q4_K, Q5_K and Q6_K rows16 prefill over several panel slices and token chunks: gemv's bits, the reference's values") {
   // AVX-512's gemm unpacks slices of 4 super-blocks per chunk of up to 256
   // tokens from 16 tokens on: 9 super-blocks (slices of 4, 4, 1), a thread
   // range ending in a lone 16-row group, token counts at and past the edges.
-  for (DType t : {DType::IQ4_XS, DType::Q4_K, DType::Q5_K}) {
+  for (DType t : {DType::IQ4_XS, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     CAPTURE(dtype_name(t));
     const int64_t rows = 48, cols = 256 * 9;
     std::mt19937 rng(59);

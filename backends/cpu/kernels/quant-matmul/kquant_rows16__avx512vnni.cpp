@@ -495,8 +495,12 @@ constexpr int64_t kPanelSb = 4;  // super-blocks per slice: 2 x 4 x 4 KiB of qua
 template <class W>
 struct Panel {
   __m512i q[kPanelSb][8][2][8];                 // [super-block][sub-block][group][elements 4c..4c+3]
-  __m512 sc[kPanelSb][8][2];                    // [super-block][sub-block][group]: the 16 rows' scales
+  __m512 sc[W::kPer16 ? 1 : kPanelSb][8][2];    // [super-block][sub-block][group]: the 16 rows' scales
   __m512 mn[W::kHasMin ? kPanelSb : 1][8][2];  // and mins (d x scale, dmin x min)
+  // kPer16 (Q6_K): the int8 scales of the 16 groups of 16 as int32 lanes,
+  // [super-block][group of 16][group], and d.
+  __m512i s16[W::kPer16 ? kPanelSb : 1][16][2];
+  __m512 d[W::kPer16 ? kPanelSb : 1][2];
 };
 
 // Super-blocks sb0.. (ns of them) of the R groups from `group` into p.
@@ -507,9 +511,16 @@ void panel_fill(const uint8_t* group, int64_t group_bytes, int64_t sb0, int64_t 
       const uint8_t* tile = group + r * group_bytes + (sb0 + k) * W::kTileBytes;
       __m512 sc[8], mn[8];
       W::scales(tile, sc, mn);
-      for (int u = 0; u < 8; ++u) {
-        p->sc[k][u][r] = sc[u];
-        if constexpr (W::kHasMin) p->mn[k][u][r] = mn[u];
+      if constexpr (W::kPer16) {
+        p->d[k][r] = sc[0];
+        alignas(64) int8_t buf[256];
+        const int8_t* s8 = W::scales8(tile, buf);
+        for (int g = 0; g < 16; ++g) p->s16[k][g][r] = scale16(s8, g);
+      } else {
+        for (int u = 0; u < 8; ++u) {
+          p->sc[k][u][r] = sc[u];
+          if constexpr (W::kHasMin) p->mn[k][u][r] = mn[u];
+        }
       }
       if constexpr (std::is_same_v<W, IQ4_XSRows16>) {
         // Each quant vector once: sub-block u's elements 4c.. in the low
@@ -595,6 +606,73 @@ void panel_tile(const Panel<W>& p, int64_t sb0, int64_t ns, const QuantActs& x, 
     for (int j = 0; j < T; ++j) _mm512_store_ps(sums + 16 * (R * j + r), acc[r][j]);
 }
 
+// kPer16 without premultiplied quants (Q6_K): T tokens from t over the
+// panel, superblock_per16()'s steps per output in its sub-block order
+// (W::sub(p, 0), W::sub(p, 1) for p = 0..3): per group of 16 a chain seeded
+// with -kOffset x the group's activation sum, times the group's int8 scale
+// in int32, the sub-block's two added, its float times the activation's
+// scale into the super-block's part, part times d into the sums. Both
+// groups of 16 of R x T outputs are chains at once (R x T x 2): 2 groups x
+// 4 tokens measured faster than 2 x 2 and 2 x 3 (ember_rows16_probe, 512
+// tokens, best of three interleaved passes, against superblock_per16()'s
+// one group x 4 tokens: 1024 x 2048 229 -> 242 GMAC/s, 1024 x 5632 182 ->
+// 222, 2816 x 2048 230 -> 248; 2 x 2 231, 204, 231; 2 x 3 205, 181, 201).
+template <class W, int R, int T>
+void panel_tile_per16(const Panel<W>& p, int64_t sb0, int64_t ns, const QuantActs& x, int64_t t, float* sums) {
+  static_assert(W::kPer16 && !premul_quants<W>() && quant_offset<W>() != 0, "Q6_K's groups of 16");
+  const Acts<T> xt(x, t, true);
+  for (int64_t k = 0; k < ns; ++k) {
+    const int64_t sb = sb0 + k;
+    alignas(64) int32_t seed[T][16];
+    group_seeds<W>(xt, sb, seed);
+    asm volatile("" : : "r"(&seed[0][0]) : "memory");
+    __m512 part[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < T; ++j) part[r][j] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int pr = 0; pr < 4; ++pr) {
+      for (int h = 0; h < 2; ++h) {
+        const int u = W::sub(pr, h);
+        const int64_t b = sb * 8 + u;
+        __m512i ga[R][T], gb[R][T], blk[T];
+        for (int j = 0; j < T; ++j) {
+          const __m512i sa = _mm512_set1_epi32(seed[j][2 * u]), sd = _mm512_set1_epi32(seed[j][2 * u + 1]);
+          for (int r = 0; r < R; ++r) {
+            ga[r][j] = sa;
+            gb[r][j] = sd;
+          }
+          blk[j] = block16(xt.a[j] + 32 * b);
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          for (int j = 0; j < T; ++j) {
+            // The first group's words by vpshufd, the second's by broadcast
+            // loads (panel_tile()'s balance).
+            const __m512i a0 = word_of(blk[j], c), a1 = _mm512_set1_epi32(word(xt.a[j] + 32 * b + 16 + 4 * c));
+            for (int r = 0; r < R; ++r) {
+              ga[r][j] = _mm512_dpbusd_epi32(ga[r][j], p.q[k][u][r][c], a0);
+              gb[r][j] = _mm512_dpbusd_epi32(gb[r][j], p.q[k][u][r][c + 4], a1);
+            }
+          }
+        }
+        for (int r = 0; r < R; ++r) {
+          for (int j = 0; j < T; ++j) {
+            const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ga[r][j], p.s16[k][2 * u][r]),
+                                                _mm512_mullo_epi32(gb[r][j], p.s16[k][2 * u + 1][r]));
+            part[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_set1_ps(xt.d[j][b]), part[r][j]);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < T; ++j) {
+        float* a = sums + 16 * (R * j + r);
+        _mm512_store_ps(a, _mm512_fmadd_ps(part[r][j], p.d[k][r], _mm512_load_ps(a)));
+      }
+    }
+  }
+}
+
 // Below this many tokens the panels' unpacking is not paid back: the
 // 8-token tile unpacks as it goes.
 constexpr int32_t kPanelMinTokens = 16;
@@ -624,9 +702,15 @@ void rows16_gemm_panels(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, 
         for (int64_t sb0 = 0; sb0 < nsb; sb0 += kPanelSb) {
           const int64_t ns = nsb - sb0 < kPanelSb ? nsb - sb0 : kPanelSb;
           panel_fill<W, R>(group, group_bytes, sb0, ns, &panel);
-          token_tiles<4>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
-            panel_tile<W, R, T>(panel, sb0, ns, x, t, sums + R * 16 * (t - t0));
-          });
+          if constexpr (W::kPer16) {
+            token_tiles<4>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
+              panel_tile_per16<W, R, T>(panel, sb0, ns, x, t, sums + R * 16 * (t - t0));
+            });
+          } else {
+            token_tiles<4>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
+              panel_tile<W, R, T>(panel, sb0, ns, x, t, sums + R * 16 * (t - t0));
+            });
+          }
         }
         for (int64_t t = t0; t < t1; ++t) {
           for (int g = 0; g < R; ++g) {
@@ -655,7 +739,7 @@ EMBER_DEFINE_QMATMUL(q4_k_rows16_gemm, avx512vnni, rows16_gemm_panels<Q4_KRows16
 EMBER_DEFINE_QMATMUL(q5_k_rows16_gemv, avx512vnni, rows16_gemv<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q5_k_rows16_gemm, avx512vnni, rows16_gemm_panels<Q5_KRows16>)
 EMBER_DEFINE_QMATMUL(q6_k_rows16_gemv, avx512vnni, rows16_gemv<Q6_KRows16>)
-EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx512vnni, rows16_gemm<Q6_KRows16>)
+EMBER_DEFINE_QMATMUL(q6_k_rows16_gemm, avx512vnni, rows16_gemm_panels<Q6_KRows16>)
 EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemv, avx512vnni, rows16_gemv<IQ4_XSRows16>)
 EMBER_DEFINE_QMATMUL(iq4_xs_rows16_gemm, avx512vnni, rows16_gemm_panels<IQ4_XSRows16>)
 
