@@ -1,6 +1,9 @@
 // The K-quant super-block types (Q2_K-Q6_K) and IQ4_XS in the Rows16 layout x
 // 8-bit activations, AVX-512 VNNI: the templates over the traits of
 // kquant_rows16_avx512.inc (which documents them and the per-lane scheme).
+// Prefill of 16 tokens or more of IQ4_XS, Q4_K, Q5_K and Q6_K runs over int8
+// panels (rows16_gemm_panels, at the end); rows16_gemm's tiles (and its
+// unpack-once path) serve Q2_K, Q3_K and the shorter prompts.
 #if defined(__x86_64__)
 #include "backends/cpu/kernels/quant-matmul/kquant_rows16_avx512.inc"
 #include "backends/cpu/kernels/quant-matmul/avx512_gemm_tiles.h"
