@@ -63,6 +63,21 @@ struct QuantBuffers {
   std::vector<int32_t> bias;
 };
 
+// Output (token i, row r) of the dequantized weights wv (rows x cols, row
+// major) times the quantized activations, in double, and the sum of the
+// products' magnitudes (*mag) for the tolerance.
+double ref_output(const std::vector<float>& wv, const QuantBuffers& qb, int64_t cols, int64_t i, int64_t r,
+                  double* mag) {
+  double acc = 0, m = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    const double xv = static_cast<double>(qb.q[i * cols + c]) * qb.d[i * (cols / 32) + c / 32];
+    acc += wv[r * cols + c] * xv;
+    m += std::fabs(wv[r * cols + c] * xv);
+  }
+  *mag = m;
+  return acc;
+}
+
 // Quantized activations in 32-byte aligned storage, as the backend keeps them.
 struct AlignedActs {
   std::vector<int8_t> storage;
@@ -348,12 +363,8 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
             fn(packed.data(), cols, mid, rows, acts.view, n, out.data(), rows);
             for (int32_t i = 0; i < n; ++i) {
               for (int64_t r = 0; r < rows; ++r) {
-                double acc = 0, m = 0;
-                for (int64_t c = 0; c < cols; ++c) {
-                  const double xv = static_cast<double>(qb.q[i * cols + c]) * qb.d[i * (cols / 32) + c / 32];
-                  acc += wv[r * cols + c] * xv;
-                  m += std::fabs(wv[r * cols + c] * xv);
-                }
+                double m = 0;
+                const double acc = ref_output(wv, qb, cols, i, r, &m);
                 REQUIRE(std::fabs(out[i * rows + r] - acc) <= 2e-6 * m + 1e-6);
               }
             }
@@ -439,12 +450,8 @@ TEST_CASE("rows16 K-quants and IQ4_XS at the extremes: largest quants and scales
             fn(packed.data(), cols, 0, rows, acts.view, n, out.data(), rows);
             for (int32_t i = 0; i < n; ++i) {
               for (int64_t r = 0; r < rows; ++r) {
-                double acc = 0, m = 0;
-                for (int64_t c = 0; c < cols; ++c) {
-                  const double xv = static_cast<double>(qb.q[i * cols + c]) * qb.d[i * (cols / 32) + c / 32];
-                  acc += wv[r * cols + c] * xv;
-                  m += std::fabs(wv[r * cols + c] * xv);
-                }
+                double m = 0;
+                const double acc = ref_output(wv, qb, cols, i, r, &m);
                 REQUIRE(std::fabs(out[i * rows + r] - acc) <= 2e-6 * m + 1e-6);
               }
             }
@@ -770,7 +777,6 @@ TEST_CASE("an unknown or unsupported EMBER_ISA is an error with a message, not a
   }
 }
 
-
 TEST_CASE("IQ4_XS, Q4_K, Q5_K and Q6_K rows16 prefill over several panel slices and token chunks: gemv's bits, the reference's values") {
   // AVX-512's gemm unpacks slices of 4 super-blocks per chunk of up to 256
   // tokens from 16 tokens on: 9 super-blocks (slices of 4, 4, 1), a thread
@@ -802,12 +808,8 @@ TEST_CASE("IQ4_XS, Q4_K, Q5_K and Q6_K rows16 prefill over several panel slices 
         CHECK(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
         for (int32_t i = 0; i < n; i += 7) {
           for (int64_t r = 0; r < rows; r += 5) {
-            double acc = 0, m = 0;
-            for (int64_t c = 0; c < cols; ++c) {
-              const double xv = static_cast<double>(qb.q[i * cols + c]) * qb.d[i * (cols / 32) + c / 32];
-              acc += wv[r * cols + c] * xv;
-              m += std::fabs(wv[r * cols + c] * xv);
-            }
+            double m = 0;
+            const double acc = ref_output(wv, qb, cols, i, r, &m);
             REQUIRE(std::fabs(outs[1][i * rows + r] - acc) <= 2e-6 * m + 1e-6);
           }
         }

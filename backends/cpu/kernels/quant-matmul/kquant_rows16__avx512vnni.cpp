@@ -8,8 +8,6 @@
 #include "backends/cpu/kernels/quant-matmul/kquant_rows16_avx512.inc"
 #include "backends/cpu/kernels/quant-matmul/avx512_gemm_tiles.h"
 
-#include <type_traits>
-
 namespace ember {
 namespace {
 
@@ -22,11 +20,16 @@ namespace {
 // -> 38.6, Q4_K 43.1 -> 42.1; 2048 x 2048, Q6_K 18.4 -> 15.4 (Q3_K), Q4_K
 // 16.2 -> 15.6, but IQ4_XS 14.3 -> 17.5.
 constexpr int64_t kMaxTokenChunk = 128;
+// As many tokens as keep 768 KiB of activations (cols bytes each) in L2, a
+// multiple of 8 from 32 to max.
+inline int64_t l2_token_chunk(int64_t cols, int64_t max) {
+  const int64_t c = (int64_t{768} << 10) / cols / 8 * 8;
+  return c < 32 ? 32 : c > max ? max : c;
+}
 template <class W>
 int64_t token_chunk(int64_t cols) {
   if (!unpack_once<W>() && cols < 4096) return 32;
-  const int64_t c = (int64_t{768} << 10) / cols / 8 * 8;
-  return c < 32 ? 32 : c > kMaxTokenChunk ? kMaxTokenChunk : c;
+  return l2_token_chunk(cols, kMaxTokenChunk);
 }
 
 // The activations of T tokens from t.
@@ -478,7 +481,7 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
 }
 
 // Prefill through int8 panels (IQ4_XS, Q4_K, Q5_K: one float scale per
-// sub-block of 32). The 8-token tile above unpacks each quant vector as it
+// sub-block of 32, panel_tile; Q6_K: panel_tile_per16). The 8-token tile above unpacks each quant vector as it
 // goes (IQ4_XS: two vpshufb, the level lookup, per 16 vpdpbusd) and spills;
 // here the quants of a slice of kPanelSb super-blocks of one or two 16-row
 // groups are unpacked once per chunk of tokens into an int8 panel (the
@@ -525,21 +528,8 @@ void panel_fill(const uint8_t* group, int64_t group_bytes, int64_t sb0, int64_t 
           if constexpr (W::kHasMin) p->mn[k][u][r] = mn[u];
         }
       }
-      if constexpr (std::is_same_v<W, IQ4_XSRows16>) {
-        // Each quant vector once: sub-block u's elements 4c.. in the low
-        // nibbles of vector 4u + c, 16 + 4c.. in the high ones.
-        const __m512i m0f = _mm512_set1_epi8(0x0f), levels = W::levels();
-        for (int u = 0; u < 8; ++u) {
-          for (int c = 0; c < 4; ++c) {
-            const __m512i v = _mm512_loadu_si512(tile + 128 + 64 * (4 * u + c));
-            p->q[k][u][r][c] = _mm512_shuffle_epi8(levels, _mm512_and_si512(v, m0f));
-            p->q[k][u][r][c + 4] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
-          }
-        }
-      } else {
-        for (int pr = 0; pr < 4; ++pr) {
-          for (int c = 0; c < 8; ++c) W::quants(tile, pr, c, &p->q[k][W::sub(pr, 0)][r][c], &p->q[k][W::sub(pr, 1)][r][c]);
-        }
+      for (int pr = 0; pr < 4; ++pr) {
+        for (int c = 0; c < 8; ++c) W::quants(tile, pr, c, &p->q[k][W::sub(pr, 0)][r][c], &p->q[k][W::sub(pr, 1)][r][c]);
       }
     }
   }
@@ -679,9 +669,8 @@ void panel_tile_per16(const Panel<W>& p, int64_t sb0, int64_t ns, const QuantAct
 // Below this many tokens the panels' unpacking is not paid back: the
 // 8-token tile unpacks as it goes.
 constexpr int32_t kPanelMinTokens = 16;
-// Tokens per chunk: as many as keep 768 KiB of activations in L2, 32 to
-// 256 (each chunk unpacks the panels once more; 128 -> 256 at 2048 columns:
-// +3-9%, ember_rows16_probe).
+// Tokens per chunk: l2_token_chunk's, up to 256 (each chunk unpacks the
+// panels once more; 128 -> 256 at 2048 columns: +3-9%, ember_rows16_probe).
 constexpr int64_t kPanelMaxTokens = 256;
 
 template <class W>
@@ -692,8 +681,7 @@ void rows16_gemm_panels(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, 
     return;
   }
   const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
-  int64_t chunk = (int64_t{768} << 10) / cols / 4 * 4;
-  chunk = chunk < 32 ? 32 : chunk > kPanelMaxTokens ? kPanelMaxTokens : chunk;
+  const int64_t chunk = l2_token_chunk(cols, kPanelMaxTokens);
   Panel<W> panel;                                // 36 KiB (Q4_K, Q5_K: 40)
   alignas(64) float sums[kPanelMaxTokens * 32];  // [token][group][row], 32 KiB
   for (int64_t t0 = 0; t0 < n; t0 += chunk) {
