@@ -375,6 +375,10 @@ Status CpuBackend::lower(const Graph& g) {
           mm.dtype = w.dtype;
           mm.rows = w.rows;
           mm.out = act(mo.out);
+          {
+            uint64_t rb = 0;
+            mm.row_bytes = dtype_bytes(w.dtype, static_cast<uint64_t>(w.cols), &rb) ? static_cast<int64_t>(rb) : 0;
+          }
           switch (cpu_matmul_family(w.dtype, w.layout)) {
             case CpuMatmulFamily::Int8: {
               const QMatmulPair fns = cpu_quant_matmuls(k_, w.dtype, w.layout);
@@ -442,7 +446,45 @@ Status CpuBackend::lower(const Graph& g) {
     // Any op writing the quantized activation makes its copy stale.
     if (op.out == quantized || (op.kind == OpKind::Rope && op.a == quantized)) quantized = -1;
   }
+  // Each MatMuls step's successor (idle prefetch in decode).
+  int32_t first_mm = -1, prev_mm = -1;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (steps_[i].kind != CpuStepKind::MatMuls) continue;
+    if (prev_mm >= 0) steps_[prev_mm].next_matmuls = static_cast<int32_t>(i);
+    if (first_mm < 0) first_mm = static_cast<int32_t>(i);
+    prev_mm = static_cast<int32_t>(i);
+  }
+  if (prev_mm >= 0) steps_[prev_mm].next_matmuls = first_mm;
   return Status::ok();
+}
+
+// Decode: points each thread's idle prefetch at the weights it starts the
+// MatMuls step `s` with (its own range's front, ThreadPool::run_ranges),
+// at most idle_prefetch_ bytes.
+void CpuBackend::set_idle_prefetch(const CpuStep& s) {
+  const CpuMatmul* jobs = matmuls_.data() + s.first;
+  int64_t units = 0;
+  for (int m = 0; m < s.count; ++m) {
+    if (jobs[m].xnn >= 0 || jobs[m].row_bytes <= 0) return;
+    units += (jobs[m].rows + s.split - 1) / s.split;
+  }
+  const int n_threads = pool_->size();
+  for (int t = 0; t < n_threads; ++t) {
+    int64_t u0, u1;
+    split_range(units, 1, t, n_threads, &u0, &u1);
+    int64_t base = 0;
+    for (int m = 0; m < s.count && u0 < u1; ++m) {
+      const int64_t ju = (jobs[m].rows + s.split - 1) / s.split;
+      if (u0 < base + ju) {
+        const int64_t r0 = (u0 - base) * s.split;
+        const int64_t r1 = std::min<int64_t>((std::min(u1, base + ju) - base) * s.split, jobs[m].rows);
+        const int64_t bytes = std::min<int64_t>((r1 - r0) * jobs[m].row_bytes, idle_prefetch_);
+        pool_->set_idle_prefetch(t, jobs[m].w + r0 * jobs[m].row_bytes, static_cast<size_t>(bytes));
+        break;
+      }
+      base += ju;
+    }
+  }
 }
 
 // Quantizes n rows of `in` (cols floats each) into scratch.
@@ -503,6 +545,7 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
     units += (jobs[m].rows + split - 1) / split;
   }
   if (!xnn) {
+    if (n == 1 && idle_prefetch_ > 0 && s.next_matmuls >= 0) set_idle_prefetch(steps_[s.next_matmuls]);
     const int64_t piece = std::max<int64_t>(1, units / ((n == 1 ? 16 : 32) * pool_->size()));
     pool_->run_ranges(units, piece, [&](int64_t u0, int64_t u1, int) {
       int64_t base = 0;

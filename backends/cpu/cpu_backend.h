@@ -44,6 +44,7 @@ struct CpuMatmul {
   const uint8_t* w = nullptr;
   DType dtype = DType::F32;
   int64_t rows = 0;
+  int64_t row_bytes = 0;  // bytes of one row (row-major and rows16 alike: a run of 16 rows is 16 rows' bytes)
   float* out = nullptr;
   QMatmulFn q_gemv = nullptr, q_gemm = nullptr;  // 1-row step / n > 1
   FMatmulFn f_gemv = nullptr, f_gemm = nullptr;
@@ -81,6 +82,7 @@ struct CpuStep {
   // MatMuls: matmuls_[first, first + count), all reading `a`.
   int32_t first = 0;
   int32_t count = 0;
+  int32_t next_matmuls = -1;  // the MatMuls step that runs after this one (the last: the first, next token)
   bool quantize = false;    // quantize `a` into scratch (else reuse the copy an earlier step made)
   bool uses_q8 = false;     // some matmul reads the quantized copy
   // Rope / Attention: the op's parameters and the layer's cache.
@@ -129,6 +131,7 @@ class CpuBackend final : public Backend {
   static constexpr int kMaxFusedMatmuls = 4;
   Status lower(const Graph& graph);
   void run_matmuls(const CpuStep& s, int32_t n);
+  void set_idle_prefetch(const CpuStep& s);
   void quantize_input(const float* in, int64_t cols, int32_t n);
   // The float-matmul providers (cpu_backend_providers.cpp): chosen at
   // construction (so describe() names them) and, for XNNPACK, its operators
@@ -145,6 +148,10 @@ class CpuBackend final : public Backend {
   // The session's own pool, or the host's (options.thread_pool, shared by
   // sessions: execute holds its lock).
   std::shared_ptr<ThreadPool> pool_;
+  // Decode: bytes of its next matmul step's weights each thread warms while
+  // it waits (ThreadPool::set_idle_prefetch). 256 KiB measured +3% on the
+  // 0.5b Q4_K_M decode (in-process A/B, docs/decisions.md, session 21).
+  int64_t idle_prefetch_ = int64_t{256} << 10;
   const Graph* graph_ = nullptr;
   std::vector<float*> acts_;       // into the arena (lifetime: the session)
   std::vector<CpuKvLayer> kv_;     // per layer, into the arena (sequence 0's row 0)

@@ -15,6 +15,11 @@ namespace {
 // between steps.
 constexpr int kSpinIterations = 1 << 15;
 
+// Idle prefetch (set_idle_prefetch): pieces of 4 KiB between checks for a
+// new job, at most 1 MiB per range (an L2's worth).
+constexpr uintptr_t kIdlePrefetchPiece = 4096;
+constexpr uintptr_t kMaxIdlePrefetch = 1 << 20;
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -34,6 +39,7 @@ Result<std::unique_ptr<ThreadPool>> ThreadPool::create(int n_threads) {
   if (n_threads < 1) n_threads = 1;
   std::unique_ptr<ThreadPool> pool(new ThreadPool(n_threads));
   pool->ranges_.reset(new RangeSlot[n_threads]);
+  pool->prefetch_.reset(new PrefetchSlot[n_threads]);
   pool->threads_.reserve(n_threads - 1);
   for (int i = 1; i < n_threads; ++i) {
     pthread_t t;
@@ -82,7 +88,34 @@ void ThreadPool::worker_loop(int index) {
     seen = g;
     if (stop_.load(std::memory_order_acquire)) return;
     work(g, index);
+    // Between jobs: warm this thread's next weights until the next job.
+    while (generation_.load(std::memory_order_relaxed) == g && idle_prefetch_piece(index)) {
+    }
   }
+}
+
+void ThreadPool::set_idle_prefetch(int thread, const void* p, size_t bytes) {
+  if (thread < 0 || thread >= n_threads_) return;
+  PrefetchSlot& slot = prefetch_[thread];
+  const uintptr_t b = reinterpret_cast<uintptr_t>(p);
+  slot.end.store(0, std::memory_order_relaxed);
+  slot.next.store(b, std::memory_order_relaxed);
+  slot.end.store(bytes > kMaxIdlePrefetch ? b + kMaxIdlePrefetch : b + bytes, std::memory_order_release);
+}
+
+bool ThreadPool::idle_prefetch_piece(int thread) {
+  PrefetchSlot& slot = prefetch_[thread];
+  uintptr_t next = slot.next.load(std::memory_order_relaxed);
+  const uintptr_t end = slot.end.load(std::memory_order_acquire);
+  // A range being replaced may be read torn: at most one wasted piece, and
+  // never a long one (a hint, not a contract).
+  if (next >= end || end - next > kMaxIdlePrefetch) return false;
+  const uintptr_t stop = end - next < kIdlePrefetchPiece ? end : next + kIdlePrefetchPiece;
+  if (!slot.next.compare_exchange_strong(next, stop, std::memory_order_relaxed)) return true;
+  for (uintptr_t a = next & ~uintptr_t{63}; a < stop; a += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 2);
+  }
+  return true;
 }
 
 void ThreadPool::work(uint32_t gen, int thread) {
@@ -125,7 +158,10 @@ void ThreadPool::run_raw(int n_chunks, void (*fn)(void*, int, int, int), void* c
   // the new generation itself.
   if (sleeping_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   work(gen, 0);
-  // Chunks other threads claimed may still be running.
+  // Chunks other threads claimed may still be running; the wait warms the
+  // caller's next weights first.
+  while (done_.load(std::memory_order_acquire) != n_chunks && idle_prefetch_piece(0)) {
+  }
   for (int spin = 0; done_.load(std::memory_order_acquire) != n_chunks; ++spin) {
     if (spin < kSpinIterations) {
       cpu_relax();

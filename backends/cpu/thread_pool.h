@@ -65,6 +65,15 @@ class ThreadPool {
   // one after the other, each with all the threads.
   std::mutex& callers() { return callers_; }
 
+  // Bytes [p, p + bytes) that thread `thread` pulls toward its core (L2)
+  // while it has no chunk to run: a worker between jobs, the caller while
+  // it waits for the others. Decode sets each thread's first weights of
+  // the next matmul step here, so the memory bus keeps streaming through
+  // the serial steps, the attention and the hand-offs between matmuls. A
+  // hint: any address is safe (prefetches never fault), a later call
+  // replaces it, and a thread given a job stops at once.
+  void set_idle_prefetch(int thread, const void* p, size_t bytes);
+
  private:
   explicit ThreadPool(int n_threads) : n_threads_(n_threads) {}
   static void* worker_main(void* arg);
@@ -73,6 +82,9 @@ class ThreadPool {
   void work(uint32_t gen, int thread);
   // run_ranges(): thread `thread`'s own range, then the others'.
   void drain_ranges(int thread);
+  // Prefetches the next piece of `thread`'s idle range; false when none
+  // is left.
+  bool idle_prefetch_piece(int thread);
 
   // run_ranges()'s ranges, one per thread, each (end << 32) | begin on a
   // line of its own, and its job.
@@ -86,6 +98,13 @@ class ThreadPool {
     void* ctx = nullptr;
   };
   RangeJob range_job_;
+  // set_idle_prefetch()'s ranges: the next address and the end, per thread
+  // on a line of its own.
+  struct alignas(64) PrefetchSlot {
+    std::atomic<uintptr_t> next{0};
+    std::atomic<uintptr_t> end{0};
+  };
+  std::unique_ptr<PrefetchSlot[]> prefetch_;
 
   int n_threads_;
   std::vector<uint64_t> threads_;  // pthread_t of the workers

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <random>
 #include <thread>
 #include <vector>
@@ -83,6 +84,56 @@ TEST_CASE("thread pool: run_ranges covers every unit exactly once, and the other
     }
     CHECK(bad == 0);
     if (threads > 1) CHECK(stolen_jobs > 0);
+  }
+}
+
+// Idle prefetch (decode warms its next weights between jobs): a hint that
+// never changes what runs. Ranges over real memory, null, an address
+// nothing maps, more than the cap, and ones replaced while the workers are
+// still warming the last: every chunk still runs once, the workers keep
+// taking part, and a bad thread index is ignored. (TSan and ASan run this
+// too: the ranges are read and replaced across threads.)
+TEST_CASE("thread pool: idle prefetch ranges of any address never change what runs") {
+  std::vector<uint8_t> weights(4 << 20, 1);
+  const uint8_t* unmapped = reinterpret_cast<const uint8_t*>(uintptr_t{0xdead0000});
+  for (int threads = 1; threads <= 3; ++threads) {
+    CAPTURE(threads);
+    auto pool = ember::ThreadPool::create(threads);
+    REQUIRE(pool.is_ok());
+    ember::ThreadPool& tp = *pool.value();
+    tp.set_idle_prefetch(-1, weights.data(), 64);
+    tp.set_idle_prefetch(threads, weights.data(), 64);
+    std::vector<std::atomic<int>> hits(64);
+    std::vector<std::atomic<int>> by_thread(threads);
+    int bad = 0;
+    for (int job = 0; job < 4000 && bad == 0; ++job) {
+      for (int t = 0; t < threads; ++t) {
+        switch ((job + t) % 5) {
+          case 0: tp.set_idle_prefetch(t, weights.data() + (job * 4096) % (3 << 20), 256 << 10); break;
+          case 1: tp.set_idle_prefetch(t, nullptr, 1 << 20); break;
+          case 2: tp.set_idle_prefetch(t, unmapped, 64 << 10); break;
+          case 3: tp.set_idle_prefetch(t, weights.data(), size_t{1} << 40); break;  // capped
+          default: tp.set_idle_prefetch(t, weights.data() + 3, 0); break;
+        }
+      }
+      for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+      tp.run_ranges(64, 2, [&](int64_t u0, int64_t u1, int thread) {
+        if (thread < 0 || thread >= threads) {
+          hits[0].fetch_add(1000);
+          return;
+        }
+        by_thread[thread].fetch_add(1);
+        for (int64_t u = u0; u < u1; ++u) hits[u].fetch_add(1);
+      });
+      for (auto& h : hits) {
+        if (h.load() != 1) ++bad;
+      }
+    }
+    CHECK(bad == 0);
+    for (int t = 0; t < threads; ++t) {
+      CAPTURE(t);
+      CHECK(by_thread[t].load() > 0);
+    }
   }
 }
 
