@@ -10,6 +10,40 @@
 #include <cstring>
 
 namespace ember {
+namespace {
+
+// The weights are mapped at a 2 MiB boundary and with MADV_HUGEPAGE, so a
+// kernel whose page cache holds the file in 2 MiB folios (ext4, xfs and
+// tmpfs on Linux 6.x; a cold read through this mapping fills them so) maps
+// them with 2 MiB pages: decode streams every weight once per token, and
+// on the session-21 host the 0.5b Q4_K_M mixture decoded 1.3x faster from
+// 2 MiB mappings than from 4 KiB ones of the same cached file
+// (docs/decisions.md). Pages cached earlier in small folios stay small.
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// The file mapped read-only at a 2 MiB-aligned address (a reserved span,
+// the file mapped over its aligned part, the slack given back), or
+// MAP_FAILED for the caller's plain mmap.
+void* map_huge_aligned(int fd, size_t size) {
+  if (size < kHugePage) return MAP_FAILED;
+  const size_t span_bytes = size + kHugePage;
+  void* span = mmap(nullptr, span_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (span == MAP_FAILED) return MAP_FAILED;
+  const uintptr_t s = reinterpret_cast<uintptr_t>(span);
+  const uintptr_t at = (s + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
+  void* p = mmap(reinterpret_cast<void*>(at), size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  if (p == MAP_FAILED) {
+    munmap(span, span_bytes);
+    return MAP_FAILED;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t end = at + ((size + page - 1) & ~(page - 1));  // the file mapping's whole pages
+  if (at > s) munmap(span, at - s);
+  if (s + span_bytes > end) munmap(reinterpret_cast<void*>(end), s + span_bytes - end);
+  return p;
+}
+
+}  // namespace
 
 MappedFile::MappedFile(MappedFile&& other) noexcept { *this = std::move(other); }
 
@@ -51,9 +85,13 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
     ::close(fd);
     return f;  // an empty file maps to nothing; the verifier reports it
   }
-  void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* p = map_huge_aligned(fd, f.size_);
+  if (p == MAP_FAILED) p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
   const int err = errno;
   ::close(fd);
+  // Best effort: a kernel without transparent huge pages (or with them off)
+  // refuses, and the mapping keeps small pages.
+  if (p != MAP_FAILED) madvise(p, f.size_, MADV_HUGEPAGE);
   if (p == MAP_FAILED) {
     return Status::error(EMBER_ERR_IO, "cannot map '%s' (%zu bytes): %s", path.c_str(), f.size_,
                          std::strerror(err));

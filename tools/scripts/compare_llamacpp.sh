@@ -9,7 +9,12 @@
 # ik_llama.cpp runs twice, as is and with its run-time repacking (-rtr 1);
 # the table shows both and takes its better figure per test for the ratio.
 # Runs are interleaved (the order rotates every round) so that a noisy
-# neighbour hurts all; the table shows medians over the rounds.
+# neighbour hurts all; the table shows medians over the rounds. Before each
+# run the file it reads leaves the page cache (dd iflag=nocache), so every
+# program loads its weights cold, as after a reboot: how the kernel caches
+# and maps a file (4 KiB or 2 MiB folios) otherwise depends on how it was
+# last read, and it moved decode by up to a third (docs/decisions.md,
+# session 21).
 #
 # It never fetches or builds the peers: pass the llama-bench programs you
 # built, e.g.
@@ -141,23 +146,31 @@ fi
 RAW=$MODELS/raw-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RAW"
 tag() { echo "${1/:/-}"; }
+# Drops FILE from the page cache (best effort: a file system without it
+# keeps it cached).
+cold() { dd if="$1" iflag=nocache count=0 status=none 2>/dev/null || true; }
 run_ember() {
+  cold "$MODELS/synth-$(tag "$1").ember"
   "$EMBER" bench -m "$MODELS/synth-$(tag "$1").ember" --threads "$THREADS" -p "$PROMPTS" -n "$GEN" -r 1 --json \
     > "$RAW/ember-$(tag "$1")-$2.json"
 }
 run_emberx() {
+  cold "$MODELS/synth-$(tag "$1").ember"
   EMBER_KERNELS=xnnpack "$EMBER" bench -m "$MODELS/synth-$(tag "$1").ember" --threads "$THREADS" -p "$PROMPTS" \
     -n "$GEN" -r 1 --json > "$RAW/emberx-$(tag "$1")-$2.json"
 }
 run_llama() {
+  cold "$MODELS/synth-$(tag "$1").gguf"
   LD_LIBRARY_PATH=$(lib_path "$LLAMA_BENCH") "$LLAMA_BENCH" -m "$MODELS/synth-$(tag "$1").gguf" -t "$THREADS" \
     -p "$PROMPTS" -n "$GEN" -r 1 -o json > "$RAW/llama-$(tag "$1")-$2.json" 2> "$RAW/llama-$(tag "$1")-$2.log"
 }
 run_ik() {
+  cold "$MODELS/synth-$(tag "$1").gguf"
   LD_LIBRARY_PATH=$(lib_path "$IK_BENCH") "$IK_BENCH" -m "$MODELS/synth-$(tag "$1").gguf" -t "$THREADS" \
     -p "$PROMPTS" -n "$GEN" -r 1 -o json > "$RAW/ik-$(tag "$1")-$2.json" 2> "$RAW/ik-$(tag "$1")-$2.log"
 }
 run_ikrtr() {
+  cold "$MODELS/synth-$(tag "$1").gguf"
   LD_LIBRARY_PATH=$(lib_path "$IK_BENCH") "$IK_BENCH" -m "$MODELS/synth-$(tag "$1").gguf" -t "$THREADS" -rtr 1 \
     -p "$PROMPTS" -n "$GEN" -r 1 -o json > "$RAW/ikrtr-$(tag "$1")-$2.json" 2> "$RAW/ikrtr-$(tag "$1")-$2.log"
 }
