@@ -13,9 +13,9 @@ namespace ember {
 namespace {
 
 // The weights are mapped at a 2 MiB boundary and with MADV_HUGEPAGE, so a
-// kernel whose page cache holds the file in 2 MiB folios (ext4, xfs and
-// tmpfs on Linux 6.x; a cold read through this mapping fills them so) maps
-// them with 2 MiB pages: decode streams every weight once per token, and
+// kernel whose page cache holds the file in 2 MiB folios (a cold read
+// through this mapping filled them so on ext4, Linux 6.18) maps them with
+// 2 MiB pages: decode streams every weight once per token, and
 // on the session-21 host the 0.5b Q4_K_M mixture decoded 1.3x faster from
 // 2 MiB mappings than from 4 KiB ones of the same cached file
 // (docs/decisions.md). Pages cached earlier in small folios stay small.
