@@ -19,23 +19,12 @@
 #include "backends/cpu/thread_pool.h"
 #include "core/dtype.h"
 #include "core/layout.h"
+#include "tools/dev/probe_util.h"
 
 using namespace ember;
 
-namespace {
-
-double now_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-const char* arg(int argc, char** argv, const char* name, const char* def) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  }
-  return def;
-}
-
-}  // namespace
+using probe::arg;
+using probe::now_us;
 
 int main(int argc, char** argv) {
   const std::string type = arg(argc, argv, "--type", "q5_0");
