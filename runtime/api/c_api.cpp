@@ -8,18 +8,7 @@
 #include <vector>
 
 #include "api/c_api_internal.h"
-#include "model/generate.h"
-#include "model/model.h"
-#include "model/session.h"
 #include "platforms/linux/mapped_file.h"
-#include "sampling/sampler.h"
-
-struct ember_model {
-  std::unique_ptr<ember::Model> model;
-  // The built-in chat template for a file without one (ember::
-  // default_chat_template), chosen once at open: it scans the vocabulary.
-  const char* default_chat_template = nullptr;
-};
 
 const ember::Vocab& ember::model_vocab(const ember_model* m) { return m->model->tokenizer().vocab(); }
 int ember::model_arch(const ember_model* m) { return static_cast<int>(m->model->hparams().arch); }
@@ -29,50 +18,7 @@ int ember_token_is_eog(const ember_model* model, int32_t token) {
   return model && model->model->tokenizer().is_eog(token) ? 1 : 0;
 }
 
-struct ember_session {
-  ember_model* owner = nullptr;
-  std::unique_ptr<ember::Session> session;
-  std::string piece;  // the current piece for the token callback (reserved once)
-  ember::GenerateStats last_stats;  // of the last ember_generate call
-  ember::StopStrings stops;         // ember_generate's stop strings (buffers reused)
-};
-
-struct ember_sampler {
-  ember::Sampler sampler;
-};
-
-struct ember_threadpool {
-  std::shared_ptr<ember::ThreadPool> pool;  // sessions on it hold references too
-};
-
 namespace ember {
-namespace {
-
-ember_status fail(ember_status code, const char* fmt, const char* arg = "") {
-  return set_last_error(Status::error(code, fmt, arg));
-}
-
-ember_status done(const Status& s) { return set_last_error(s); }
-
-bool struct_ok(size_t got, size_t want) { return got >= sizeof(size_t) && got <= want; }
-
-// Every status-returning entry point starts here: a success leaves "" as the
-// last error, whatever an earlier call on this thread left there.
-#define EMBER_API_ENTRY() ::ember::clear_last_error()
-
-}  // namespace
-
-SamplerParams sampler_params(const ember_generate_options& o) {
-  SamplerParams sp;
-  sp.temperature = o.temperature;
-  sp.top_k = o.top_k;
-  sp.top_p = o.top_p;
-  sp.min_p = o.min_p;
-  sp.repeat_penalty = o.repeat_penalty;
-  sp.repeat_last_n = o.repeat_last_n;
-  sp.seed = o.seed;
-  return sp;
-}
 
 // The one place ember_backend_kind becomes the internal request: a kind, or
 // none for auto. False for a value that is not an ember_backend_kind.
@@ -127,23 +73,6 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
   return true;
 }
 
-namespace {
-
-// Copies a caller's options struct over the defaults, honouring struct_size
-// (an older, shorter struct keeps the newer fields' defaults).
-template <typename T>
-bool read_options(const T* given, T* out, const char* type_name) {
-  if (!given) return true;
-  if (!struct_ok(given->struct_size, sizeof(T))) {
-    set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "%s.struct_size = %zu: set it to sizeof(%s) = %zu",
-                                 type_name, given->struct_size, type_name, sizeof(T)));
-    return false;
-  }
-  std::memcpy(out, given, given->struct_size);
-  return true;
-}
-
-}  // namespace
 }  // namespace ember
 
 using ember::done;
@@ -330,7 +259,6 @@ ember_status ember_session_create(ember_model* model, const ember_session_option
   if (!handle) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the session handle");
   handle->owner = model;
   handle->session = std::move(session).value();
-  handle->piece.reserve(256);  // once here, so that generation never grows it
   *out_session = handle;
   return EMBER_OK;
 }
@@ -448,164 +376,6 @@ ember_status ember_session_load(ember_session* session, const char* path) {
   const std::string& b = bytes.value();
   return done(session->session->load_state(reinterpret_cast<const uint8_t*>(b.data()), b.size())
                   .with_context(std::string("'") + path + "'"));
-}
-
-void ember_generate_options_default(ember_generate_options* o) {
-  if (!o) return;
-  std::memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->max_new_tokens = 128;
-  o->temperature = 0.0f;
-  o->top_k = 0;
-  o->top_p = 1.0f;
-  o->min_p = 0.0f;
-  o->repeat_penalty = 1.0f;
-  o->repeat_last_n = 64;
-  o->seed = 0;
-  o->add_bos = -1;
-}
-
-ember_status ember_generate(ember_session* session, const char* prompt, const ember_generate_options* options,
-                            ember_token_callback callback, void* user_data) {
-  EMBER_API_ENTRY();
-  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
-  session->last_stats = ember::GenerateStats();
-  ember_generate_options o;
-  ember_generate_options_default(&o);
-  if (!ember::read_options(options, &o, "ember_generate_options")) return EMBER_ERR_INVALID_ARGUMENT;
-  if (o.prompt_tokens && prompt) {
-    return fail(EMBER_ERR_INVALID_ARGUMENT, "both prompt and prompt_tokens are set: pass one (prompt NULL for ids)");
-  }
-  if (!o.prompt_tokens && o.n_prompt_tokens) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "prompt_tokens is NULL but n_prompt_tokens = %zu",
-                                     o.n_prompt_tokens));
-  }
-  if (o.prompt_tokens && !o.n_prompt_tokens) {
-    return fail(EMBER_ERR_INVALID_ARGUMENT, "prompt_tokens is set but n_prompt_tokens is 0: nothing to run");
-  }
-  if (!prompt && !o.prompt_tokens) return fail(EMBER_ERR_INVALID_ARGUMENT, "prompt is NULL (and no prompt_tokens)");
-  if (o.max_new_tokens < 0) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_new_tokens = %d: must be >= 0", o.max_new_tokens));
-  }
-  if (!o.stop_strings && o.n_stop_strings) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop_strings is NULL but n_stop_strings = %zu",
-                                     o.n_stop_strings));
-  }
-  if (o.n_stop_strings > EMBER_MAX_STOP_STRINGS) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_stop_strings = %zu: at most %d",
-                                     o.n_stop_strings, EMBER_MAX_STOP_STRINGS));
-  }
-  std::vector<std::string> stops;
-  for (size_t i = 0; i < o.n_stop_strings; ++i) {
-    const char* stop = o.stop_strings[i];
-    if (!stop) return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop_strings[%zu] is NULL", i));
-    const size_t len = strnlen(stop, EMBER_MAX_STOP_STRING_BYTES + 1);
-    if (len == 0 || len > EMBER_MAX_STOP_STRING_BYTES) {
-      return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop_strings[%zu] is %s: must be 1..%d bytes", i,
-                                       len ? "too long" : "empty", EMBER_MAX_STOP_STRING_BYTES));
-    }
-    stops.emplace_back(stop, len);
-  }
-  const ember::Model& model = *session->owner->model;
-  auto sampler = ember::Sampler::create(ember::sampler_params(o), static_cast<int32_t>(model.hparams().vocab_size));
-  if (!sampler.is_ok()) return done(sampler.status());
-
-  std::vector<int32_t> ids;
-  ember::Status s;
-  if (o.prompt_tokens) {
-    // Checked here, before anything runs, so the message names the caller's
-    // field and the session is untouched.
-    const int64_t vocab = static_cast<int64_t>(model.hparams().vocab_size);
-    for (size_t i = 0; i < o.n_prompt_tokens; ++i) {
-      if (o.prompt_tokens[i] < 0 || o.prompt_tokens[i] >= vocab) {
-        return done(ember::Status::error(EMBER_ERR_TOKEN_OUT_OF_RANGE,
-                                         "prompt_tokens[%zu] = %d is outside the vocabulary (0..%lld)", i,
-                                         o.prompt_tokens[i], static_cast<long long>(vocab - 1)));
-      }
-    }
-    ids.assign(o.prompt_tokens, o.prompt_tokens + o.n_prompt_tokens);
-  } else {
-    const ember::Vocab& vocab = model.tokenizer().vocab();
-    const bool add_bos = o.add_bos < 0 ? vocab.add_bos && vocab.bos_id >= 0 : o.add_bos != 0;
-    s = model.tokenizer().encode(prompt, add_bos, &ids);
-    if (!s.is_ok()) return done(s);
-  }
-  if (ids.empty()) return fail(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty and add_bos is off: nothing to run");
-  struct Sink {
-    ember_token_callback callback;
-    void* user_data;
-    static bool call(void* self, int32_t token, const std::string& piece) {
-      const Sink* k = static_cast<const Sink*>(self);
-      return k->callback && k->callback(k->user_data, token, piece.data(), piece.size()) != 0;
-    }
-  } sink{callback, user_data};
-  ember::GenerateParams gp;
-  gp.max_new_tokens = o.max_new_tokens;
-  gp.context_shift = o.context_shift != 0;
-  gp.prompt_logits = o.prompt_logits;
-  session->stops.set(std::move(stops));
-  gp.stop_strings = &session->stops;
-  s = ember::generate(*session->session, *sampler, ids.data(), ids.size(), gp, &Sink::call, &sink, &session->piece,
-                      &session->last_stats);
-  if (!s.is_ok()) {
-    session->last_stats.stop = ember::StopReason::None;
-    return done(s);
-  }
-  return EMBER_OK;
-}
-
-ember_status ember_generate_last_stats(const ember_session* session, ember_generate_stats* stats) {
-  EMBER_API_ENTRY();
-  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
-  if (!stats) return fail(EMBER_ERR_INVALID_ARGUMENT, "stats is NULL");
-  if (!ember::struct_ok(stats->struct_size, sizeof *stats)) {
-    return fail(EMBER_ERR_INVALID_ARGUMENT, "ember_generate_stats.struct_size is wrong: set it to sizeof");
-  }
-  const ember::GenerateStats& g = session->last_stats;
-  ember_generate_stats full;
-  std::memset(&full, 0, sizeof full);
-  full.struct_size = stats->struct_size;
-  full.prompt_tokens = g.prompt_tokens;
-  full.generated_tokens = g.generated_tokens;
-  full.prefill_ms = g.prefill_ms;
-  full.first_token_ms = g.first_token_ms;
-  full.decode_ms = g.decode_ms;
-  full.stop_reason = static_cast<int32_t>(g.stop);
-  full.position = session->session->position();
-  full.sampled_tokens = g.sampled_tokens;
-  full.last_token = g.last_token;
-  std::memcpy(stats, &full, stats->struct_size);
-  return EMBER_OK;
-}
-
-ember_status ember_sampler_create(const ember_model* model, const ember_generate_options* options,
-                                  ember_sampler** out_sampler) {
-  EMBER_API_ENTRY();
-  if (!out_sampler) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_sampler is NULL");
-  *out_sampler = nullptr;
-  if (!model) return fail(EMBER_ERR_INVALID_ARGUMENT, "model is NULL");
-  ember_generate_options o;
-  ember_generate_options_default(&o);
-  if (!ember::read_options(options, &o, "ember_generate_options")) return EMBER_ERR_INVALID_ARGUMENT;
-  auto sampler = ember::Sampler::create(ember::sampler_params(o),
-                                        static_cast<int32_t>(model->model->hparams().vocab_size));
-  if (!sampler.is_ok()) return done(sampler.status());
-  *out_sampler = new (std::nothrow) ember_sampler{std::move(sampler).value()};
-  if (!*out_sampler) return fail(EMBER_ERR_NO_MEMORY, "cannot allocate the sampler handle");
-  return EMBER_OK;
-}
-
-void ember_sampler_free(ember_sampler* sampler) { delete sampler; }
-
-ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const int32_t* history,
-                                  size_t history_len, int32_t* out_token) {
-  EMBER_API_ENTRY();
-  if (!sampler) return fail(EMBER_ERR_INVALID_ARGUMENT, "sampler is NULL");
-  if (!logits) return fail(EMBER_ERR_INVALID_ARGUMENT, "logits is NULL");
-  if (!out_token) return fail(EMBER_ERR_INVALID_ARGUMENT, "out_token is NULL");
-  if (!history && history_len) return fail(EMBER_ERR_INVALID_ARGUMENT, "history is NULL but history_len > 0");
-  *out_token = sampler->sampler.sample(logits, history, history_len);
-  return EMBER_OK;
 }
 
 }  // extern "C"

@@ -540,6 +540,12 @@ EMBER_API ember_status ember_session_load_buffer(ember_session* session, const v
 
 /* ---- Generation ----------------------------------------------------------- */
 
+/* One entry of ember_generate_options.logit_bias. */
+typedef struct ember_logit_bias {
+  int32_t token;
+  float bias;
+} ember_logit_bias;
+
 typedef struct ember_generate_options {
   size_t struct_size;      /* sizeof(ember_generate_options) */
   int32_t max_new_tokens;  /* default 128 */
@@ -580,7 +586,44 @@ typedef struct ember_generate_options {
    * NULL and 0. Ignored by ember_sampler_create. */
   const char* const* stop_strings;
   size_t n_stop_strings;
+  /* ---- Appended (an older struct_size keeps these at their defaults). */
+  /* OpenAI-style penalties over the same window as repeat_penalty (the last
+   * repeat_last_n tokens): a token's logit loses frequency_penalty times its
+   * count there, and presence_penalty once if it occurs at all. In [-2, 2]
+   * (else EMBER_ERR_INVALID_ARGUMENT naming the field); default 0 = off. */
+  float presence_penalty;
+  float frequency_penalty;
+  /* Added to these tokens' logits before every other sampling stage
+   * (-INFINITY bans a token): n_logit_bias entries, each token at most once
+   * and inside the vocabulary (else EMBER_ERR_TOKEN_OUT_OF_RANGE /
+   * EMBER_ERR_INVALID_ARGUMENT naming the index); biases finite or
+   * -INFINITY. Not owned; read when the generation starts. Default NULL, 0. */
+  const ember_logit_bias* logit_bias;
+  size_t n_logit_bias;
+  /* A text prompt's control-token text ("<|im_start|>", "<end_of_turn>")
+   * becomes those tokens, as in a rendered chat template
+   * (EMBER_TOKENIZE_PARSE_SPECIAL); BOS is then added only when the text does
+   * not begin with it. 0 (default): the prompt is encoded as plain text. */
+  int parse_special;
+  /* 0 (default): the prompt follows what the sequence already holds (a later
+   * turn of a conversation). 1: the prompt is the sequence's whole content:
+   * the longest common prefix of what the sequence holds and the prompt is
+   * kept (all but the prompt's last token at most, which runs again for its
+   * logits), the rest forgotten, and only the remainder runs (a
+   * conversation rendered whole each turn; a prefix cache). */
+  int reuse_prefix;
+  /* Log-probabilities, of the model's own distribution (a softmax of the
+   * logits before the sampling chain touches them): ember_generator events
+   * carry the sampled token's (logprobs 1) and the top_logprobs most likely
+   * tokens' (0..EMBER_MAX_TOP_LOGPROBS; needs logprobs 1). ember_generate's
+   * callback does not carry them. Default 0, 0. */
+  int logprobs;
+  int32_t top_logprobs;
 } ember_generate_options;
+
+
+/* The most alternatives ember_generate_options.top_logprobs asks for. */
+#define EMBER_MAX_TOP_LOGPROBS 20
 
 /* Limits on ember_generate_options.stop_strings. */
 #define EMBER_MAX_STOP_STRINGS 64
@@ -614,8 +657,8 @@ typedef int (*ember_token_callback)(void* user_data, int32_t token, const char* 
  * max_new_tokens-th) has not, so a conversation that keeps it passes it
  * first in the next prompt. ember_session_tokens lists what the session
  * holds.
- * ember_generate_last_stats() tells how it went. This is the loop `ember
- * run` uses. max_new_tokens 0 only prefills (prompt_logits, if set, is
+ * ember_generate_last_stats() tells how it went. This is a generator
+ * (ember_generator_*) with one sequence, sequence 0. max_new_tokens 0 only prefills (prompt_logits, if set, is
  * still written). Errors: EMBER_ERR_INVALID_ARGUMENT (bad options, an empty
  * prompt without BOS, both or neither of prompt and prompt_tokens,
  * prompt_tokens NULL with n_prompt_tokens > 0 or set with 0),
@@ -634,7 +677,9 @@ typedef enum ember_stop_reason {
   EMBER_STOP_END = 2,          /* the model ended the sequence */
   EMBER_STOP_CALLBACK = 3,     /* the callback returned non-zero */
   EMBER_STOP_CONTEXT_FULL = 4, /* no room left and context_shift was off */
-  EMBER_STOP_STRING = 5        /* the text reached one of the stop strings */
+  EMBER_STOP_STRING = 5,       /* the text reached one of the stop strings */
+  EMBER_STOP_CANCELLED = 6,    /* ember_generator_cancel */
+  EMBER_STOP_ERROR = 7         /* a step failed for this sequence (the event says why) */
 } ember_stop_reason;
 
 /* What the last ember_generate call on a session did. Times are
@@ -653,6 +698,8 @@ typedef struct ember_generate_stats {
   int32_t last_token;       /* the last sampled token, which generation never
                                runs through the model (see ember_generate); -1
                                when none was sampled */
+  int32_t reused_tokens;    /* of prompt_tokens, those the sequence already held
+                               (reuse_prefix) and that did not run again. Appended. */
 } ember_generate_stats;
 
 /* Fills *stats (stats->struct_size set by the caller; a smaller, older
@@ -682,6 +729,146 @@ EMBER_API void ember_sampler_free(ember_sampler* sampler);
  * Errors: EMBER_ERR_INVALID_ARGUMENT for NULL arguments. */
 EMBER_API ember_status ember_sampler_sample(ember_sampler* sampler, float* logits, const int32_t* history,
                                             size_t history_len, int32_t* out_token);
+
+
+/* ---- The generator: one engine for every generation -----------------------
+ * A generator drives the sequences of one session (one, or the n_seqs of a
+ * batched session): each sequence started with a prompt and its own
+ * ember_generate_options (sampling chain, end-of-generation tokens, stop
+ * strings, limits, log-probabilities), and each ember_generator_step
+ * advances every active sequence by one batched step — chunks of the
+ * prompts still running and one token of each sequence decoding, every
+ * weight read once for all of them — then samples each, cuts its text at
+ * stop strings and whole UTF-8 characters, and reports what it released
+ * through the callback. ember_generate is a generator with one sequence;
+ * `ember run`, `ember chat` and `ember serve` are its clients.
+ *
+ *   ember_generator* gen = NULL;
+ *   ember_generator_create(session, NULL, &gen);
+ *   ember_generator_start(gen, 0, "Once upon a time", &gopt);
+ *   ember_generator_start(gen, 1, "The dog", &gopt);      // n_seqs >= 2
+ *   while (ember_generator_active(gen, -1) > 0) ember_generator_step(gen, on_event, NULL);
+ *   ember_generator_free(gen);
+ *
+ * Threading and lifetime: like the session, one thread at a time; the
+ * session outlives the generator (free the generator first). A sequence is
+ * driven by one generator at a time; between steps the host may use the
+ * session's calls on sequences that are not active (ember_session_seq_copy
+ * to share a prefix, ember_session_seq_tokens, ...). */
+typedef struct ember_generator ember_generator;
+
+typedef struct ember_generator_options {
+  size_t struct_size; /* sizeof(ember_generator_options) */
+  /* Rows of one step: each decoding sequence's token, the rest for prompt
+   * chunks, the oldest start first (at least one row, so a prompt always
+   * advances): a long prompt delays the others by one such step. 0
+   * (default): the session's max_batch. At most 65536. */
+  int32_t max_step_rows;
+} ember_generator_options;
+
+/* Fills *options with the defaults (NULL is a no-op). */
+EMBER_API void ember_generator_options_default(ember_generator_options* options);
+
+/* A generator over `session`'s sequences (none active). On failure
+ * *out_generator is NULL. Errors: EMBER_ERR_INVALID_ARGUMENT (NULL, a bad
+ * option), EMBER_ERR_NO_MEMORY. */
+EMBER_API ember_status ember_generator_create(ember_session* session, const ember_generator_options* options,
+                                              ember_generator** out_generator);
+
+/* NULL is a no-op. Sequences still active simply stop (their positions stay
+ * in the session). */
+EMBER_API void ember_generator_free(ember_generator* generator);
+
+/* Starts sequence seq (0 .. n_seqs - 1, not active) on a prompt: the text
+ * `prompt` (NUL-terminated, read during the call) tokenized by
+ * ember_tokenize_prompt's rule with options->parse_special and add_bos, or
+ * options->prompt_tokens as they are (prompt NULL); placed after what the
+ * sequence holds, or over it (options->reuse_prefix). options (NULL:
+ * defaults) gives the rest: sampling, max_new_tokens, context_shift, stop
+ * strings (copied), logit bias (copied), log-probabilities; prompt_logits,
+ * when set, must stay valid until the step that runs the prompt's last
+ * token. Nothing runs until the next ember_generator_step. Everything is
+ * checked first; on an error nothing changes. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (NULL generator, seq out of range or active,
+ * both or neither of prompt and prompt_tokens, an empty prompt, a bad
+ * option: the message names it), EMBER_ERR_TOKEN_OUT_OF_RANGE (a
+ * prompt_tokens id, or a logit_bias token), EMBER_ERR_CONTEXT_FULL (the
+ * prompt does not fit the context after what the sequence keeps). */
+EMBER_API ember_status ember_generator_start(ember_generator* generator, int32_t seq, const char* prompt,
+                                             const ember_generate_options* options);
+
+/* What a step released for one sequence. A token event (finish
+ * EMBER_STOP_NONE) releases a sampled token with the bytes of text that
+ * became final with it: its piece, less what is held back (text that could
+ * begin a stop string, or an unfinished UTF-8 character), plus what earlier
+ * tokens held back; a host appends every event's text. A sequence's last
+ * event has finish != EMBER_STOP_NONE and token -1, and may carry the final
+ * bytes of text (a UTF-8 character the text ended inside). End-of-generation
+ * tokens and the text of a stop string are never released. Pointers are
+ * valid during the callback only. */
+typedef struct ember_token_logprob {
+  int32_t token;
+  float logprob;
+} ember_token_logprob;
+
+typedef struct ember_generator_event {
+  int32_t seq;
+  int32_t token;       /* the released token; -1 on the last event */
+  const char* text;    /* not NUL-terminated; may be empty */
+  size_t text_len;
+  float logprob;       /* the token's log-probability (options->logprobs), else NAN */
+  const ember_token_logprob* top_logprobs; /* the most likely first; n_top_logprobs of them */
+  int32_t n_top_logprobs;
+  int32_t finish;      /* ember_stop_reason: EMBER_STOP_NONE on a token event */
+  ember_status status; /* finish EMBER_STOP_ERROR: what failed; else EMBER_OK */
+  const char* message; /* its description; "" otherwise */
+} ember_generator_event;
+
+/* Return non-zero from a token event to stop that sequence
+ * (EMBER_STOP_CALLBACK; its last event follows). Ignored on a last event. */
+typedef int (*ember_generator_callback)(void* user_data, const ember_generator_event* event);
+
+/* One batched step of every active sequence: sequences cancelled end
+ * first (EMBER_STOP_CANCELLED); then the prompts' chunks and the decoding
+ * tokens run as one ember_session_decode_batch; each sequence whose prompt
+ * is done samples its next token, and its events go to callback (may be
+ * NULL) in order. A sequence the step fails for ends with an
+ * EMBER_STOP_ERROR event naming the error, the others go on. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (NULL generator). A step with no active
+ * sequence does nothing. */
+EMBER_API ember_status ember_generator_step(ember_generator* generator, ember_generator_callback callback,
+                                            void* user_data);
+
+/* Sequence seq ends at the next step with EMBER_STOP_CANCELLED (a no-op when
+ * it is not active). Errors: EMBER_ERR_INVALID_ARGUMENT (NULL, seq out of
+ * range). */
+EMBER_API ember_status ember_generator_cancel(ember_generator* generator, int32_t seq);
+
+/* 1 when sequence seq is active, else 0; with seq -1, the number of active
+ * sequences. 0 for NULL. Does not touch the last error. */
+EMBER_API int32_t ember_generator_active(const ember_generator* generator, int32_t seq);
+
+/* Sequence seq's last (or current) generation, as ember_generate_last_stats
+ * (stats->struct_size set by the caller; position: the sequence's). Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (NULL, seq out of range, a bad struct_size). */
+EMBER_API ember_status ember_generator_seq_stats(const ember_generator* generator, int32_t seq,
+                                                 ember_generate_stats* stats);
+
+/* The tokens of sequence seq's last prompt, as ember_generator_start made
+ * them (BOS included). Buffer rules as ember_tokenize. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (NULL, seq out of range). */
+EMBER_API ember_status ember_generator_seq_prompt(const ember_generator* generator, int32_t seq, int32_t* tokens,
+                                                  size_t capacity, size_t* out_count);
+
+/* The prompt rule every generation uses: `text` (text_len bytes) encoded,
+ * its control-token text parsed as control tokens when parse_special, then
+ * BOS in front when add_bos says so (1; or -1 and the model asks for one:
+ * ember_model_info.add_bos) and the tokens do not already begin with it (a
+ * rendered chat template may write BOS itself). Buffer rules and errors as
+ * ember_tokenize. */
+EMBER_API ember_status ember_tokenize_prompt(const ember_model* model, const char* text, size_t text_len,
+                                             int parse_special, int add_bos, int32_t* tokens, size_t capacity,
+                                             size_t* out_count);
 
 #ifdef __cplusplus
 }

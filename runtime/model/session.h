@@ -137,6 +137,8 @@ class Session {
 
   int32_t position() const { return positions_[0]; }
   int32_t context() const { return graph_.context; }
+  // The most rows one step runs (longer prefills and batches are split).
+  int32_t max_batch() const { return graph_.max_batch; }
   // The last step's logits (vocab_size floats, in the arena).
   float* logits() const { return logits_; }
   // Every token fed so far to sequence 0, position by position (in the arena).

@@ -90,6 +90,30 @@ Result<Sampler> Sampler::create(const SamplerParams& p, int32_t vocab_size) {
                          static_cast<int>(p.repeat_last_n));
   }
 
+  for (const auto& [name, v] : {std::pair<const char*, float>{"presence_penalty", p.presence_penalty},
+                                {"frequency_penalty", p.frequency_penalty}}) {
+    if (!(v >= -2.0f && v <= 2.0f)) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "%s must be in [-2, 2], got %g", name, static_cast<double>(v));
+    }
+  }
+  for (size_t i = 0; i < p.logit_bias.size(); ++i) {
+    const auto [token, bias] = p.logit_bias[i];
+    if (token < 0 || token >= vocab_size) {
+      return Status::error(EMBER_ERR_TOKEN_OUT_OF_RANGE, "logit_bias[%zu].token = %d is outside the vocabulary (0..%d)",
+                           i, static_cast<int>(token), static_cast<int>(vocab_size - 1));
+    }
+    if (!(std::isfinite(bias) || bias == -INFINITY)) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "logit_bias[%zu].bias = %g: must be finite or -inf", i,
+                           static_cast<double>(bias));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (p.logit_bias[j].first == token) {
+        return Status::error(EMBER_ERR_INVALID_ARGUMENT, "logit_bias[%zu] and logit_bias[%zu] both name token %d", j, i,
+                             static_cast<int>(token));
+      }
+    }
+  }
+
   Sampler s;
   s.params_ = p;
   s.vocab_size_ = vocab_size;
@@ -97,6 +121,7 @@ Result<Sampler> Sampler::create(const SamplerParams& p, int32_t vocab_size) {
   s.ids_.assign(n, 0);
   s.probs_.assign(n, 0.0f);
   s.seen_.assign(n, 0);
+  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) s.counts_.assign(n, 0);
   s.reseed(p.seed);
   return s;
 }
@@ -122,24 +147,39 @@ double Sampler::next_unit() {
 }
 
 void Sampler::apply_penalty(float* logits, const int32_t* history, size_t history_len) {
-  if (params_.repeat_penalty == 1.0f || params_.repeat_last_n == 0 || history == nullptr ||
-      history_len == 0) {
-    return;
-  }
+  for (const auto& [token, bias] : params_.logit_bias) logits[token] += bias;
+  if (params_.repeat_last_n == 0 || history == nullptr || history_len == 0) return;
   const size_t window = static_cast<size_t>(params_.repeat_last_n);
   const size_t start = history_len > window ? history_len - window : 0;
-  const float penalty = params_.repeat_penalty;
-  // seen_ makes each distinct token count once however often it repeats.
-  for (size_t i = start; i < history_len; ++i) {
-    const int32_t t = history[i];
-    if (t < 0 || t >= vocab_size_ || seen_[t]) continue;
-    seen_[t] = 1;
-    float& l = logits[t];
-    l = l > 0.0f ? l / penalty : l * penalty;
+  if (params_.repeat_penalty != 1.0f) {
+    const float penalty = params_.repeat_penalty;
+    // seen_ makes each distinct token count once however often it repeats.
+    for (size_t i = start; i < history_len; ++i) {
+      const int32_t t = history[i];
+      if (t < 0 || t >= vocab_size_ || seen_[t]) continue;
+      seen_[t] = 1;
+      float& l = logits[t];
+      l = l > 0.0f ? l / penalty : l * penalty;
+    }
+    for (size_t i = start; i < history_len; ++i) {
+      const int32_t t = history[i];
+      if (t >= 0 && t < vocab_size_) seen_[t] = 0;
+    }
   }
-  for (size_t i = start; i < history_len; ++i) {
-    const int32_t t = history[i];
-    if (t >= 0 && t < vocab_size_) seen_[t] = 0;
+  if (!counts_.empty()) {
+    // Presence and frequency (llama.cpp's order: after the repetition
+    // penalty): counted over the window, applied once per distinct token,
+    // the counts back to 0 as they are used.
+    for (size_t i = start; i < history_len; ++i) {
+      const int32_t t = history[i];
+      if (t >= 0 && t < vocab_size_) ++counts_[t];
+    }
+    for (size_t i = start; i < history_len; ++i) {
+      const int32_t t = history[i];
+      if (t < 0 || t >= vocab_size_ || counts_[t] == 0) continue;
+      logits[t] -= static_cast<float>(counts_[t]) * params_.frequency_penalty + params_.presence_penalty;
+      counts_[t] = 0;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -33,6 +34,16 @@ struct SamplerParams {
   float repeat_penalty = 1.0f;
   // How much history the penalty looks at; 0 = none. Must be >= 0.
   int32_t repeat_last_n = 64;
+  // OpenAI-style penalties over the same window (the last repeat_last_n
+  // tokens of the history): a token's logit loses frequency_penalty times
+  // its count there, and presence_penalty once if it occurs at all. Finite,
+  // in [-2, 2] as OpenAI's; 0 = off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  // Added to the named tokens' logits before every other stage (a bias of
+  // -inf bans the token). Ids in [0, vocab_size), each at most once; biases
+  // finite or -inf.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   // Seed of the draw; the same seed gives the same sequence.
   uint64_t seed = 0;
 };
@@ -50,8 +61,10 @@ class Sampler {
   // the field and the value otherwise. Allocates all scratch.
   static Result<Sampler> create(const SamplerParams& params, int32_t vocab_size);
 
-  // logits: vocab_size floats, modified in place (penalty, temperature,
-  // NaN treated as -inf). history: the tokens seen so far (prompt and
+  // logits: vocab_size floats, modified in place (logit bias, penalties,
+  // temperature, NaN treated as -inf). The chain: logit bias, repetition
+  // penalty, presence and frequency penalties, then (temperature 0) argmax,
+  // or temperature, top-k, top-p, min-p and a seeded draw. history: the tokens seen so far (prompt and
   // generated), oldest first, for the repetition penalty; may be null when
   // history_len is 0; ids outside the vocabulary are ignored. Returns a
   // token id in [0, vocab_size); with every logit -inf or NaN, returns 0.
@@ -77,6 +90,7 @@ class Sampler {
   std::vector<int32_t> ids_;    // candidate token ids
   std::vector<float> probs_;    // unnormalized probability per token id
   std::vector<uint8_t> seen_;   // marks distinct tokens for the penalty; all 0 between calls
+  std::vector<int32_t> counts_; // occurrences in the window (presence/frequency only); all 0 between calls
 };
 
 }  // namespace ember

@@ -46,23 +46,4 @@ int ChatRenderer::render(const std::vector<ChatTurn>& messages, bool add_generat
   return st == EMBER_OK ? 0 : report_last(st);
 }
 
-int tokenize_rendered(const ember_model* model, const std::string& rendered, std::vector<int32_t>* ids) {
-  ember_model_info info;
-  info.struct_size = sizeof info;
-  ember_status st = ember_model_get_info(model, &info);
-  size_t n = 0;
-  if (st == EMBER_OK) {
-    st = ember_tokenize(model, rendered.data(), rendered.size(), EMBER_TOKENIZE_PARSE_SPECIAL, nullptr, 0, &n);
-  }
-  if (st == EMBER_OK || st == EMBER_ERR_BUFFER_TOO_SMALL) {
-    ids->resize(n);
-    st = ember_tokenize(model, rendered.data(), rendered.size(), EMBER_TOKENIZE_PARSE_SPECIAL, ids->data(), ids->size(),
-                        &n);
-  }
-  if (st != EMBER_OK) return report_last(st);
-  ids->resize(n);
-  if (info.add_bos && (ids->empty() || (*ids)[0] != info.bos_id)) ids->insert(ids->begin(), info.bos_id);
-  return 0;
-}
-
 }  // namespace ember::cli

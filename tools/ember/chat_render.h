@@ -32,8 +32,4 @@ class ChatRenderer {
   std::string description_;
 };
 
-// Tokens of a rendered conversation: control-token text parsed as control
-// tokens, BOS added when the model wants one and the rendering has none.
-int tokenize_rendered(const ember_model* model, const std::string& rendered, std::vector<int32_t>* ids);
-
 }  // namespace ember::cli

@@ -35,6 +35,20 @@ void print_piece(const char* p, size_t n) {
 
 // Parses --tokens "1,2,3": decimal ids separated by commas (spaces around an
 // id allowed), nothing else. Range against the vocabulary is checked later.
+// The tokens of a prompt text (ember_tokenize_prompt: BOS as the model asks,
+// control-token text parsed when parse_special). 0, or the reported exit code.
+int prompt_tokens(const ember_model* model, const std::string& text, bool parse_special, std::vector<int32_t>* ids) {
+  size_t n = 0;
+  ember_status st = ember_tokenize_prompt(model, text.data(), text.size(), parse_special ? 1 : 0, -1, nullptr, 0, &n);
+  if (st == EMBER_OK || st == EMBER_ERR_BUFFER_TOO_SMALL) {
+    ids->resize(n);
+    st = ember_tokenize_prompt(model, text.data(), text.size(), parse_special ? 1 : 0, -1, ids->data(), ids->size(), &n);
+  }
+  if (st != EMBER_OK) return report_last(st);
+  ids->resize(n);
+  return 0;
+}
+
 bool parse_token_list(const std::string& text, std::vector<int32_t>* out, std::string* error) {
   out->clear();
   size_t at = 0;
@@ -181,7 +195,7 @@ int cmd_run(int argc, char** argv) {
     std::string rendered;
     int rc = renderer.init(model, args.get("--template"));
     if (rc == 0) rc = renderer.render(messages, /*add_generation_prompt=*/true, &rendered);
-    if (rc == 0) rc = tokenize_rendered(model, rendered, &ids);
+    if (rc == 0) rc = prompt_tokens(model, rendered, /*parse_special=*/true, &ids);
     if (rc != 0) {
       ember_model_free(model);
       return rc;
@@ -206,14 +220,12 @@ int cmd_run(int argc, char** argv) {
   std::fprintf(stderr, "backend: %s\n", ember_session_backend(session));
   const double t_loaded = now_ms();
 
-  if (!exact) {
-    // ember_generate tokenizes the prompt the same way.
-    ids.resize(prompt.size() + 2);
-    size_t n_ids = 0;
-    st = ember_tokenize(model, prompt.data(), prompt.size(), info.add_bos ? EMBER_TOKENIZE_ADD_BOS : 0, ids.data(),
-                        ids.size(), &n_ids);
-    ids.resize(st == EMBER_OK ? n_ids : 0);
-    if (st != EMBER_OK) report_last(st);
+  // The prompt's tokens, by the rule every generation uses (BOS as the
+  // model asks), once: they are echoed and then run as they are.
+  if (!exact && prompt_tokens(model, prompt, /*parse_special=*/false, &ids) != 0) st = EMBER_ERR_INVALID_ARGUMENT;
+  if (st == EMBER_OK && ids.empty()) {
+    report(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty (and the model adds no BOS): nothing to run");
+    st = EMBER_ERR_INVALID_ARGUMENT;
   }
   // The prompt, printed as its pieces (the reference's way), unless only ids
   // are printed. A text prompt's first id is the BOS it added, if any.
@@ -238,10 +250,8 @@ int cmd_run(int argc, char** argv) {
   for (const std::string& x : stops) stop_ptrs.push_back(x.c_str());
   g.stop_strings = stop_ptrs.data();
   g.n_stop_strings = stop_ptrs.size();
-  if (exact) {
-    g.prompt_tokens = ids.data();
-    g.n_prompt_tokens = ids.size();
-  }
+  g.prompt_tokens = ids.data();
+  g.n_prompt_tokens = ids.size();
   const bool tokenized = st == EMBER_OK;
   if (st == EMBER_OK) {
     auto on_token = [](void*, int32_t, const char* piece, size_t len) {
@@ -253,7 +263,7 @@ int cmd_run(int argc, char** argv) {
       std::fflush(stdout);
       return 0;
     };
-    st = ember_generate(session, exact ? nullptr : prompt.c_str(), &g,
+    st = ember_generate(session, nullptr, &g,
                         print_ids ? static_cast<ember_token_callback>(on_id) : on_token, nullptr);
   }
   // Kept before the stats call below clears the last error.

@@ -1,6 +1,6 @@
 #include "tools/ember/conversation.h"
 
-#include <algorithm>
+#include <vector>
 
 namespace ember::cli {
 namespace {
@@ -21,56 +21,29 @@ struct Relay {
 ember_status Conversation::turn(const std::string& rendered, const TurnOptions& options,
                                 ember_token_callback on_piece, void* user, TurnStats* stats) {
   *stats = TurnStats();
-  // The rendering spells the template's control tokens: parsed as such.
-  // BOS is added when asked and the rendering does not begin with it.
-  const int flags = EMBER_TOKENIZE_PARSE_SPECIAL;
-  size_t n = 0;
-  ember_status st = ember_tokenize(model_, rendered.data(), rendered.size(), flags, nullptr, 0, &n);
-  if (st != EMBER_OK && st != EMBER_ERR_BUFFER_TOO_SMALL) return st;
-  ids_.resize(n);
-  st = ember_tokenize(model_, rendered.data(), rendered.size(), flags, ids_.data(), ids_.size(), &n);
-  if (st != EMBER_OK) return st;
-  if (options.add_bos) {
-    ember_model_info info;
-    info.struct_size = sizeof info;
-    st = ember_model_get_info(model_, &info);
-    if (st != EMBER_OK) return st;
-    if (info.bos_id >= 0 && (ids_.empty() || ids_[0] != info.bos_id)) ids_.insert(ids_.begin(), info.bos_id);
-  }
-  if (ids_.empty()) return ember_generate(session_, nullptr, nullptr, nullptr, nullptr);  // the C API's own message
-
-  st = ember_session_tokens(session_, nullptr, 0, &n);
-  if (st != EMBER_OK && st != EMBER_ERR_BUFFER_TOO_SMALL) return st;
-  held_.resize(n);
-  st = ember_session_tokens(session_, held_.data(), held_.size(), &n);
-  if (st != EMBER_OK) return st;
-  // The longest common prefix stays; at least one token must run so that
-  // there are logits to sample from.
-  size_t keep = 0;
-  while (keep < held_.size() && keep < ids_.size() && held_[keep] == ids_[keep]) ++keep;
-  if (keep == ids_.size()) --keep;
-  if (keep < held_.size()) {
-    st = ember_session_remove(session_, static_cast<int32_t>(keep), static_cast<int32_t>(held_.size()));
-    if (st != EMBER_OK) return st;
-  }
-
+  // The rendering spells the template's control tokens (parsed as such) and
+  // is the session's whole content: the generator keeps the tokens the
+  // session already holds up to where they differ, and runs the rest.
   ember_generate_options g = options.generate;
   g.struct_size = sizeof g;
-  g.prompt_tokens = ids_.data() + keep;
-  g.n_prompt_tokens = ids_.size() - keep;
+  g.prompt_tokens = nullptr;
+  g.n_prompt_tokens = 0;
+  g.parse_special = 1;
+  g.add_bos = options.add_bos ? 1 : 0;
+  g.reuse_prefix = 1;
   std::vector<const char*> stops;
   for (const std::string& s : options.stop_strings) stops.push_back(s.c_str());
   g.stop_strings = stops.data();
   g.n_stop_strings = stops.size();
   Relay relay{on_piece, user, &stats->reply};
-  stats->reused_tokens = static_cast<int32_t>(keep);
-  st = ember_generate(session_, nullptr, &g, &Relay::call, &relay);
+  ember_status st = ember_generate(session_, rendered.c_str(), &g, &Relay::call, &relay);
   if (st != EMBER_OK) return st;
   ember_generate_stats gs;
   gs.struct_size = sizeof gs;
   st = ember_generate_last_stats(session_, &gs);
   if (st != EMBER_OK) return st;
-  stats->prefilled_tokens = gs.prompt_tokens;
+  stats->reused_tokens = gs.reused_tokens;
+  stats->prefilled_tokens = gs.prompt_tokens - gs.reused_tokens;
   stats->generated_tokens = gs.generated_tokens;
   stats->stop_reason = gs.stop_reason;
   stats->first_token_ms = gs.first_token_ms;

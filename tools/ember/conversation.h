@@ -1,10 +1,11 @@
 // What a chat loop needs besides the template: one session kept across
 // turns. Each turn is given as the whole conversation rendered so far (what
-// a chat template produces from the messages, with the generation prompt);
-// the tokens the session already holds are reused, the diverging tail is
-// removed and only the rest is prefilled; the reply streams with stop
-// strings; the turn's time to first token and decode speed are measured.
-// Written against the public C API only, so a host can do the same.
+// a chat template produces from the messages, with the generation prompt)
+// and run by ember_generate with reuse_prefix: the tokens the session
+// already holds are reused, the diverging tail is removed and only the rest
+// is prefilled; the reply streams with stop strings; the turn's time to
+// first token and decode speed are measured. Written against the public C
+// API only, so a host can do the same.
 //
 // Why the whole rendering and a common prefix, not "append the new turn's
 // text": a template may render earlier messages differently once more
@@ -50,11 +51,11 @@ class Conversation {
 
   // Runs one turn on `rendered` (the conversation so far, as the template
   // renders it, ending where the reply begins). `on_piece` (may be NULL)
-  // streams the reply. Errors: those of ember_tokenize, ember_session_remove
-  // and ember_generate; EMBER_ERR_CONTEXT_FULL when the conversation does not
-  // fit the context (the message says how many tokens; the host drops or
-  // shortens earlier messages and renders again; the session keeps the
-  // common prefix). ember_last_error() describes a failure.
+  // streams the reply. Errors: those of ember_generate;
+  // EMBER_ERR_CONTEXT_FULL when the conversation does not fit the context
+  // (the message says how many tokens; the host drops or shortens earlier
+  // messages and renders again; the session is left as it was).
+  // ember_last_error() describes a failure.
   ember_status turn(const std::string& rendered, const TurnOptions& options, ember_token_callback on_piece,
                     void* user, TurnStats* stats);
   // Forgets the conversation (the session starts afresh).
@@ -66,7 +67,6 @@ class Conversation {
  private:
   ember_model* model_;
   ember_session* session_;
-  std::vector<int32_t> ids_, held_;  // the rendering's tokens, the session's
 };
 
 }  // namespace ember::cli

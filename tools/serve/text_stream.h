@@ -1,5 +1,5 @@
 // The text a request streams to its client: stop strings by the runtime's
-// own rule (model/stop_strings.h, what ember_generate does: held back while
+// own rule (engine/stop_strings.h, what ember_generate does: held back while
 // it could begin a stop string, cut where one begins), then whole UTF-8
 // characters only (a byte-level token may end half-way through one; the
 // client's JSON would otherwise carry a replacement character).
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ember.h"
-#include "model/stop_strings.h"
+#include "engine/stop_strings.h"
 
 namespace ember::serve {
 

@@ -1,4 +1,4 @@
-// The stop-string filter alone (model/stop_strings.h): what is held back,
+// The stop-string filter alone (engine/stop_strings.h): what is held back,
 // what is released with which token, and where a match cuts the text.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/stop_strings.h"
+#include "engine/stop_strings.h"
 
 namespace ember {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/stop_strings.h"
+#include "engine/stop_strings.h"
 
 #include <algorithm>
 

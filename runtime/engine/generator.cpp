@@ -1,0 +1,430 @@
+#include "engine/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace ember {
+namespace {
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+const SequenceStats kNoStats;
+const std::vector<int32_t> kNoPrompt;
+
+}  // namespace
+
+// One sequence's generation. Lifetime: the generator's; reused by later
+// starts on the same sequence (its buffers are kept).
+struct Generator::Seq {
+  int32_t index = 0;
+  bool active = false;
+  bool cancel = false;
+  uint64_t started = 0;      // start order
+  std::vector<int32_t> prompt;
+  size_t prefilled = 0;      // prompt tokens in the sequence (kept or run)
+  size_t chunk = 0;          // prompt tokens in this step's item (0: decoding)
+  int32_t next = -1;         // the sampled token, run at the next step
+  int32_t prev = -1;         // the token before it (for its piece)
+  SequenceParams params;
+  Sampler sampler;
+  TextOut text;
+  std::vector<float> logits;  // vocab_size: this step's output for the sequence
+  std::vector<float> work;    // the sampler's copy when log-probabilities are reported
+  // Log-probabilities of sampled tokens not yet released (held back by the
+  // stop strings), oldest at `pending_head`.
+  struct Pending {
+    int32_t token = 0;
+    float logprob = 0.0f;
+    int32_t n_top = 0;
+    TokenLogprob top[kMaxTopLogprobs];
+  };
+  std::vector<Pending> pending;
+  size_t pending_head = 0;
+  SequenceStats stats;
+  double t0 = 0, t_first = 0;
+};
+
+// What a TextOut release needs to become a GenEvent.
+struct Generator::Relay {
+  Seq* q;
+  GenSink sink;
+  void* user;
+};
+
+Status tokenize_prompt(const Tokenizer& tokenizer, std::string_view text, bool parse_special, int add_bos,
+                       std::vector<int32_t>* out) {
+  out->clear();
+  EncodeOptions eo;
+  eo.parse_special = parse_special;
+  EMBER_TRY(tokenizer.encode(text, eo, out));
+  const Vocab& vocab = tokenizer.vocab();
+  const bool want_bos = add_bos < 0 ? vocab.add_bos && vocab.bos_id >= 0 : add_bos != 0;
+  if (want_bos && vocab.bos_id >= 0 && (out->empty() || (*out)[0] != vocab.bos_id)) {
+    out->insert(out->begin(), vocab.bos_id);
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Generator>> Generator::create(Session& session, const GeneratorOptions& options) {
+  if (options.max_step_rows < 0 || options.max_step_rows > 65536) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_step_rows = %d: must be in 0..65536 (0 = the session's %d)",
+                         options.max_step_rows, session.max_batch());
+  }
+  const int32_t rows = options.max_step_rows > 0 ? options.max_step_rows : session.max_batch();
+  std::unique_ptr<Generator> g(new (std::nothrow) Generator(session, rows));
+  if (!g) return Status::error(EMBER_ERR_NO_MEMORY, "cannot allocate the generator");
+  g->seqs_.resize(static_cast<size_t>(session.n_seqs()));
+  g->items_.reserve(g->seqs_.size());
+  g->running_.reserve(g->seqs_.size());
+  g->order_.reserve(g->seqs_.size());
+  g->piece_.reserve(256);
+  return g;
+}
+
+Generator::Generator(Session& session, int32_t rows) : session_(session), rows_(rows) {}
+Generator::~Generator() = default;
+
+bool Generator::active(int32_t seq) const {
+  return seq >= 0 && static_cast<size_t>(seq) < seqs_.size() && seqs_[seq] && seqs_[seq]->active;
+}
+
+const SequenceStats& Generator::stats(int32_t seq) const {
+  if (seq < 0 || static_cast<size_t>(seq) >= seqs_.size() || !seqs_[seq]) return kNoStats;
+  return seqs_[seq]->stats;
+}
+
+const std::vector<int32_t>& Generator::prompt(int32_t seq) const {
+  if (seq < 0 || static_cast<size_t>(seq) >= seqs_.size() || !seqs_[seq]) return kNoPrompt;
+  return seqs_[seq]->prompt;
+}
+
+void Generator::cancel(int32_t seq) {
+  if (active(seq)) seqs_[seq]->cancel = true;
+}
+
+Status Generator::start(int32_t seq, const PromptSpec& spec, const SequenceParams& params) {
+  if (seq < 0 || static_cast<size_t>(seq) >= seqs_.size()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "seq = %d: the session holds sequences 0..%zu", seq,
+                         seqs_.size() - 1);
+  }
+  if (active(seq)) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "sequence %d is generating: cancel it or step to its end first",
+                         seq);
+  }
+  if (!seqs_[seq]) {
+    seqs_[seq].reset(new (std::nothrow) Seq());
+    if (!seqs_[seq]) return Status::error(EMBER_ERR_NO_MEMORY, "cannot allocate sequence %d's state", seq);
+    seqs_[seq]->index = seq;
+  }
+  return prepare(*seqs_[seq], seq, spec, params);
+}
+
+Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const SequenceParams& params) {
+  const Model& model = session_.model();
+  const int32_t vocab = static_cast<int32_t>(model.hparams().vocab_size);
+  // Everything is checked into locals first: a refused start changes nothing.
+  if (params.max_new_tokens < 0) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_new_tokens = %d: must be >= 0", params.max_new_tokens);
+  }
+  if (params.top_logprobs < 0 || params.top_logprobs > kMaxTopLogprobs) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "top_logprobs = %d: must be in 0..%d", params.top_logprobs,
+                         kMaxTopLogprobs);
+  }
+  if (params.top_logprobs > 0 && !params.logprobs) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "top_logprobs = %d needs logprobs on", params.top_logprobs);
+  }
+  for (size_t i = 0; i < params.stop_strings.size(); ++i) {
+    if (params.stop_strings[i].empty()) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop string %zu is empty", i);
+    }
+  }
+  auto sampler = Sampler::create(params.sampling, vocab);
+  if (!sampler.is_ok()) return sampler.status();
+
+  std::vector<int32_t> ids;
+  if (spec.tokens) {
+    if (!spec.text.empty()) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "both a text prompt and prompt tokens: pass one");
+    }
+    for (size_t i = 0; i < spec.n_tokens; ++i) {
+      if (spec.tokens[i] < 0 || spec.tokens[i] >= vocab) {
+        return Status::error(EMBER_ERR_TOKEN_OUT_OF_RANGE, "prompt_tokens[%zu] = %d is outside the vocabulary (0..%d)",
+                             i, spec.tokens[i], vocab - 1);
+      }
+    }
+    ids.assign(spec.tokens, spec.tokens + spec.n_tokens);
+  } else {
+    EMBER_TRY(tokenize_prompt(model.tokenizer(), spec.text, spec.parse_special, spec.add_bos, &ids));
+  }
+  if (ids.empty()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty (and no BOS is added): nothing to run");
+  }
+
+  // What the sequence keeps: all of it (appending), or the longest common
+  // prefix with the prompt, short of the prompt's last token.
+  const int32_t held = session_.seq_position(seq);
+  const int32_t* history = session_.seq_history(seq);
+  size_t keep = static_cast<size_t>(held);
+  if (spec.reuse_prefix) {
+    keep = 0;
+    while (keep < static_cast<size_t>(held) && keep + 1 < ids.size() && history[keep] == ids[keep]) ++keep;
+  }
+  const size_t fill = spec.reuse_prefix ? ids.size() : keep + ids.size();
+  if (fill > static_cast<size_t>(session_.context())) {
+    return Status::error(EMBER_ERR_CONTEXT_FULL, "the prompt of %zu tokens%s does not fit the context of %d", ids.size(),
+                         spec.reuse_prefix ? "" : (" after the sequence's " + std::to_string(held)).c_str(),
+                         session_.context());
+  }
+  if (keep < static_cast<size_t>(held)) {
+    // A sliding-window ring may not be able to keep this prefix (its window
+    // would read positions it dropped): the sequence then starts over.
+    if (!session_.remove_seq(seq, static_cast<int32_t>(keep), held).is_ok()) {
+      EMBER_TRY(session_.reset_seq(seq));
+      keep = 0;
+    }
+  }
+
+  q.active = true;
+  q.cancel = false;
+  q.started = ++starts_;
+  q.prompt = std::move(ids);
+  q.prefilled = spec.reuse_prefix ? keep : 0;
+  q.chunk = 0;
+  q.next = -1;
+  q.prev = q.prompt.back();
+  q.params = params;
+  q.sampler = std::move(sampler).value();
+  q.text.start(std::move(q.params.stop_strings), params.whole_characters);
+  q.params.stop_strings.clear();
+  q.logits.resize(static_cast<size_t>(vocab));
+  if (params.logprobs) q.work.resize(static_cast<size_t>(vocab));
+  q.pending.clear();
+  q.pending_head = 0;
+  q.stats = SequenceStats();
+  q.stats.prompt_tokens = static_cast<int32_t>(q.prompt.size());
+  q.stats.reused_tokens = static_cast<int32_t>(q.prefilled);
+  q.t0 = now_ms();
+  q.t_first = q.t0;
+  ++n_active_;
+  return Status::ok();
+}
+
+Status Generator::step(GenSink sink, void* user) {
+  // Cancelled sequences leave first.
+  for (auto& p : seqs_) {
+    if (p && p->active && p->cancel) finish(*p, StopReason::Cancelled, sink, user);
+  }
+  // Rows: one per decoding sequence; the rest go to prompts, the oldest
+  // start first (at least one row, so a prompt always advances).
+  int32_t decoding = 0;
+  order_.clear();
+  for (auto& p : seqs_) {
+    if (!p || !p->active) continue;
+    if (p->prefilled < p->prompt.size()) order_.push_back(p.get());
+    else ++decoding;
+  }
+  std::sort(order_.begin(), order_.end(), [](const Seq* a, const Seq* b) { return a->started < b->started; });
+  size_t budget = static_cast<size_t>(std::max(1, rows_ - decoding));
+  for (Seq* q : order_) {
+    if (budget == 0) break;
+    q->chunk = std::min(q->prompt.size() - q->prefilled, budget);
+    budget -= q->chunk;
+  }
+  items_.clear();
+  running_.clear();
+  for (auto& p : seqs_) {
+    if (!p || !p->active) continue;
+    Seq& q = *p;
+    Session::BatchItem it;
+    it.seq = q.index;
+    if (q.prefilled < q.prompt.size()) {
+      if (q.chunk == 0) continue;  // waits for rows
+      it.tokens = q.prompt.data() + q.prefilled;
+      it.n_tokens = static_cast<int32_t>(q.chunk);
+      it.logits = q.prefilled + q.chunk == q.prompt.size() ? q.logits.data() : nullptr;
+    } else {
+      it.tokens = &q.next;
+      it.n_tokens = 1;
+      it.logits = q.logits.data();
+    }
+    items_.push_back(it);
+    running_.push_back(&q);
+  }
+  if (items_.empty()) return Status::ok();
+  if (session_.decode_batch(items_.data(), items_.size()).is_ok()) {
+    for (Seq* q : running_) after_step(*q, sink, user);
+    return Status::ok();
+  }
+  // Nothing ran. Each item alone, so that one sequence's failure is its own.
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Seq& q = *running_[i];
+    const Status s = session_.decode_batch(&items_[i], 1);
+    if (s.is_ok()) {
+      after_step(q, sink, user);
+    } else {
+      q.chunk = 0;
+      const Status why = q.prefilled < q.prompt.size()
+                             ? s.with_context("prompt of " + std::to_string(q.prompt.size()) + " tokens")
+                             : s;
+      finish(q, StopReason::Error, sink, user, &why);
+    }
+  }
+  return Status::ok();
+}
+
+void Generator::fill_logprobs(Seq& q, int32_t token) {
+  // Of the model's distribution: a softmax of the raw logits, before the
+  // sampling chain (bias, penalties, temperature) touches them.
+  const float* l = q.logits.data();
+  const int32_t n = static_cast<int32_t>(q.logits.size());
+  float max = -INFINITY;
+  for (int32_t i = 0; i < n; ++i) {
+    if (l[i] > max) max = l[i];
+  }
+  double sum = 0.0;
+  if (max > -INFINITY) {
+    for (int32_t i = 0; i < n; ++i) {
+      if (l[i] > -INFINITY) sum += std::exp(static_cast<double>(l[i]) - max);  // NaN compares false: skipped
+    }
+  }
+  const double lse = max > -INFINITY ? static_cast<double>(max) + std::log(sum) : 0.0;
+  auto logprob = [&](int32_t id) {
+    const float v = l[id];
+    return v > -INFINITY ? static_cast<float>(static_cast<double>(v) - lse) : -INFINITY;
+  };
+  if (q.pending_head == q.pending.size()) {
+    q.pending.clear();
+    q.pending_head = 0;
+  }
+  q.pending.emplace_back();
+  Seq::Pending& p = q.pending.back();
+  p.token = token;
+  p.logprob = logprob(token);
+  // The k most likely, by insertion into a sorted list (k <= 20; most
+  // logits fail the first comparison).
+  const int32_t k = q.params.top_logprobs;
+  int32_t m = 0;
+  for (int32_t i = 0; i < n && k > 0; ++i) {
+    const float v = l[i];
+    if (!(v > -INFINITY)) continue;
+    if (m == k && v <= l[p.top[m - 1].token]) continue;
+    int32_t at = m < k ? m++ : k - 1;
+    while (at > 0 && l[p.top[at - 1].token] < v) {
+      p.top[at] = p.top[at - 1];
+      --at;
+    }
+    p.top[at].token = i;
+  }
+  for (int32_t j = 0; j < m; ++j) p.top[j].logprob = logprob(p.top[j].token);
+  p.n_top = m;
+}
+
+void Generator::after_step(Seq& q, GenSink sink, void* user) {
+  if (q.chunk > 0) {
+    q.prefilled += q.chunk;
+    q.chunk = 0;
+    if (q.prefilled < q.prompt.size()) return;
+    q.stats.prefill_ms = now_ms() - q.t0;
+    q.t_first = now_ms();
+    if (q.params.prompt_logits) std::memcpy(q.params.prompt_logits, q.logits.data(), q.logits.size() * sizeof(float));
+    if (q.params.max_new_tokens == 0) return finish(q, StopReason::MaxTokens, sink, user);
+  }
+  // The constraint stage (structured output) will mask q.logits here.
+  const int32_t* history = session_.seq_history(q.index);
+  const size_t history_len = static_cast<size_t>(session_.seq_position(q.index));
+  int32_t token;
+  if (q.params.logprobs) {
+    std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
+    token = q.sampler.sample(q.work.data(), history, history_len);
+  } else {
+    token = q.sampler.sample(q.logits.data(), history, history_len);
+  }
+  take_token(q, token, sink, user);
+}
+
+bool Generator::relay_text(void* self, int32_t token, std::string_view text) {
+  Relay* r = static_cast<Relay*>(self);
+  Seq& q = *r->q;
+  GenEvent e;
+  e.seq = q.index;
+  e.token = token;
+  e.text = text;
+  e.logprob = NAN;
+  if (q.params.logprobs && q.pending_head < q.pending.size()) {
+    const Seq::Pending& p = q.pending[q.pending_head++];
+    e.logprob = p.logprob;
+    e.top = p.top;
+    e.n_top = p.n_top;
+  }
+  ++q.stats.generated_tokens;
+  return r->sink && r->sink(r->user, e);
+}
+
+void Generator::take_token(Seq& q, int32_t token, GenSink sink, void* user) {
+  const Tokenizer& tokenizer = session_.model().tokenizer();
+  if (q.stats.sampled_tokens == 0) q.t_first = now_ms();
+  ++q.stats.sampled_tokens;
+  q.stats.last_token = token;
+  // End of generation (eos, eot, <|im_end|>, ...: Tokenizer::is_eog);
+  // llama2.c-style vocabularies also end a story at BOS.
+  if (tokenizer.is_eog(token) || token == tokenizer.vocab().bos_id) return finish(q, StopReason::End, sink, user);
+  if (q.params.logprobs) fill_logprobs(q, token);
+  piece_.clear();
+  const Status decoded = tokenizer.decode_token(q.prev, token, &piece_);
+  if (!decoded.is_ok()) return finish(q, StopReason::Error, sink, user, &decoded);
+  Relay relay{&q, sink, user};
+  const TextOut::Step step = q.text.push(token, piece_, &relay_text, &relay);
+  if (step != TextOut::Step::Go) {
+    return finish(q, step == TextOut::Step::Matched ? StopReason::StopString : StopReason::Callback, sink, user);
+  }
+  q.prev = token;
+  // The last token needs no forward pass.
+  if (q.stats.sampled_tokens >= q.params.max_new_tokens) return finish(q, StopReason::MaxTokens, sink, user);
+  // It runs at the sequence's next position: there must be one.
+  const int32_t pos = session_.seq_position(q.index);
+  if (pos >= session_.context()) {
+    if (!q.params.context_shift || session_.context() < 4) return finish(q, StopReason::ContextFull, sink, user);
+    // Keep the first position (BOS) and the newer half; drop the rest.
+    const int32_t keep_from = 1 + (pos - 1) / 2;
+    const Status shifted = session_.remove_seq(q.index, 1, keep_from);
+    if (!shifted.is_ok()) return finish(q, StopReason::Error, sink, user, &shifted);
+  }
+  q.next = token;
+}
+
+void Generator::finish(Seq& q, StopReason why, GenSink sink, void* user, const Status* error) {
+  // Text held back for a stop string that never came is released, unless
+  // the host or a stop string ended it, or it failed.
+  if (why == StopReason::End || why == StopReason::MaxTokens || why == StopReason::ContextFull) {
+    Relay relay{&q, sink, user};
+    if (q.text.flush(&relay_text, &relay) == TextOut::Step::SinkStopped) why = StopReason::Callback;
+  }
+  const double t_end = now_ms();
+  q.stats.first_token_ms = q.t_first - q.t0;
+  q.stats.decode_ms = t_end - q.t_first;
+  q.stats.stop = why;
+  q.active = false;
+  q.cancel = false;
+  q.chunk = 0;
+  q.pending.clear();
+  q.pending_head = 0;
+  --n_active_;
+  const std::string_view rest = q.text.take_rest();
+  if (sink) {
+    GenEvent e;
+    e.seq = q.index;
+    e.token = -1;
+    e.logprob = NAN;
+    if (why != StopReason::Error && why != StopReason::Cancelled) e.text = rest;
+    e.finish = why;
+    e.error = error;
+    sink(user, e);
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,182 @@
+// The generation engine: the one place where a sequence turns logits into
+// tokens and text (ARCHITECTURE.md, "Generation"). A Generator drives the
+// sequences of one Session: each started with a prompt and its own rules
+// (the sampling chain, end-of-generation tokens, stop strings, token and
+// context limits, log-probabilities), and each step() advances every active
+// sequence by one batched Session::decode_batch — prompt chunks of the
+// sequences still prefilling and the pending token of each sequence
+// decoding, every weight read once for all of them — then samples, cuts the
+// text and reports what each sequence released through a sink.
+//
+// ember_generate (one sequence, a callback), the C API's ember_generator_*,
+// and through them `ember run`, `ember chat` and `ember serve` all run this.
+// Two stages have room to grow here: a constraint that masks the logits
+// before the sampler (structured output), and drafted tokens verified in
+// the same step (speculative decoding).
+//
+// Threading: one thread at a time, like the session (whose other
+// sequences the host may use directly between steps).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/text_out.h"
+#include "model/session.h"
+#include "sampling/sampler.h"
+
+namespace ember {
+
+// Why a sequence stopped (ember.h's ember_stop_reason, the same values).
+enum class StopReason : int32_t {
+  None = 0,         // still running, or never started
+  MaxTokens = 1,    // max_new_tokens were generated
+  End = 2,          // an end-of-generation token
+  Callback = 3,     // the sink asked to stop
+  ContextFull = 4,  // no position left and context shifting off
+  StopString = 5,   // the text reached a stop string
+  Cancelled = 6,    // Generator::cancel
+  Error = 7,        // a step failed for this sequence (Event::error says why)
+};
+
+// The most log-probabilities of alternatives one token reports.
+constexpr int32_t kMaxTopLogprobs = 20;
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+// How a sequence's prompt is given and placed.
+struct PromptSpec {
+  // Either text (tokenized here: parse_special, add_bos) or exact ids (run
+  // as given: nothing added).
+  std::string_view text;
+  const int32_t* tokens = nullptr;
+  size_t n_tokens = 0;
+  bool parse_special = false;  // control-token text becomes control tokens
+  int add_bos = -1;            // 1 yes, 0 no, -1 as the model says
+  // false: the prompt follows what the sequence holds (multi-turn).
+  // true: the prompt is the sequence's whole content; the longest common
+  // prefix of what it holds is kept (all but the prompt's last token at
+  // most: that one runs again for its logits), the rest forgotten.
+  bool reuse_prefix = false;
+};
+
+struct SequenceParams {
+  SamplerParams sampling;
+  int32_t max_new_tokens = 128;  // >= 0; 0 only runs the prompt
+  bool context_shift = false;    // full context: drop the older half after position 0 and go on
+  std::vector<std::string> stop_strings;  // none empty
+  bool logprobs = false;         // report each token's log-probability
+  int32_t top_logprobs = 0;      // and the n most likely (0..kMaxTopLogprobs; needs logprobs)
+  float* prompt_logits = nullptr;  // vocab_size floats, written when the prompt has run
+  // Text released in whole UTF-8 characters (false: each token's piece as
+  // it is, which ember_generate's callback promises).
+  bool whole_characters = true;
+};
+
+// What one sequence produced, as the sink sees it. A token event releases
+// a sampled token (token >= 0, finish None) with the text that became final
+// with it; a sequence's last event has finish != None, token -1, and
+// carries any bytes left (an unfinished UTF-8 character at the very end).
+// Pointers are valid during the sink call only.
+struct GenEvent {
+  int32_t seq = 0;
+  int32_t token = -1;
+  std::string_view text;
+  float logprob = 0.0f;  // NaN unless SequenceParams::logprobs
+  const TokenLogprob* top = nullptr;
+  int32_t n_top = 0;
+  StopReason finish = StopReason::None;
+  const Status* error = nullptr;  // finish Error: why
+};
+
+// Returns true to stop this sequence (StopReason::Callback; ignored on a
+// finishing event).
+using GenSink = bool (*)(void* user, const GenEvent& event);
+
+struct SequenceStats {
+  int32_t prompt_tokens = 0;    // the prompt's tokens (BOS included), reused ones too
+  int32_t reused_tokens = 0;    // of which the sequence already held (reuse_prefix)
+  int32_t generated_tokens = 0; // token events
+  int32_t sampled_tokens = 0;   // tokens sampled (held-back and end tokens too)
+  int32_t last_token = -1;      // the last sampled token: never run through the model
+  double prefill_ms = 0;        // start to the prompt's last chunk run
+  double first_token_ms = 0;    // start to the first sampled token
+  double decode_ms = 0;         // first sampled token to the end
+  StopReason stop = StopReason::None;
+};
+
+struct GeneratorOptions {
+  // Rows of one step: each decoding sequence's token, the rest for prompt
+  // chunks (oldest start first; at least one row, so a prompt always
+  // advances). 0: the session's max_batch.
+  int32_t max_step_rows = 0;
+};
+
+// Tokens of a prompt by the rule every generation uses: the text encoded
+// (control-token text parsed as such when parse_special), then BOS in front
+// when add_bos says so (1, or -1 and the vocabulary asks for one) and the
+// tokens do not already begin with it (a rendered chat template may write
+// BOS itself).
+Status tokenize_prompt(const Tokenizer& tokenizer, std::string_view text, bool parse_special, int add_bos,
+                       std::vector<int32_t>* out);
+
+class Generator {
+ public:
+  // Lifetime: the session outlives the generator.
+  static Result<std::unique_ptr<Generator>> create(Session& session, const GeneratorOptions& options);
+  ~Generator();
+
+  // Starts sequence `seq` (0 .. n_seqs - 1, not active). Everything is
+  // checked before anything changes: EMBER_ERR_INVALID_ARGUMENT (seq, an
+  // empty prompt, a bad option naming it), EMBER_ERR_TOKEN_OUT_OF_RANGE (an
+  // id of the prompt), EMBER_ERR_CONTEXT_FULL (the prompt does not fit
+  // after what the sequence keeps). Nothing runs until the next step().
+  Status start(int32_t seq, const PromptSpec& prompt, const SequenceParams& params);
+
+  // One batched step of every active sequence; events go to `sink` (may be
+  // null) as they happen. A sequence the step fails for ends with an Error
+  // event; the step itself fails only for the generator's own faults.
+  Status step(GenSink sink, void* user);
+
+  // Sequence seq ends at the next step (StopReason::Cancelled); no-op when
+  // it is not active.
+  void cancel(int32_t seq);
+
+  bool active(int32_t seq) const;
+  int32_t n_active() const { return n_active_; }
+  // The last (or current) generation of sequence seq.
+  const SequenceStats& stats(int32_t seq) const;
+  // The prompt tokens of sequence seq's last start (BOS included).
+  const std::vector<int32_t>& prompt(int32_t seq) const;
+  Session& session() const { return session_; }
+
+ private:
+  struct Seq;
+  struct Relay;  // a TextOut release on its way to the sink
+  static bool relay_text(void* self, int32_t token, std::string_view text);
+  Generator(Session& session, int32_t rows);
+  Status prepare(Seq& q, int32_t seq, const PromptSpec& prompt, const SequenceParams& params);
+  void after_step(Seq& q, GenSink sink, void* user);
+  void take_token(Seq& q, int32_t token, GenSink sink, void* user);
+  void finish(Seq& q, StopReason why, GenSink sink, void* user, const Status* error = nullptr);
+  void fill_logprobs(Seq& q, int32_t token);
+
+  Session& session_;
+  int32_t rows_;
+  int32_t n_active_ = 0;
+  uint64_t starts_ = 0;  // start order: older prompts are prefilled first
+  std::vector<std::unique_ptr<Seq>> seqs_;  // one per session sequence, made on first start
+  std::vector<Session::BatchItem> items_;   // this step's
+  std::vector<Seq*> running_, order_;
+  std::string piece_;                       // the current token's piece (reused)
+};
+
+}  // namespace ember
