@@ -78,6 +78,32 @@ static int on_token(void* user_data, int32_t token, const char* piece, size_t pi
   return c->calls >= STOP_AFTER;
 }
 
+/* The generator's events for two sequences: tokens and text per sequence. */
+typedef struct {
+  int tokens[2];
+  int finishes[2];
+  int32_t finish_reason[2];
+  size_t text_len[2];
+  char text[2][1024];
+} event_log;
+
+static int on_event(void* user_data, const ember_generator_event* e) {
+  event_log* g = (event_log*)user_data;
+  if (e->seq < 0 || e->seq > 1) return 1;
+  if (e->text_len > 0 && e->text == NULL) return 1;
+  if (g->text_len[e->seq] + e->text_len < sizeof g->text[0]) {
+    memcpy(g->text[e->seq] + g->text_len[e->seq], e->text, e->text_len);
+    g->text_len[e->seq] += e->text_len;
+  }
+  if (e->finish != EMBER_STOP_NONE) {
+    g->finishes[e->seq]++;
+    g->finish_reason[e->seq] = e->finish;
+  } else {
+    g->tokens[e->seq]++;
+  }
+  return 0;
+}
+
 static int never_called(void* user_data, int32_t token, const char* piece, size_t piece_len) {
   (void)token;
   (void)piece;
@@ -534,6 +560,58 @@ int main(int argc, char** argv) {
       ember_session_free(other);
       free(state);
     }
+  }
+
+  /* ---- the generator: two sequences in one batched session; the same
+   * greedy request in both gives the same text as ember_generate alone ---- */
+  {
+    ember_session_options bopt;
+    ember_session_options_default(&bopt);
+    bopt.context_length = 128;
+    bopt.n_seqs = 2;
+    ember_session* batched = NULL;
+    ember_generator* gen = NULL;
+    ember_generator_options genopt;
+    ember_generate_options g2;
+    event_log log;
+    collector alone;
+    memset(&log, 0, sizeof log);
+    memset(&alone, 0, sizeof alone);
+    ember_generator_options_default(&genopt);
+    CHECK(genopt.struct_size == sizeof genopt && genopt.max_step_rows == 0);
+    ember_generate_options_default(&g2);
+    g2.max_new_tokens = STOP_AFTER - 1; /* on_token stops at STOP_AFTER */
+    CHECK(g2.logprobs == 0 && g2.top_logprobs == 0 && g2.logit_bias == NULL && g2.reuse_prefix == 0);
+    CHECK_OK(ember_session_create(model, &bopt, &batched));
+    CHECK_STATUS(ember_generator_create(NULL, NULL, &gen), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_OK(ember_generator_create(batched, &genopt, &gen));
+    if (batched && gen) {
+      CHECK_OK(ember_generator_start(gen, 0, text, &g2));
+      CHECK_OK(ember_generator_start(gen, 1, text, &g2));
+      CHECK_STATUS(ember_generator_start(gen, 2, text, &g2), EMBER_ERR_INVALID_ARGUMENT);
+      CHECK(ember_generator_active(gen, -1) == 2);
+      while (ember_generator_active(gen, -1) > 0) CHECK_OK(ember_generator_step(gen, on_event, &log));
+      CHECK(log.finishes[0] == 1 && log.finishes[1] == 1);
+      CHECK(log.finish_reason[0] == EMBER_STOP_MAX_TOKENS);
+      CHECK(log.tokens[0] == STOP_AFTER - 1 && log.tokens[1] == STOP_AFTER - 1);
+      CHECK(log.text_len[0] == log.text_len[1] && memcmp(log.text[0], log.text[1], log.text_len[0]) == 0);
+      ember_session_reset(session);
+      CHECK_OK(ember_generate(session, text, &g2, on_token, &alone));
+      CHECK(alone.text_len == log.text_len[0] && memcmp(alone.text, log.text[0], alone.text_len) == 0);
+      {
+        ember_generate_stats st;
+        size_t np = 0;
+        st.struct_size = sizeof st;
+        CHECK_OK(ember_generator_seq_stats(gen, 1, &st));
+        CHECK(st.generated_tokens == STOP_AFTER - 1 && st.stop_reason == EMBER_STOP_MAX_TOKENS);
+        CHECK_STATUS(ember_generator_seq_prompt(gen, 0, NULL, 0, &np), EMBER_ERR_BUFFER_TOO_SMALL);
+        CHECK(np == (size_t)st.prompt_tokens);
+      }
+      CHECK_STATUS(ember_generator_cancel(gen, 5), EMBER_ERR_INVALID_ARGUMENT);
+    }
+    ember_generator_free(gen);
+    ember_generator_free(NULL);
+    ember_session_free(batched);
   }
 
 done:

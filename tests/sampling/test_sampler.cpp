@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sampling/sampler.h"
@@ -267,6 +268,53 @@ TEST_CASE("NaN and infinite logits do not crash and are handled") {
   Sampler empty;
   float one = 1.0f;
   CHECK(empty.sample(&one, nullptr, 0) == -1);
+}
+
+TEST_CASE("logit bias, presence and frequency penalties change exactly the logits they name") {
+  // Greedy reads the logits after the chain: the modified logits are visible
+  // through sample()'s in-place update.
+  SamplerParams p;
+  p.logit_bias = {{2, 1.5f}, {4, -INFINITY}};
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  p.repeat_last_n = 4;
+  Sampler s = make(p, 6);
+  std::vector<float> l = {1, 1, 1, 1, 9, 1};
+  // History: token 0 three times (one of them outside the window of 4),
+  // token 1 once, token 3 once.
+  const int32_t history[] = {0, 0, 1, 0, 3};
+  const int32_t t = s.sample(l.data(), history, 5);
+  CHECK(l[0] == doctest::Approx(1 - 0.5f - 2 * 0.25f));  // twice in the window
+  CHECK(l[1] == doctest::Approx(1 - 0.5f - 0.25f));
+  CHECK(l[2] == doctest::Approx(2.5f));
+  CHECK(l[3] == doctest::Approx(1 - 0.5f - 0.25f));
+  CHECK(std::isinf(l[4]));  // banned, though it was the best
+  CHECK(l[5] == 1.0f);
+  CHECK(t == 2);
+  // The counts are back to zero: the same call again changes the same way.
+  std::vector<float> l2 = {1, 1, 1, 1, 9, 1};
+  (void)s.sample(l2.data(), history, 5);
+  CHECK(l2 == l);
+}
+
+TEST_CASE("logit bias and the new penalties are checked, naming the entry") {
+  SamplerParams p;
+  p.presence_penalty = 2.5f;
+  CHECK(Sampler::create(p, 8).status().code() == EMBER_ERR_INVALID_ARGUMENT);
+  p = SamplerParams();
+  p.frequency_penalty = NAN;
+  CHECK(Sampler::create(p, 8).status().code() == EMBER_ERR_INVALID_ARGUMENT);
+  p = SamplerParams();
+  p.logit_bias = {{1, 1.0f}, {8, 1.0f}};
+  auto r = Sampler::create(p, 8);
+  CHECK(r.status().code() == EMBER_ERR_TOKEN_OUT_OF_RANGE);
+  CHECK(r.status().message().find("logit_bias[1]") != std::string::npos);
+  p.logit_bias = {{1, 1.0f}, {1, 2.0f}};
+  CHECK(Sampler::create(p, 8).status().code() == EMBER_ERR_INVALID_ARGUMENT);
+  p.logit_bias = {{1, INFINITY}};
+  CHECK(Sampler::create(p, 8).status().code() == EMBER_ERR_INVALID_ARGUMENT);
+  p.logit_bias = {{1, -INFINITY}};
+  CHECK(Sampler::create(p, 8).is_ok());
 }
 
 TEST_CASE("invalid parameters are rejected with EMBER_ERR_INVALID_ARGUMENT") {
