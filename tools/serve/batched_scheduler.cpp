@@ -1,12 +1,16 @@
-// BatchedScheduler: every running request is a sequence of one session, and
-// each step runs them all through one ember_session_decode_batch, so every
-// weight is read once per step for all of them (scheduler.h;
-// docs/decisions.md "Serving: the batched scheduler and the prefix cache").
+// BatchedScheduler: every running request is a sequence of one session,
+// driven by one generator (ember_generator_*), so each step runs them all
+// through one batched decode and every weight is read once per step for all
+// of them (scheduler.h; docs/decisions.md "Serving: the batched scheduler
+// and the prefix cache"). What stays here is the serving policy: the queue,
+// which sequence a request takes (the prefix cache), deadlines and
+// cancellation, and the counters; the per-token rules are the generator's.
 //
 // Sequences: the session holds slots + cache_slots. A running request owns
 // one; when it ends, the sequence keeps its tokens and KV as a cache entry
 // (idle). A new request takes the sequence whose tokens share the longest
-// prefix with its prompt, or a copy of it, and runs only the rest.
+// prefix with its prompt, or a copy of it, and the generator (reuse_prefix)
+// runs only the rest.
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -14,7 +18,6 @@
 #include <thread>
 
 #include "tools/serve/scheduler.h"
-#include "tools/serve/text_stream.h"
 
 namespace ember::serve {
 
@@ -34,26 +37,17 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 }
 
 struct Sequence {
-  std::vector<int32_t> tokens;  // what its KV holds, position by position
   int32_t slot = -1;            // the slot running on it; -1: idle (a cache entry, or empty)
   uint64_t last_used = 0;       // when it was last released (least recently used: smallest)
 };
 
 struct Slot {
   std::shared_ptr<GenerationRequest> request;
-  uint64_t admitted = 0;        // admission order: older prompts are prefilled first
   int32_t seq = -1;
-  ember_sampler* sampler = nullptr;
-  std::unique_ptr<TextStream> text;
-  size_t prefilled = 0;         // prompt tokens in the sequence (reused or run)
-  int32_t cached = 0;           // of which reused from the cache
-  int32_t next = -1;            // the sampled token, run at the next step
-  int32_t prev = -1;            // the token before it (for its piece)
-  std::vector<int32_t> history; // prompt + generated, for the sampler's penalty
-  int32_t generated = 0;
+  bool timed_out = false;       // cancelled because the deadline passed
+  int32_t cached = 0;           // prompt tokens reused from the cache
+  int32_t generated = 0;        // tokens released; at the end, tokens produced
   Clock::time_point last_token{};
-  std::vector<float> logits;    // vocab_size
-  size_t chunk = 0;             // prompt tokens in this step's item (0: decoding)
 };
 
 class BatchedScheduler final : public Scheduler {
@@ -63,34 +57,30 @@ class BatchedScheduler final : public Scheduler {
 
   ~BatchedScheduler() override {
     drain();
-    for (auto& s : slots_) ember_sampler_free(s.sampler);
+    ember_generator_free(generator_);
     ember_session_free(session_);
   }
 
   ember_status init(std::string* error) {
-    ember_model_info info;
-    info.struct_size = sizeof info;
-    ember_model_get_info(model_, &info);
-    vocab_ = info.vocab_size;
-    eos_ = info.eos_id;
-    bos_ = info.bos_id;
     ember_session_options so = config_.session;
     so.n_seqs = config_.slots + config_.cache_slots;
     ember_memory_plan plan;
     plan.struct_size = sizeof plan;
     ember_status st = ember_plan(model_, &so, &plan);
     if (st == EMBER_OK) st = ember_session_create(model_, &so, &session_);
+    ember_generator_options go;
+    ember_generator_options_default(&go);
+    go.max_step_rows = std::max<int32_t>(1, plan.max_batch);
+    if (st == EMBER_OK) st = ember_generator_create(session_, &go, &generator_);
     if (st != EMBER_OK) {
       *error = ember_last_error();
       return st;
     }
     kv_planned_ = plan.kv_bytes;
     ctx_ = plan.context_length;
-    step_rows_ = std::max<int32_t>(1, plan.max_batch);
     seqs_.resize(static_cast<size_t>(so.n_seqs));
     slots_.resize(static_cast<size_t>(config_.slots));
-    for (auto& s : slots_) s.logits.resize(static_cast<size_t>(vocab_));
-    items_.reserve(slots_.size());
+    slot_of_seq_.assign(seqs_.size(), -1);
     thread_ = std::thread([this] { run(); });
     return EMBER_OK;
   }
@@ -131,71 +121,65 @@ class BatchedScheduler final : public Scheduler {
   int32_t context_length() const override { return ctx_; }
 
  private:
+  // The request leaves its slot; its sequence stays as a cache entry.
   void finish(Slot& s, Finish why, std::string error = {}) {
     // Held until on_done has run, after the slot is free again: a host that
     // reads stats() once it is told the request is done sees it gone.
     const std::shared_ptr<GenerationRequest> request = s.request;
-    GenerationRequest& r = *request;
-    if (why != Finish::kError && why != Finish::kCancelled && s.text) {
-      std::string rest;
-      s.text->flush(&rest);
-      if (!rest.empty() && r.on_text) r.on_text(rest);
-    }
     GenerationResult res;
     res.finish = why;
-    res.prompt_tokens = static_cast<int32_t>(r.prompt.size());
+    res.prompt_tokens = static_cast<int32_t>(request->prompt.size());
     res.completion_tokens = s.generated;
     res.cached_tokens = s.cached;
     res.error = std::move(error);
-    if (observer_) observer_->on_tokens(static_cast<int32_t>(s.prefilled) - s.cached, s.generated);
-    ember_sampler_free(s.sampler);
-    // The sequence keeps what it holds: a cache entry from now on.
+    if (observer_) observer_->on_tokens(res.prompt_tokens - s.cached, s.generated);
     if (s.seq >= 0) {
       seqs_[static_cast<size_t>(s.seq)].slot = -1;
       seqs_[static_cast<size_t>(s.seq)].last_used = ++tick_;
+      slot_of_seq_[static_cast<size_t>(s.seq)] = -1;
     }
-    std::vector<float> logits = std::move(s.logits);
     s = Slot();
-    s.logits = std::move(logits);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --active_;
     }
-    if (r.on_done) r.on_done(res);
+    if (request->on_done) request->on_done(res);
   }
 
-  // Sequence seq forgets positions from `keep` on; false (with the message
-  // in ember_last_error) if the session refuses.
-  bool trim(int32_t seq, size_t keep) {
-    Sequence& q = seqs_[static_cast<size_t>(seq)];
-    if (q.tokens.size() <= keep) return true;
-    if (ember_session_seq_remove(session_, seq, static_cast<int32_t>(keep), static_cast<int32_t>(q.tokens.size())) !=
-        EMBER_OK) {
-      return false;
+  // The tokens sequence seq holds (into held_[seq]).
+  const std::vector<int32_t>& held(int32_t seq) {
+    std::vector<int32_t>& h = held_[static_cast<size_t>(seq)];
+    size_t n = 0;
+    if (ember_session_seq_tokens(session_, seq, nullptr, 0, &n) == EMBER_ERR_BUFFER_TOO_SMALL) {
+      h.resize(n);
+      if (ember_session_seq_tokens(session_, seq, h.data(), h.size(), &n) != EMBER_OK) n = 0;
     }
-    q.tokens.resize(keep);
-    return true;
+    h.resize(n);
+    return h;
   }
 
-  // Gives slot s a sequence holding the longest prefix of its prompt that
-  // the cache has (at most prompt - 1 tokens: the last one runs again, for
-  // its logits). Returns the tokens reused, or -1 with *error set.
+  // Chooses the sequence slot s's request runs on: the one holding the
+  // longest prefix of its prompt (at most prompt - 1 tokens: the last one
+  // runs again, for its logits), taken as it is or copied to a victim; the
+  // generator then keeps that prefix and runs the rest. -1 with *error set.
   int32_t place(Slot& s, std::string* error) {
     const std::vector<int32_t>& prompt = s.request->prompt;
     const size_t most = prompt.size() - 1;
+    held_.resize(seqs_.size());
+    for (size_t i = 0; i < seqs_.size(); ++i) held(static_cast<int32_t>(i));
     // The best source: the longest prefix; among equals an idle one (taken
     // without a copy), then the one with the least beyond it.
     int32_t best = -1;
     size_t best_len = 0;
     for (size_t i = 0; i < seqs_.size(); ++i) {
-      const Sequence& q = seqs_[i];
-      const size_t len = std::min(common_prefix(q.tokens, prompt), most);
+      const size_t len = std::min(common_prefix(held_[i], prompt), most);
       if (len == 0) continue;
       bool better = len > best_len;
       if (!better && best >= 0 && len == best_len) {
+        const Sequence& q = seqs_[i];
         const Sequence& b = seqs_[static_cast<size_t>(best)];
         if ((q.slot < 0) != (b.slot < 0)) better = q.slot < 0;
-        else better = q.tokens.size() < b.tokens.size();
+        else better = held_[i].size() < held_[static_cast<size_t>(best)].size();
       }
       if (better) {
         best = static_cast<int32_t>(i);
@@ -212,7 +196,7 @@ class BatchedScheduler final : public Scheduler {
         if (q.slot >= 0 || static_cast<int32_t>(i) == except) continue;
         if (v >= 0) {
           const Sequence& w = seqs_[static_cast<size_t>(v)];
-          if (w.tokens.empty() || (!q.tokens.empty() && q.last_used >= w.last_used)) continue;
+          if (held_[static_cast<size_t>(v)].empty() || (!held_[i].empty() && q.last_used >= w.last_used)) continue;
         }
         v = static_cast<int32_t>(i);
       }
@@ -221,26 +205,22 @@ class BatchedScheduler final : public Scheduler {
     const int32_t victim = victim_except(best);
     const size_t min_prefix = static_cast<size_t>(std::max<int32_t>(1, config_.min_prefix));
     int32_t seq = -1;
-    size_t reuse = 0;
     if (best >= 0 && best_len >= min_prefix) {
       const Sequence& src = seqs_[static_cast<size_t>(best)];
       // An idle entry is taken as it is when that loses little (what it holds
       // beyond the prefix is short) or nothing else is free; otherwise (a
       // running request's sequence, or an entry worth keeping: another
       // conversation on the same system prompt) its prefix is copied.
-      const bool take = src.slot < 0 && (src.tokens.size() - best_len < min_prefix || victim < 0);
+      const bool take =
+          src.slot < 0 && (held_[static_cast<size_t>(best)].size() - best_len < min_prefix || victim < 0);
       if (take) {
         seq = best;
-        reuse = best_len;
       } else if (victim >= 0) {
         // A sliding-window ring may no longer hold what the copy's window
         // reads (EMBER_ERR_UNSUPPORTED): then no copy, the prompt runs.
         if (ember_session_seq_copy(session_, best, victim, static_cast<int32_t>(best_len)) == EMBER_OK) {
-          if (!seqs_[static_cast<size_t>(victim)].tokens.empty()) ++evictions_;
-          Sequence& dst = seqs_[static_cast<size_t>(victim)];
-          dst.tokens.assign(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(best_len));
+          if (!held_[static_cast<size_t>(victim)].empty()) ++evictions_;
           seq = victim;
-          reuse = best_len;
         }
       }
     }
@@ -251,25 +231,14 @@ class BatchedScheduler final : public Scheduler {
         *error = "no idle sequence (scheduler bug)";
         return -1;
       }
-      const Sequence& q = seqs_[static_cast<size_t>(seq)];
-      reuse = std::min(common_prefix(q.tokens, prompt), most);
-      if (q.tokens.size() > reuse) ++evictions_;
-    }
-    if (!trim(seq, reuse)) {
-      // A sliding-window ring cannot keep this prefix (its window would read
-      // positions the ring dropped): the sequence starts over instead.
-      reuse = 0;
-      if (!trim(seq, 0)) {
-        *error = ember_last_error();
-        return -1;
+      if (held_[static_cast<size_t>(seq)].size() > std::min(common_prefix(held_[static_cast<size_t>(seq)], prompt), most)) {
+        ++evictions_;
       }
     }
-    seqs_[static_cast<size_t>(seq)].slot = static_cast<int32_t>(&s - slots_.data());
-    s.seq = seq;
-    return static_cast<int32_t>(reuse);
+    return seq;
   }
 
-  // Takes queued requests into free slots (between steps).
+  // Takes queued requests into free slots (between steps) and starts them.
   void admit() {
     for (auto& s : slots_) {
       if (s.request) continue;
@@ -282,163 +251,133 @@ class BatchedScheduler final : public Scheduler {
         ++active_;
       }
       s.request = std::move(r);
-      s.admitted = ++admissions_;
-      if (s.request->prompt.empty()) {
+      GenerationRequest& req = *s.request;
+      if (req.prompt.empty()) {
         finish(s, Finish::kError, "the prompt is empty");
         continue;
       }
-      if (ember_sampler_create(model_, &s.request->sampling, &s.sampler) != EMBER_OK) {
-        finish(s, Finish::kError, ember_last_error());
-        continue;
-      }
       std::string error;
-      const int32_t reuse = place(s, &error);
-      if (reuse < 0) {
+      const int32_t seq = place(s, &error);
+      if (seq < 0) {
         finish(s, Finish::kError, "the prefix cache: " + error);
         continue;
       }
-      s.cached = reuse;
-      s.prefilled = static_cast<size_t>(reuse);
-      s.history = s.request->prompt;
-      s.prev = s.request->prompt.back();
-      s.text = std::make_unique<TextStream>(s.request->stop);
-      if (reuse > 0) {
+      ember_generate_options o = req.sampling;
+      o.struct_size = sizeof o;
+      o.prompt_tokens = req.prompt.data();
+      o.n_prompt_tokens = req.prompt.size();
+      o.reuse_prefix = 1;
+      std::vector<const char*>& stops = stop_ptrs_;
+      stops.clear();
+      for (const std::string& x : req.stop) stops.push_back(x.c_str());
+      o.stop_strings = stops.data();
+      o.n_stop_strings = stops.size();
+      o.logit_bias = req.logit_bias.data();
+      o.n_logit_bias = req.logit_bias.size();
+      if (ember_generator_start(generator_, seq, nullptr, &o) != EMBER_OK) {
+        finish(s, Finish::kError, ember_last_error());
+        continue;
+      }
+      ember_generate_stats st;
+      st.struct_size = sizeof st;
+      ember_generator_seq_stats(generator_, seq, &st);
+      s.seq = seq;
+      s.cached = st.reused_tokens;
+      seqs_[static_cast<size_t>(seq)].slot = static_cast<int32_t>(&s - slots_.data());
+      slot_of_seq_[static_cast<size_t>(seq)] = static_cast<int32_t>(&s - slots_.data());
+      if (s.cached > 0) {
         ++hits_;
-        cached_tokens_ += static_cast<uint64_t>(reuse);
+        cached_tokens_ += static_cast<uint64_t>(s.cached);
       }
     }
   }
 
-  // Emits the token's text and decides whether the request is done; else
-  // the token runs at the next step.
-  void take_token(Slot& s, int32_t token) {
+  static Finish finish_of(int32_t reason) {
+    switch (reason) {
+      case EMBER_STOP_MAX_TOKENS:
+      case EMBER_STOP_CONTEXT_FULL: return Finish::kLength;
+      case EMBER_STOP_CANCELLED: return Finish::kCancelled;
+      case EMBER_STOP_ERROR: return Finish::kError;
+      default: return Finish::kStop;  // end of generation, a stop string
+    }
+  }
+
+  // The generator's events: text and tokens to the request, its end.
+  static int on_event(void* self, const ember_generator_event* e) {
+    auto* me = static_cast<BatchedScheduler*>(self);
+    const int32_t slot = me->slot_of_seq_[static_cast<size_t>(e->seq)];
+    if (slot < 0) return 0;
+    Slot& s = me->slots_[static_cast<size_t>(slot)];
     GenerationRequest& r = *s.request;
+    if (e->finish != EMBER_STOP_NONE) {
+      if (e->text_len && r.on_text) r.on_text(std::string_view(e->text, e->text_len));
+      // Usage counts every token the model produced but an end token (those
+      // of a stop string too, though their text is never sent).
+      ember_generate_stats st;
+      st.struct_size = sizeof st;
+      if (ember_generator_seq_stats(me->generator_, e->seq, &st) == EMBER_OK) {
+        s.generated = st.sampled_tokens - (e->finish == EMBER_STOP_END ? 1 : 0);
+      }
+      Finish why = finish_of(e->finish);
+      if (why == Finish::kCancelled && s.timed_out) why = Finish::kTimeout;
+      me->finish(s, why, e->status != EMBER_OK ? e->message : "");
+      return 0;
+    }
     const auto now = Clock::now();
-    if (observer_) {
+    if (me->observer_) {
       if (s.generated == 0) {
-        observer_->on_first_token(seconds_between(r.submitted, now));
+        me->observer_->on_first_token(seconds_between(r.submitted, now));
       } else {
-        observer_->on_inter_token(seconds_between(s.last_token, now));
+        me->observer_->on_inter_token(seconds_between(s.last_token, now));
       }
     }
     s.last_token = now;
-    // End of generation: the vocabulary's end set (EOS, EOT, <|im_end|>,
-    // ...), or BOS for llama2.c vocabularies (as ember_generate).
-    if (ember_token_is_eog(model_, token) || token == eos_ || token == bos_) return finish(s, Finish::kStop);
     ++s.generated;
-    const std::string piece = token_piece(model_, s.prev, token);
-    s.prev = token;
-    s.history.push_back(token);
-    std::string out;
-    const bool stopped = s.text->push(token, piece, &out);
-    if (!out.empty() && r.on_text) r.on_text(out);
-    if (stopped) {
-      s.text.reset();
-      return finish(s, Finish::kStop);
+    if (r.on_token) {
+      me->token_.token = e->token;
+      me->token_.logprob = e->logprob;
+      me->token_.top.assign(e->top_logprobs, e->top_logprobs + e->n_top_logprobs);
+      r.on_token(me->token_);
     }
-    if (s.generated >= r.sampling.max_new_tokens) return finish(s, Finish::kLength);
-    // The token runs at the next position: there must be one.
-    if (static_cast<int32_t>(seqs_[static_cast<size_t>(s.seq)].tokens.size()) >= ctx_) {
-      return finish(s, Finish::kLength);
-    }
-    s.next = token;
-  }
-
-  // After a step ran slot s's item: the sequence holds its tokens; sample
-  // when the step gave logits.
-  void after_step(Slot& s) {
-    Sequence& q = seqs_[static_cast<size_t>(s.seq)];
-    GenerationRequest& r = *s.request;
-    if (s.chunk > 0) {
-      q.tokens.insert(q.tokens.end(), r.prompt.begin() + static_cast<std::ptrdiff_t>(s.prefilled),
-                      r.prompt.begin() + static_cast<std::ptrdiff_t>(s.prefilled + s.chunk));
-      s.prefilled += s.chunk;
-      s.chunk = 0;
-      if (s.prefilled < r.prompt.size()) return;
-      if (r.sampling.max_new_tokens <= 0) return finish(s, Finish::kLength);
-    } else {
-      q.tokens.push_back(s.next);
-    }
-    int32_t token = 0;
-    if (ember_sampler_sample(s.sampler, s.logits.data(), s.history.data(), s.history.size(), &token) != EMBER_OK) {
-      return finish(s, Finish::kError, ember_last_error());
-    }
-    take_token(s, token);
-  }
-
-  ember_batch_item item_of(Slot& s) const {
-    ember_batch_item it;
-    it.seq = s.seq;
-    if (s.chunk > 0) {
-      it.tokens = s.request->prompt.data() + s.prefilled;
-      it.n_tokens = s.chunk;
-      it.logits = s.prefilled + s.chunk == s.request->prompt.size() ? s.logits.data() : nullptr;
-    } else {
-      it.tokens = &s.next;
-      it.n_tokens = 1;
-      it.logits = s.logits.data();
-    }
-    return it;
+    if (e->text_len && r.on_text) r.on_text(std::string_view(e->text, e->text_len));
+    return 0;
   }
 
   // One step: every running request's next token and prompt chunks, as one
-  // call. False when nothing runs.
+  // generator step. False when nothing runs.
   bool step() {
-    // Cancelled and late requests leave first; their sequences are free
-    // for this step's newcomers.
+    // Cancelled and late requests end at this step, before the newcomers
+    // take sequences.
     for (auto& s : slots_) {
-      if (!s.request) continue;
-      if (s.request->cancelled.load(std::memory_order_relaxed)) finish(s, Finish::kCancelled);
-      else if (Clock::now() > s.request->deadline) finish(s, Finish::kTimeout);
+      if (!s.request || s.seq < 0) continue;
+      if (s.request->cancelled.load(std::memory_order_relaxed)) {
+        ember_generator_cancel(generator_, s.seq);
+      } else if (Clock::now() > s.request->deadline) {
+        s.timed_out = true;
+        ember_generator_cancel(generator_, s.seq);
+      }
     }
     admit();
-    // Rows: one per decoding slot; the rest of the step's rows go to
-    // prompts, oldest request first (at least one row, so a prompt always
-    // advances).
-    int32_t decoding = 0;
-    std::vector<Slot*>& order = order_;
-    order.clear();
-    for (auto& s : slots_) {
-      if (!s.request) continue;
-      if (s.prefilled < s.request->prompt.size()) order.push_back(&s);
-      else ++decoding;
-    }
-    std::sort(order.begin(), order.end(), [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
-    size_t budget = static_cast<size_t>(std::max(1, step_rows_ - decoding));
-    for (Slot* s : order) {
-      if (budget == 0) break;
-      s->chunk = std::min(s->request->prompt.size() - s->prefilled, budget);
-      budget -= s->chunk;
-    }
-    items_.clear();
-    running_.clear();
-    for (auto& s : slots_) {
-      if (!s.request) continue;
-      if (s.prefilled < s.request->prompt.size() && s.chunk == 0) continue;  // waits for rows
-      items_.push_back(item_of(s));
-      running_.push_back(&s);
-    }
-    if (items_.empty()) return false;
-    if (ember_session_decode_batch(session_, items_.data(), items_.size()) == EMBER_OK) {
-      for (Slot* s : running_) after_step(*s);
-    } else {
-      // Nothing ran. Each item alone, so that one bad request fails alone.
-      for (size_t i = 0; i < running_.size(); ++i) {
-        Slot& s = *running_[i];
-        if (ember_session_decode_batch(session_, &items_[i], 1) == EMBER_OK) {
-          after_step(s);
-        } else {
-          s.chunk = 0;
-          finish(s, Finish::kError, ember_last_error());
+    if (ember_generator_active(generator_, -1) == 0) return false;
+    if (ember_generator_step(generator_, &BatchedScheduler::on_event, this) != EMBER_OK) {
+      // Only a generator fault gets here: every running request fails.
+      const std::string error = ember_last_error();
+      for (auto& s : slots_) {
+        if (s.request && s.seq >= 0) {
+          ember_generator_cancel(generator_, s.seq);
+          finish(s, Finish::kError, error);
         }
       }
+      (void)ember_generator_step(generator_, nullptr, nullptr);  // ends the cancelled sequences
     }
     return true;
   }
 
   void publish_stats() {
     uint64_t positions = 0;
-    for (const auto& q : seqs_) positions += q.tokens.size();
+    for (size_t i = 0; i < seqs_.size(); ++i) {
+      positions += static_cast<uint64_t>(std::max(0, ember_session_seq_position(session_, static_cast<int32_t>(i))));
+    }
     const uint64_t all = static_cast<uint64_t>(ctx_) * seqs_.size();
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.kv_bytes_in_use = all ? kv_planned_ * positions / all : 0;
@@ -463,12 +402,15 @@ class BatchedScheduler final : public Scheduler {
   BatchedConfig config_;
   SchedulerObserver* observer_;
   ember_session* session_ = nullptr;
+  ember_generator* generator_ = nullptr;
   std::vector<Sequence> seqs_;
   std::vector<Slot> slots_;
-  std::vector<ember_batch_item> items_;  // this step's, one per running slot
-  std::vector<Slot*> running_, order_;
-  int32_t vocab_ = 0, eos_ = -1, bos_ = -1, ctx_ = 0, step_rows_ = 1;
-  uint64_t kv_planned_ = 0, tick_ = 0, admissions_ = 0;
+  std::vector<int32_t> slot_of_seq_;         // the slot running on each sequence, or -1
+  std::vector<std::vector<int32_t>> held_;   // each sequence's tokens, read by place()
+  std::vector<const char*> stop_ptrs_;
+  TokenOut token_;                           // on_token's argument (reused)
+  int32_t ctx_ = 0;
+  uint64_t kv_planned_ = 0, tick_ = 0;
   uint64_t hits_ = 0, cached_tokens_ = 0, evictions_ = 0;  // the scheduler thread's; published in stats_
   std::thread thread_;
 

@@ -21,8 +21,11 @@
 //   each in turn. NOT batched: every weight is read once per sequence per
 //   step, so N streams decode at about 1/N the speed each; no prefix cache.
 //
-// Both cut text at stop strings by the runtime's rule (text_stream.h) and
-// end at the vocabulary's end-of-generation tokens, as ember_generate does.
+// The batched scheduler is a client of the generator (ember_generator_*):
+// the per-token rules (sampling, end of generation, stop strings, whole
+// UTF-8 characters, limits) are the runtime's, as for ember_generate. The
+// round-robin fallback cuts text at stop strings by the same rule
+// (text_stream.h) until Vulkan runs batched sequences.
 //
 // Threading: submit(), stats() and drain() may be called from any thread.
 // The callbacks run on the scheduler's thread, one request's in order; they
@@ -51,12 +54,22 @@ struct GenerationResult {
   std::string error;          // for Finish::kError
 };
 
+// A released token, for requests that report log-probabilities.
+struct TokenOut {
+  int32_t token = -1;
+  float logprob = 0.0f;
+  std::vector<ember_token_logprob> top;  // the most likely first
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // exact ids (BOS included when wanted)
-  // Sampling fields of ember_generate_options (temperature, top_k, top_p,
-  // min_p, seed) and max_new_tokens; the prompt fields are unused.
+  // The sequence's rules: sampling (temperature, top_k, top_p, min_p,
+  // penalties, seed), max_new_tokens, logprobs/top_logprobs. The prompt,
+  // stop-string and logit-bias pointers are set by the scheduler from the
+  // fields below.
   ember_generate_options sampling{};
   std::vector<std::string> stop;  // stop strings: the text ends before the first one found
+  std::vector<ember_logit_bias> logit_bias;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // Set by the HTTP layer (client gone); the scheduler frees the slot at its
   // next step and finishes with Finish::kCancelled.
@@ -64,6 +77,8 @@ struct GenerationRequest {
   // Text as it becomes final (held back while it could be the start of a
   // stop string). Never called after on_done.
   std::function<void(std::string_view text)> on_text;
+  // When set (and sampling.logprobs), each released token, before its text.
+  std::function<void(const TokenOut& token)> on_token;
   // Called exactly once, when the request leaves the scheduler.
   std::function<void(const GenerationResult&)> on_done;
   // Filled by the scheduler, for metrics.
