@@ -178,13 +178,7 @@ ember_status ember_tokenize(const ember_model* model, const char* text, size_t t
   std::vector<int32_t> ids;
   ember::Status s = model->model->tokenizer().encode(std::string_view(text ? text : "", text_len), eo, &ids);
   if (!s.is_ok()) return done(s);
-  *out_count = ids.size();
-  if (ids.size() > capacity) {
-    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu tokens but the text needs %zu",
-                                     capacity, ids.size()));
-  }
-  if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
-  return EMBER_OK;
+  return ember::tokens_out(ids, tokens, capacity, out_count, "the text");
 }
 
 ember_status ember_detokenize(const ember_model* model, const int32_t* tokens, size_t count, char* text,

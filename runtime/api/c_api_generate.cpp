@@ -106,6 +106,14 @@ bool sequence_from_c(const char* prompt, const ember_generate_options& o, Prompt
   return true;
 }
 
+// EMBER_OK when seq names one of the session's sequences; else the error,
+// naming the range.
+ember_status seq_in_range(const Session& session, int32_t seq) {
+  if (seq >= 0 && seq < session.n_seqs()) return EMBER_OK;
+  return done(Status::error(EMBER_ERR_INVALID_ARGUMENT, "seq = %d: the session holds sequences 0..%d", seq,
+                            session.n_seqs() - 1));
+}
+
 void stats_to_c(const SequenceStats& g, int32_t position, ember_generate_stats* stats) {
   ember_generate_stats full;
   std::memset(&full, 0, sizeof full);
@@ -222,13 +230,7 @@ ember_status ember_tokenize_prompt(const ember_model* model, const char* text, s
   const ember::Status s = ember::tokenize_prompt(model->model->tokenizer(), std::string_view(text ? text : "", text_len),
                                                  parse_special != 0, add_bos, &ids);
   if (!s.is_ok()) return done(s);
-  *out_count = ids.size();
-  if (ids.size() > capacity) {
-    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu tokens but the prompt needs %zu",
-                                     capacity, ids.size()));
-  }
-  if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
-  return EMBER_OK;
+  return ember::tokens_out(ids, tokens, capacity, out_count, "the prompt");
 }
 
 void ember_generator_options_default(ember_generator_options* o) {
@@ -308,10 +310,7 @@ ember_status ember_generator_step(ember_generator* generator, ember_generator_ca
 ember_status ember_generator_cancel(ember_generator* generator, int32_t seq) {
   EMBER_API_ENTRY();
   if (!generator) return fail(EMBER_ERR_INVALID_ARGUMENT, "generator is NULL");
-  if (seq < 0 || seq >= generator->session->session->n_seqs()) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "seq = %d: the session holds sequences 0..%d", seq,
-                                     generator->session->session->n_seqs() - 1));
-  }
+  if (const ember_status st = ember::seq_in_range(*generator->session->session, seq)) return st;
   generator->generator->cancel(seq);
   return EMBER_OK;
 }
@@ -330,10 +329,7 @@ ember_status ember_generator_seq_stats(const ember_generator* generator, int32_t
     return fail(EMBER_ERR_INVALID_ARGUMENT, "ember_generate_stats.struct_size is wrong: set it to sizeof");
   }
   const ember::Session& session = *generator->session->session;
-  if (seq < 0 || seq >= session.n_seqs()) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "seq = %d: the session holds sequences 0..%d", seq,
-                                     session.n_seqs() - 1));
-  }
+  if (const ember_status st = ember::seq_in_range(session, seq)) return st;
   ember::stats_to_c(generator->generator->stats(seq), session.seq_position(seq), stats);
   return EMBER_OK;
 }
@@ -346,18 +342,9 @@ ember_status ember_generator_seq_prompt(const ember_generator* generator, int32_
   *out_count = 0;
   if (!tokens && capacity) return fail(EMBER_ERR_INVALID_ARGUMENT, "tokens is NULL but capacity > 0");
   const ember::Session& session = *generator->session->session;
-  if (seq < 0 || seq >= session.n_seqs()) {
-    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "seq = %d: the session holds sequences 0..%d", seq,
-                                     session.n_seqs() - 1));
-  }
+  if (const ember_status st = ember::seq_in_range(session, seq)) return st;
   const std::vector<int32_t>& ids = generator->generator->prompt(seq);
-  *out_count = ids.size();
-  if (ids.size() > capacity) {
-    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu tokens but the prompt has %zu",
-                                     capacity, ids.size()));
-  }
-  if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
-  return EMBER_OK;
+  return ember::tokens_out(ids, tokens, capacity, out_count, "the prompt");
 }
 
 ember_status ember_sampler_create(const ember_model* model, const ember_generate_options* options,

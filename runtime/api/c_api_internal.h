@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "ember.h"
@@ -73,6 +74,20 @@ bool read_options(const T* given, T* out, const char* type_name) {
   }
   std::memcpy(out, given, given->struct_size);
   return true;
+}
+
+// Copies `ids` out under the buffer rules of ember_tokenize: *out_count is
+// the count; a capacity below it is EMBER_ERR_BUFFER_TOO_SMALL ("capacity =
+// N tokens but `what` needs M") with nothing written.
+inline ember_status tokens_out(const std::vector<int32_t>& ids, int32_t* tokens, size_t capacity, size_t* out_count,
+                               const char* what) {
+  *out_count = ids.size();
+  if (ids.size() > capacity) {
+    return set_last_error(Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu tokens but %s needs %zu", capacity,
+                                        what, ids.size()));
+  }
+  if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
+  return EMBER_OK;
 }
 
 }  // namespace ember
