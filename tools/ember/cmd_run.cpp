@@ -111,9 +111,19 @@ const char* kRunHelp =
     "  --require-signature P.pem  refuse the model unless it is signed by this public key (ember sign);\n"
     "                     the signature policy includes the digest check\n";
 
-}  // namespace
+// What the command line asked for.
+struct RunConfig {
+  std::string model, prompt, system, template_arg, dump_logits, signature_key;
+  std::vector<int32_t> ids;  // --tokens
+  std::vector<std::string> stops;
+  bool chat = false, has_system = false, exact = false, print_ids = false, verify_digest = false;
+  ember_generate_options g;
+  ember_session_options so;
+};
 
-int cmd_run(int argc, char** argv) {
+// Parses and checks the flags. Returns -1 to go on, else the exit code
+// (0 after --help).
+int parse_run(int argc, char** argv, RunConfig* c) {
   std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
                                          "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
                                          "--require-signature", "--tokens", "--stop", "--system", "--template"};
@@ -129,51 +139,61 @@ int cmd_run(int argc, char** argv) {
     return 0;
   }
   args.check_known(known);
-  ember_generate_options g;
+  ember_generate_options& g = c->g;
   ember_generate_options_default(&g);
   const int64_t n_new = args.get_int("-n", 128, 0, 1 << 30);
+  g.max_new_tokens = static_cast<int32_t>(n_new > INT32_MAX ? INT32_MAX : n_new);
   g.temperature = static_cast<float>(args.get_float("--temp", 0.0, 0.0, 100.0));
   g.top_k = static_cast<int32_t>(args.get_int("--top-k", 0, 0, 1 << 30));
   g.top_p = static_cast<float>(args.get_float("--top-p", 1.0, 0.0, 1.0));
   g.min_p = static_cast<float>(args.get_float("--min-p", 0.0, 0.0, 1.0));
   g.repeat_penalty = static_cast<float>(args.get_float("--repeat-penalty", 1.0, 0.0, 100.0));
   g.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0, INT64_MAX));
-  ember_session_options so;
-  session_options_from_args(args, &so);
-  const bool context_shift = args.has("--context-shift");
+  g.context_shift = args.has("--context-shift") ? 1 : 0;
+  session_options_from_args(args, &c->so);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember run --help)");
-  if (so.kv_type_k < 0 || so.kv_type_v < 0) {
+  if (c->so.kv_type_k < 0 || c->so.kv_type_v < 0) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
   }
-  if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
+  if (c->so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember run --help)");
-  const std::string prompt = args.get("-p");
-  const bool chat = args.has("--chat");
-  if (chat && (args.has("--tokens") || !args.has("-p"))) {
+  c->model = args.get("-m");
+  c->prompt = args.get("-p");
+  c->chat = args.has("--chat");
+  if (c->chat && (args.has("--tokens") || !args.has("-p"))) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--chat takes the user's message as -p (not --tokens)");
   }
-  if (!chat && (args.has("--system") || args.has("--template"))) {
+  if (!c->chat && (args.has("--system") || args.has("--template"))) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--system and --template go with --chat");
   }
-  // With --chat the prompt is rendered and tokenized below, then run as ids.
-  const bool exact = args.has("--tokens") || chat;
-  const bool print_ids = args.has("--ids");
-  std::vector<int32_t> ids;
+  if (args.has("--system")) c->system = args.get("--system");
+  c->template_arg = args.get("--template");
+  // With --chat the prompt is rendered and tokenized, then run as ids.
+  c->exact = args.has("--tokens") || c->chat;
+  c->print_ids = args.has("--ids");
   if (args.has("--tokens")) {
     if (args.has("-p")) return report(EMBER_ERR_INVALID_ARGUMENT, "-p and --tokens both give the prompt: pass one");
     std::string error;
-    if (!parse_token_list(args.get("--tokens"), &ids, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
+    if (!parse_token_list(args.get("--tokens"), &c->ids, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
   }
+  c->has_system = args.has("--system");
+  c->stops = args.get_all("--stop");
+  c->dump_logits = args.get("--dump-logits");
+  c->verify_digest = args.has("--verify-digest");
+  c->signature_key = args.get("--require-signature");
+  return -1;
+}
 
-  const double t0 = now_ms();
+// Opens the model with the integrity policy asked for. 0 or the exit code.
+int open_run_model(const RunConfig& c, ember_model** model) {
   ember_model_options mo;
   ember_model_options_default(&mo);
   // The policy alone says what is checked; the signature includes the digest.
-  if (args.has("--verify-digest")) mo.integrity_policy = EMBER_INTEGRITY_DIGEST;
+  if (c.verify_digest) mo.integrity_policy = EMBER_INTEGRITY_DIGEST;
   std::string public_key;  // must outlive ember_model_open
-  if (args.has("--require-signature")) {
-    FILE* kf = std::fopen(args.get("--require-signature").c_str(), "rb");
-    if (!kf) return report(EMBER_ERR_IO, "cannot open --require-signature key '" + args.get("--require-signature") + "'");
+  if (!c.signature_key.empty()) {
+    FILE* kf = std::fopen(c.signature_key.c_str(), "rb");
+    if (!kf) return report(EMBER_ERR_IO, "cannot open --require-signature key '" + c.signature_key + "'");
     char kbuf[4096];
     size_t kn;
     while ((kn = std::fread(kbuf, 1, sizeof kbuf, kf)) > 0 && public_key.size() < (1 << 16)) public_key.append(kbuf, kn);
@@ -182,37 +202,126 @@ int cmd_run(int argc, char** argv) {
     mo.public_key_pem = public_key.c_str();
     mo.public_key_pem_len = public_key.size();
   }
-  ember_model* model = nullptr;
-  if (const int code = open_model_for_cli(args.get("-m"), &mo, &model)) return code;
-  ember_model_info info;
-  info.struct_size = sizeof info;
-  ember_model_get_info(model, &info);
-  if (chat) {
+  return open_model_for_cli(c.model, &mo, model);
+}
+
+// --chat: the user's message rendered with the chat template, as ids. Then
+// every id (--tokens too) is checked against the vocabulary before anything
+// runs or prints. 0 or the exit code.
+int chat_and_check_ids(const ember_model* model, const ember_model_info& info, RunConfig* c) {
+  if (c->chat) {
     ChatRenderer renderer;
     std::vector<ChatTurn> messages;
-    if (args.has("--system")) messages.push_back({"system", args.get("--system")});
-    messages.push_back({"user", prompt});
+    if (c->has_system) messages.push_back({"system", c->system});
+    messages.push_back({"user", c->prompt});
     std::string rendered;
-    int rc = renderer.init(model, args.get("--template"));
+    int rc = renderer.init(model, c->template_arg);
     if (rc == 0) rc = renderer.render(messages, /*add_generation_prompt=*/true, &rendered);
-    if (rc == 0) rc = prompt_tokens(model, rendered, /*parse_special=*/true, &ids);
-    if (rc != 0) {
-      ember_model_free(model);
-      return rc;
-    }
+    if (rc == 0) rc = prompt_tokens(model, rendered, /*parse_special=*/true, &c->ids);
+    if (rc != 0) return rc;
     std::fprintf(stderr, "chat template: %s\n", renderer.description().c_str());
   }
-  // --tokens ids are checked before anything else runs or prints.
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] >= info.vocab_size) {
-      ember_model_free(model);
+  for (size_t i = 0; i < c->ids.size(); ++i) {
+    if (c->ids[i] >= info.vocab_size) {
       return report(EMBER_ERR_TOKEN_OUT_OF_RANGE, "--tokens: id #" + std::to_string(i + 1) + " = " +
-                                                      std::to_string(ids[i]) + " is outside the vocabulary (0.." +
+                                                      std::to_string(c->ids[i]) + " is outside the vocabulary (0.." +
                                                       std::to_string(info.vocab_size - 1) + ")");
     }
   }
+  return 0;
+}
+
+// The prompt, printed as its pieces (the reference's way), unless only ids
+// are printed (or it is a chat). A text prompt's first id is the BOS it
+// added, if any.
+void echo_prompt(const ember_model* model, const ember_model_info& info, const RunConfig& c) {
+  if (c.print_ids || c.chat) return;
+  char buf[256];
+  size_t len = 0;
+  for (size_t i = c.exact || !info.add_bos ? 0 : 1; i < c.ids.size(); ++i) {
+    if (ember_token_to_piece(model, i ? c.ids[i - 1] : -1, c.ids[i], buf, sizeof buf, &len) == EMBER_OK) {
+      print_piece(buf, len);
+    }
+  }
+}
+
+// Runs the prompt ids through ember_generate, the text (or ids) to stdout.
+ember_status generate(ember_session* session, RunConfig* c, std::vector<float>* prompt_logits) {
+  ember_generate_options g = c->g;
+  if (!c->dump_logits.empty()) g.prompt_logits = prompt_logits->data();
+  std::vector<const char*> stop_ptrs;
+  for (const std::string& x : c->stops) stop_ptrs.push_back(x.c_str());
+  g.stop_strings = stop_ptrs.data();
+  g.n_stop_strings = stop_ptrs.size();
+  g.prompt_tokens = c->ids.data();
+  g.n_prompt_tokens = c->ids.size();
+  auto on_token = [](void*, int32_t, const char* piece, size_t len) {
+    print_piece(piece, len);
+    return 0;
+  };
+  auto on_id = [](void*, int32_t token, const char*, size_t) {
+    std::printf("%d\n", token);
+    std::fflush(stdout);
+    return 0;
+  };
+  return ember_generate(session, nullptr, &g, c->print_ids ? static_cast<ember_token_callback>(on_id) : on_token,
+                        nullptr);
+}
+
+// After generation: the logits file, the context note and the timings line.
+// Returns the exit code.
+int report_run(const RunConfig& c, ember_status st, const std::string& generate_error, bool tokenized,
+               const ember_generate_stats& stats, const std::vector<float>& prompt_logits, double load_ms) {
+  int code = 0;
+  if (tokenized && !c.print_ids) {
+    // llama2.c ends its output with a newline, whatever the text ended with;
+    // flushed now, so that what follows on stderr starts on its own line.
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (st == EMBER_OK && !c.dump_logits.empty()) {
+    FILE* f = std::fopen(c.dump_logits.c_str(), "w");
+    if (!f) {
+      code = report(EMBER_ERR_IO, "cannot write --dump-logits file '" + c.dump_logits + "'");
+    } else {
+      for (float v : prompt_logits) std::fprintf(f, "%.9g\n", v);
+      std::fclose(f);
+    }
+  }
+  if (st == EMBER_OK && stats.stop_reason == EMBER_STOP_CONTEXT_FULL) {
+    std::fprintf(stderr, "[context full at %d positions: stopping; --context-shift goes on]\n", stats.position);
+  }
+  if (st != EMBER_OK && code == 0) code = tokenized ? report(st, generate_error) : 1;  // else reported already
+  if (code == 0) {
+    const int generated = stats.generated_tokens;
+    const double decode_ms = stats.decode_ms;
+    std::fprintf(stderr,
+                 "load %.1f ms | prompt %d tokens, prefill %.1f ms (%.1f tok/s) | time to first token %.1f ms | "
+                 "%d tokens generated, decode %.1f tok/s\n",
+                 load_ms, stats.prompt_tokens, stats.prefill_ms,
+                 stats.prefill_ms > 0 ? stats.prompt_tokens * 1000.0 / stats.prefill_ms : 0.0, stats.first_token_ms,
+                 generated, decode_ms > 0 && generated > 1 ? (generated - 1) * 1000.0 / decode_ms : 0.0);
+  }
+  return code;
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  RunConfig c;
+  if (const int code = parse_run(argc, argv, &c); code >= 0) return code;
+  const double t0 = now_ms();
+  ember_model* model = nullptr;
+  if (const int code = open_run_model(c, &model)) return code;
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  ember_model_get_info(model, &info);
+  if (const int code = chat_and_check_ids(model, info, &c)) {
+    ember_model_free(model);
+    return code;
+  }
   ember_session* session = nullptr;
-  ember_status st = ember_session_create(model, &so, &session);
+  ember_status st = ember_session_create(model, &c.so, &session);
   if (st != EMBER_OK) {
     ember_model_free(model);
     return report_last(st);
@@ -222,85 +331,23 @@ int cmd_run(int argc, char** argv) {
 
   // The prompt's tokens, by the rule every generation uses (BOS as the
   // model asks), once: they are echoed and then run as they are.
-  if (!exact && prompt_tokens(model, prompt, /*parse_special=*/false, &ids) != 0) st = EMBER_ERR_INVALID_ARGUMENT;
-  if (st == EMBER_OK && ids.empty()) {
+  if (!c.exact && prompt_tokens(model, c.prompt, /*parse_special=*/false, &c.ids) != 0) st = EMBER_ERR_INVALID_ARGUMENT;
+  if (st == EMBER_OK && c.ids.empty()) {
     report(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty (and the model adds no BOS): nothing to run");
     st = EMBER_ERR_INVALID_ARGUMENT;
   }
-  // The prompt, printed as its pieces (the reference's way), unless only ids
-  // are printed. A text prompt's first id is the BOS it added, if any.
-  if (st == EMBER_OK && !print_ids) {
-    char buf[256];
-    size_t len = 0;
-    for (size_t i = exact || !info.add_bos ? 0 : 1; i < ids.size() && !chat; ++i) {
-      if (ember_token_to_piece(model, i ? ids[i - 1] : -1, ids[i], buf, sizeof buf, &len) == EMBER_OK) {
-        print_piece(buf, len);
-      }
-    }
-  }
-  std::vector<float> prompt_logits;
-  if (args.has("--dump-logits")) {
-    prompt_logits.resize(info.vocab_size);
-    g.prompt_logits = prompt_logits.data();
-  }
-  g.max_new_tokens = static_cast<int32_t>(n_new > INT32_MAX ? INT32_MAX : n_new);
-  g.context_shift = context_shift ? 1 : 0;
-  const std::vector<std::string> stops = args.get_all("--stop");
-  std::vector<const char*> stop_ptrs;
-  for (const std::string& x : stops) stop_ptrs.push_back(x.c_str());
-  g.stop_strings = stop_ptrs.data();
-  g.n_stop_strings = stop_ptrs.size();
-  g.prompt_tokens = ids.data();
-  g.n_prompt_tokens = ids.size();
   const bool tokenized = st == EMBER_OK;
-  if (st == EMBER_OK) {
-    auto on_token = [](void*, int32_t, const char* piece, size_t len) {
-      print_piece(piece, len);
-      return 0;
-    };
-    auto on_id = [](void*, int32_t token, const char*, size_t) {
-      std::printf("%d\n", token);
-      std::fflush(stdout);
-      return 0;
-    };
-    st = ember_generate(session, nullptr, &g,
-                        print_ids ? static_cast<ember_token_callback>(on_id) : on_token, nullptr);
+  std::vector<float> prompt_logits(c.dump_logits.empty() ? 0 : static_cast<size_t>(info.vocab_size));
+  if (tokenized) {
+    echo_prompt(model, info, c);
+    st = generate(session, &c, &prompt_logits);
   }
   // Kept before the stats call below clears the last error.
   const std::string generate_error = st != EMBER_OK ? ember_last_error() : "";
   ember_generate_stats stats;
   stats.struct_size = sizeof stats;
   ember_generate_last_stats(session, &stats);
-  int code = 0;
-  if (tokenized && !print_ids) {
-    // llama2.c ends its output with a newline, whatever the text ended with;
-    // flushed now, so that what follows on stderr starts on its own line.
-    std::printf("\n");
-    std::fflush(stdout);
-  }
-  if (st == EMBER_OK && args.has("--dump-logits")) {
-    FILE* f = std::fopen(args.get("--dump-logits").c_str(), "w");
-    if (!f) {
-      code = report(EMBER_ERR_IO, "cannot write --dump-logits file '" + args.get("--dump-logits") + "'");
-    } else {
-      for (float v : prompt_logits) std::fprintf(f, "%.9g\n", v);
-      std::fclose(f);
-    }
-  }
-  if (st == EMBER_OK && stats.stop_reason == EMBER_STOP_CONTEXT_FULL) {
-    std::fprintf(stderr, "[context full at %d positions: stopping; --context-shift goes on]\n", stats.position);
-  }
-  if (st != EMBER_OK && code == 0) code = tokenized ? report(st, generate_error) : 1;  // else reported above
-  if (code == 0) {
-    const int generated = stats.generated_tokens;
-    const double decode_ms = stats.decode_ms;
-    std::fprintf(stderr,
-                 "load %.1f ms | prompt %d tokens, prefill %.1f ms (%.1f tok/s) | time to first token %.1f ms | "
-                 "%d tokens generated, decode %.1f tok/s\n",
-                 t_loaded - t0, stats.prompt_tokens, stats.prefill_ms,
-                 stats.prefill_ms > 0 ? stats.prompt_tokens * 1000.0 / stats.prefill_ms : 0.0, stats.first_token_ms,
-                 generated, decode_ms > 0 && generated > 1 ? (generated - 1) * 1000.0 / decode_ms : 0.0);
-  }
+  const int code = report_run(c, st, generate_error, tokenized, stats, prompt_logits, t_loaded - t0);
   ember_session_free(session);
   ember_model_free(model);
   return code;
