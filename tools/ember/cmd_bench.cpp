@@ -510,7 +510,7 @@ int cmd_bench(int argc, char** argv) {
   }
 
   if (format == "yaml") {
-    // Exactly the seed's template (docs/decisions.md: hardware, software,
+    // Exactly the seed's template (docs/decisions.md "Deployment decisions": hardware, software,
     // workload, metrics), one document per run.
     for (size_t i = 0; i < runs.size(); ++i) {
       const Run& r = runs[i];
