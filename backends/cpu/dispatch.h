@@ -1,4 +1,4 @@
-// Run-time kernel selection (DESIGN.md principle 5): one table of kernels
+// Run-time kernel selection (ARCHITECTURE.md principle 5): one table of kernels
 // per instruction-set path, and two families chosen independently from the
 // hardware probe (platforms/linux/cpu_features.h): the int8 family
 // (activation quantization and the Q8_0/Q4_0 matmuls) and the float family
