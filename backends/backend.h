@@ -1,4 +1,4 @@
-// The interface every backend implements (DESIGN.md principle 4): the model
+// The interface every backend implements (ARCHITECTURE.md principle 4): the model
 // describes its forward pass once as a Graph (core/graph.h), a list of ops
 // over weights and activations, and a backend prepares it once per session,
 // then executes it each step with only the positions and token ids changing.

@@ -150,7 +150,8 @@ class CpuBackend final : public Backend {
   std::shared_ptr<ThreadPool> pool_;
   // Decode: bytes of its next matmul step's weights each thread warms while
   // it waits (ThreadPool::set_idle_prefetch). 256 KiB measured +3% on the
-  // 0.5b Q4_K_M decode (in-process A/B, docs/decisions.md, session 21).
+  // 0.5b Q4_K_M decode (in-process A/B, docs/decisions.md "Thread pool: per-thread ranges with
+  // stealing, idle prefetch").
   int64_t idle_prefetch_ = int64_t{256} << 10;
   const Graph* graph_ = nullptr;
   std::vector<float*> acts_;       // into the arena (lifetime: the session)

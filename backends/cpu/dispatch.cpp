@@ -222,7 +222,7 @@ Result<bool> cpu_choose_amx(const CpuFeatures& f, CpuIsa int8, const char* value
 #endif
   // Off unless asked for: on the one AMX host measured so far (session 14,
   // a 2-vCPU Sapphire Rapids VM) the tile gemm was 0.9-1.2x the VNNI one
-  // (docs/decisions.md, "Session 14"), so it is not the default yet.
+  // (docs/decisions.md, "AMX prefill: built, off by default"), so it is not the default yet.
   if (value == nullptr || value[0] == '\0') return false;
   if (std::strcmp(value, "0") == 0) return false;
   if (std::strcmp(value, "1") == 0) {

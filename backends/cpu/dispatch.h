@@ -1,4 +1,4 @@
-// Run-time kernel selection (DESIGN.md principle 5): one table of kernels
+// Run-time kernel selection (ARCHITECTURE.md principle 5): one table of kernels
 // per instruction-set path, and two families chosen independently from the
 // hardware probe (platforms/linux/cpu_features.h): the int8 family
 // (activation quantization and the Q8_0/Q4_0 matmuls) and the float family
@@ -113,7 +113,7 @@ Result<CpuFamilies> cpu_choose_families(const CpuFeatures& f, const char* isa);
 // Whether the int8 family `int8` runs its AMX prefill kernels, as a pure
 // function of a CPU's features and an EMBER_AMX value (null or "": none).
 // Without one, or "0": no (not yet faster where measured: docs/decisions.md,
-// "Session 14"). "1": yes where the family is avx512 and the CPU has
+// "AMX prefill: built, off by default"). "1": yes where the family is avx512 and the CPU has
 // AMX-INT8 granted (CpuFeatures::amx_int8); no for another family (it has
 // no AMX kernels); EMBER_ERR_UNSUPPORTED on a CPU without it. Anything
 // else: EMBER_ERR_INVALID_ARGUMENT naming the value.

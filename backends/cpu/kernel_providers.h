@@ -59,7 +59,8 @@ struct CpuProviders {
 
 // The shipped table: the families XNNPACK runs under auto on this float
 // path, where it measured faster than ember's kernel (tools/dev/
-// xnnpack_gemm_probe.cpp; the numbers are in docs/decisions.md).
+// xnnpack_gemm_probe.cpp; the numbers are in docs/decisions.md "XNNPACK: operators created once,
+// measured again").
 CpuProviders cpu_auto_providers(CpuIsa float_isa);
 // The providers for a choice, as a pure function: ember everywhere;
 // XNNPACK everywhere (EMBER_ERR_UNSUPPORTED with `why_not` when it is not

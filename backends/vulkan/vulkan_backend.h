@@ -1,4 +1,4 @@
-// The Vulkan compute backend (DESIGN.md principle 4, issue 6): the whole
+// The Vulkan compute backend (ARCHITECTURE.md principle 4, issue 6): the whole
 // forward step runs on one Vulkan device, recorded into one command buffer
 // and submitted once; only the logits come back to the host.
 //

@@ -1,4 +1,4 @@
-// The hardware probe (DESIGN.md principle 5): what this CPU can execute, how
+// The hardware probe (ARCHITECTURE.md principle 5): what this CPU can execute, how
 // many cores and how much RAM it has. Probed once, on first use; read-only
 // afterwards.
 // Kernels never test features themselves: backends/cpu/dispatch.cpp reads

@@ -18,7 +18,8 @@ namespace {
 // 2 MiB pages: decode streams every weight once per token, and
 // on the session-21 host the 0.5b Q4_K_M mixture decoded 1.3x faster from
 // 2 MiB mappings than from 4 KiB ones of the same cached file
-// (docs/decisions.md). Pages cached earlier in small folios stay small.
+// (docs/decisions.md "Model files are mapped at a 2 MiB boundary"). Pages
+// cached earlier in small folios stay small.
 constexpr size_t kHugePage = size_t{2} << 20;
 
 // The file mapped read-only at a 2 MiB-aligned address (a reserved span,

@@ -1,5 +1,5 @@
 // Read-only file mapping: the one place the runtime touches mmap. The core
-// sees only this small interface (DESIGN.md: no OS headers in the core).
+// sees only this small interface (ARCHITECTURE.md "Conventions": no OS headers in the core).
 #pragma once
 
 #include <cstddef>

@@ -165,7 +165,7 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // Quantizes n floats (n a multiple of dtype_block_elements(t)) into type t.
 // A reference quantizer, not a fast one: each (sub-)block's scale (and min)
 // is chosen among a few candidates by least squares; docs/decisions.md
-// ("Weight types beyond Q8_0/Q4_0") says what each type does.
+// ("Weight types: GGUF's blocks, bit for bit") says what each type does.
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
 
 }  // namespace ember

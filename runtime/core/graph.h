@@ -1,4 +1,5 @@
-// The graph description (DESIGN.md "Execution"): the model emits its forward
+// The graph description (ARCHITECTURE.md "Execution: a graph, prepared
+// once"): the model emits its forward
 // pass once per session as a list of ops over weights (in the mapped file),
 // KV caches and activations; the memory plan gives every activation an
 // offset; a backend prepares the list once and executes it each step.

@@ -1,6 +1,6 @@
 // A verified, memory-mapped .ember file. Nothing in it is used before every
 // check in verify_model() has passed: framing, the FlatBuffers verifier with
-// explicit limits, then the semantic rules (DESIGN.md principle 2), then the
+// explicit limits, then the semantic rules (ARCHITECTURE.md principle 2), then the
 // integrity policy (none, the data segment's SHA-256, or an ECDSA P-256
 // signature in the trailer).
 //

@@ -1,4 +1,4 @@
-// The memory plan (DESIGN.md principle 1): for a model and a session shape,
+// The memory plan (ARCHITECTURE.md principle 1): for a model and a session shape,
 // every byte the session will use, computed before anything is allocated.
 // The session's arena is exactly arena_bytes; the backend is handed the
 // offsets computed here.

@@ -1,4 +1,4 @@
-// The llama-family forward pass, written once (DESIGN.md principle 4):
+// The llama-family forward pass, written once (ARCHITECTURE.md principle 4):
 // binds the file's tensors and emits the Graph every backend executes.
 #pragma once
 

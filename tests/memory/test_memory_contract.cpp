@@ -1,4 +1,4 @@
-// The memory contract (DESIGN.md principle 1): the plan is exact, the session
+// The memory contract (ARCHITECTURE.md principle 1): the plan is exact, the session
 // lives in one arena of that size, budgets are enforced with useful errors,
 // decode allocates nothing, a full context changes nothing.
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // A developer measurement, not a test and not part of `ember`: one GGUF
 // type's int8 matmul kernels in the Row-major and Rows16 layouts, side by
-// side on one thread (docs/decisions.md: the rows16 layout is the writers'
+// side on one thread (docs/decisions.md "K-quant rows16 layout": the rows16 layout is the writers'
 // default for a type only where its gemv and gemm are not slower).
 //
 //   ember_rows16_probe [--type iq4_xs] [--rows 1024] [--cols 2048]

@@ -1,6 +1,6 @@
 // `ember bench -m M [-p 64,512] [-n 128] [-r 5] [--threads T] [--backend B]
 // [--json]`: prefill and decode speed with everything that produced the
-// numbers (DESIGN.md principle 6), in the shape of the reproducible
+// numbers (ARCHITECTURE.md principle 6), in the shape of the reproducible
 // benchmark template users ask for: hardware, software, workload, metrics.
 //
 // Per input length p, one repetition is: reset the session, prefill p
@@ -510,7 +510,7 @@ int cmd_bench(int argc, char** argv) {
   }
 
   if (format == "yaml") {
-    // Exactly the seed's template (docs/decisions.md: hardware, software,
+    // Exactly the seed's template (docs/decisions.md "Deployment decisions": hardware, software,
     // workload, metrics), one document per run.
     for (size_t i = 0; i < runs.size(); ++i) {
       const Run& r = runs[i];

@@ -14,7 +14,7 @@
 # program loads its weights cold, as after a reboot: how the kernel caches
 # and maps a file (4 KiB or 2 MiB folios) otherwise depends on how it was
 # last read, and it moved decode by up to a third (docs/decisions.md,
-# session 21).
+# "Comparing with llama.cpp and ik_llama.cpp"; docs/diary/session-21.md).
 #
 # It never fetches or builds the peers: pass the llama-bench programs you
 # built, e.g.

@@ -50,7 +50,7 @@ inline void prefetch_ahead(const uint8_t* tile, int64_t bytes) {
   // tile size. (A 16-row tile of a 32-element block type is 352 to 544
   // bytes and starts on 32 bytes; a prefetch every 64 bytes from its start
   // asked for one line in 12-17 twice, and the 0.5b Q4_K_M mixture, mostly
-  // Q5_0 and Q8_0, decoded 8% slower: docs/decisions.md, session 21.)
+  // Q5_0 and Q8_0, decoded 8% slower: docs/decisions.md "The decode prefetch".)
   const uintptr_t at = reinterpret_cast<uintptr_t>(tile) + ahead;
   for (uintptr_t l = (at + 63) & ~uintptr_t{63}; l < at + bytes; l += 64) {
     __builtin_prefetch(reinterpret_cast<const void*>(l), 0, 3);

@@ -2,9 +2,10 @@
 // share: the tokens' tile ladder and the activation words. A vpdpbusd takes one
 // token's 4 activation bytes broadcast to every lane. A broadcast load per
 // vpdpbusd bound the gemm loops on Zen 5 (two 512-bit loads per cycle, a
-// zmm broadcast from memory counting as one; docs/decisions.md "Session
-// 17"), so gemm tiles load 16 bytes once (block16) and pick each of their
-// four words with one vpshufd (word_of). The same words as a broadcast
+// zmm broadcast from memory counting as one; docs/decisions.md "AVX-512
+// rows16 gemm: tiles, activation words and int8 panels"), so gemm tiles
+// load 16 bytes once (block16) and pick each of their four words with one
+// vpshufd (word_of). The same words as a broadcast
 // load's, so the same sums, bit for bit. Include only from files compiled
 // for AVX-512; include inside nothing: it opens ember's anonymous namespace.
 #pragma once

@@ -13,7 +13,8 @@
 // super-block's sum; per super-block the mins/offsets are one vpmaddwd of
 // 16 int16 multipliers by the token's 16 sum16 (lane s = sub-block s), one
 // FMA by the 8 activation scales, and the super-block sum is scaled by d
-// (and the mins by dmin) with one FMA each. See docs/decisions.md.
+// (and the mins by dmin) with one FMA each. See docs/decisions.md "K-quant
+// kernels on AVX2 / AVX-512".
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>

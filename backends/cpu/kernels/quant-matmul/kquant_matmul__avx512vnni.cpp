@@ -9,7 +9,8 @@
 // and vpmaddwd applies it for free where vpdpbusd would need a multiply.
 // Per super-block the mins/offsets: one vpmaddwd of 16 int16 multipliers by
 // the token's 16 sum16, one FMA by the 8 activation scales; the super-block
-// sum is scaled by d (the mins by dmin) with one FMA. See docs/decisions.md.
+// sum is scaled by d (the mins by dmin) with one FMA. See docs/decisions.md
+// "K-quant kernels on AVX2 / AVX-512".
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>

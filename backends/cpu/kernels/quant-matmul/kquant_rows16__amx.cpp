@@ -4,7 +4,8 @@
 // is bit for bit what the VNNI gemv and gemm give (the kernels suite checks
 // it). dispatch.cpp puts these in the avx512vnni table when EMBER_AMX=1
 // asks, the CPU has AMX-INT8 and the kernel lets the process use it
-// (cpu_choose_amx; not the default: docs/decisions.md, "Session 14").
+// (cpu_choose_amx; not the default: docs/decisions.md, "AMX prefill: built,
+// off by default").
 //
 // A 64-byte chunk of a Rows16 tile is 16 rows x 4 consecutive quants: one
 // row of an AMX B tile in its 4-byte interleaved form. A sub-block (32

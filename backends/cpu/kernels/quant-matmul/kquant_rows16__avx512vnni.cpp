@@ -177,7 +177,8 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
       // Gemm of the unrolled types: the words by word_of, u0's alone in
       // 8-token tiles (both would spill).
       // Premul (Q2_K/Q3_K gemm over unpacked quants) the same way: its
-      // rolled loop's broadcast loads bound it (docs/decisions.md "Session 18").
+      // rolled loop's broadcast loads bound it (docs/decisions.md "AVX-512 rows16 gemm: tiles,
+      // activation words and int8 panels").
       constexpr bool kUnroll = unroll_chunks<W>() || Premul;
       constexpr bool kShuffle = kUnroll && T > 1;
       constexpr bool kShuffle1 = kShuffle && T <= 4;
@@ -274,7 +275,7 @@ __attribute__((always_inline)) inline void superblock(const __m512* sc, const __
 // sub-block): superblock()'s pair at a time holds four chains per token,
 // whose words did not fit the registers and were broadcast from memory,
 // which bound the loop on Zen 5's two load ports (docs/decisions.md
-// "Session 18").
+// "AVX-512 rows16 gemm: tiles, activation words and int8 panels").
 template <class W, int T, class Quants>
 __attribute__((always_inline)) inline void superblock_per16(const __m512* sc, const int8_t* s8, int64_t sb,
                                                             const Acts<T>& x, const Quants& quants, __m512* acc) {
