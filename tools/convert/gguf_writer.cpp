@@ -148,11 +148,10 @@ Result<std::vector<TensorSource>> fuse_phi3(const ModelSpec& spec, std::vector<s
   return out;
 }
 
-}  // namespace
 
-Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options) {
-  const HParams& hp = spec.hparams;
-  const Vocab& v = spec.vocab;
+// What llama.cpp's loader would read differently from ember's description:
+// refused before anything is written.
+Status check_writable(const HParams& hp, const Vocab& v, const std::string& path) {
   // llama.cpp's rotation is fixed per architecture: adjacent pairs for
   // llama, halves (NEOX) for the others.
   const RopeStyle arch_rope = model_arch_rope_style(hp.arch);
@@ -182,15 +181,12 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   if (v.kind == TokenizerKind::BytePairBPE && v.merges.empty()) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': a byte-level BPE vocabulary without merges", path.c_str());
   }
-  // phi3's GGUF tensors are fused: Q/K/V in attn_qkv, gate and up in
-  // ffn_up (gate first), as llama.cpp's phi3 graph reads them.
-  std::vector<std::vector<uint8_t>> fused_bytes;
-  std::vector<TensorSource> fused;
-  if (hp.arch == ModelArch::Phi3) {
-    EMBER_ASSIGN_OR_RETURN(fused, fuse_phi3(spec, &fused_bytes));
-  }
-  const std::vector<TensorSource>& tensors = hp.arch == ModelArch::Phi3 ? fused : spec.tensors;
-  // The type most matrix bytes have: llama.cpp's general.file_type.
+  return Status::ok();
+}
+
+// The type most matrix bytes have: llama.cpp's general.file_type. Every
+// tensor must be 1-D or 2-D.
+Result<DType> main_type_of(const std::vector<TensorSource>& tensors) {
   uint64_t bytes_by_type[kDTypeCount] = {};
   for (const auto& t : tensors) {
     if (t.shape.size() != 1 && t.shape.size() != 2) {
@@ -203,12 +199,12 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   for (int i = 1; i < kDTypeCount; ++i) {
     if (bytes_by_type[i] > bytes_by_type[main_type]) main_type = i;
   }
+  return static_cast<DType>(main_type);
+}
 
-  Out kv;
-  const std::string a = model_arch_name(hp.arch);
-  kv.kv_str("general.architecture", a.c_str());
-  if (!options.name.empty()) kv.kv_str("general.name", options.name);
-  kv.kv_u32("general.file_type", llama_file_type(static_cast<DType>(main_type)));
+// The architecture's keys (a: its GGUF name).
+void hparams_kv(const HParams& hp, const std::string& a, Out* out) {
+  Out& kv = *out;
   kv.kv_u32((a + ".vocab_size").c_str(), hp.vocab_size);
   kv.kv_u32((a + ".context_length").c_str(), hp.max_seq_len);
   kv.kv_u32((a + ".embedding_length").c_str(), hp.dim);
@@ -241,6 +237,11 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
     kv.kv_str((a + ".rope.scaling.type").c_str(), "linear");
     kv.kv_f32((a + ".rope.scaling.factor").c_str(), hp.rope_scale_global);
   }
+}
+
+// The tokenizer's keys.
+void vocab_kv(const Vocab& v, Out* out) {
+  Out& kv = *out;
   kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama"
                                     : v.pre == "gemma4"                      ? "gemma4"
                                                                              : "gpt2");
@@ -262,6 +263,59 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   kv.kv_bool("tokenizer.ggml.add_bos_token", v.add_bos);
   kv.kv_bool("tokenizer.ggml.add_eos_token", v.add_eos);
   kv.kv_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+}
+
+// Header, then each tensor at its offset, streamed to a temporary file
+// renamed into place: a failed write never leaves a half-written model, and
+// large models are not copied in memory.
+Status write_file(const std::string& path, const Out& head, const std::vector<TensorSource>& tensors,
+                  const std::vector<uint64_t>& offsets, uint64_t data_size) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return Status::error(EMBER_ERR_IO, "cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
+  bool ok = std::fwrite(head.bytes.data(), 1, head.bytes.size(), f) == head.bytes.size();
+  static const uint8_t kZeros[kGgufAlignment] = {};
+  uint64_t at = 0;
+  for (size_t i = 0; ok && i < tensors.size(); ++i) {
+    const TensorSource& t = tensors[i];
+    if (offsets[i] > at) ok = std::fwrite(kZeros, 1, offsets[i] - at, f) == offsets[i] - at;
+    if (ok && t.size) ok = std::fwrite(t.data, 1, t.size, f) == t.size;
+    at = offsets[i] + t.size;
+  }
+  ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  const int err = errno;
+  std::fclose(f);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::error(EMBER_ERR_IO, "cannot write '%s' (%llu bytes): %s", path.c_str(),
+                         static_cast<unsigned long long>(head.bytes.size() + data_size), std::strerror(err));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options) {
+  const HParams& hp = spec.hparams;
+  const Vocab& v = spec.vocab;
+  EMBER_TRY(check_writable(hp, v, path));
+  // phi3's GGUF tensors are fused: Q/K/V in attn_qkv, gate and up in
+  // ffn_up (gate first), as llama.cpp's phi3 graph reads them.
+  std::vector<std::vector<uint8_t>> fused_bytes;
+  std::vector<TensorSource> fused;
+  if (hp.arch == ModelArch::Phi3) {
+    EMBER_ASSIGN_OR_RETURN(fused, fuse_phi3(spec, &fused_bytes));
+  }
+  const std::vector<TensorSource>& tensors = hp.arch == ModelArch::Phi3 ? fused : spec.tensors;
+  EMBER_ASSIGN_OR_RETURN(const DType main_type, main_type_of(tensors));
+
+  Out kv;
+  const std::string a = model_arch_name(hp.arch);
+  kv.kv_str("general.architecture", a.c_str());
+  if (!options.name.empty()) kv.kv_str("general.name", options.name);
+  kv.kv_u32("general.file_type", llama_file_type(main_type));
+  hparams_kv(hp, a, &kv);
+  vocab_kv(v, &kv);
   for (const auto& [k, x] : options.extra_u32) kv.kv_u32(k.c_str(), x);
   for (const auto& [k, x] : options.extra_f32) kv.kv_f32(k.c_str(), x);
   for (const auto& [k, x] : options.extra_str) kv.kv_str(k.c_str(), x.c_str());
@@ -285,30 +339,7 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
     head.u64(offsets[i]);
   }
   head.bytes.resize(align_up(head.bytes.size(), kGgufAlignment), 0);
-
-  // Streamed to a temporary file renamed into place: a failed write never
-  // leaves a half-written model, and large models are not copied in memory.
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::error(EMBER_ERR_IO, "cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
-  bool ok = std::fwrite(head.bytes.data(), 1, head.bytes.size(), f) == head.bytes.size();
-  static const uint8_t kZeros[kGgufAlignment] = {};
-  uint64_t at = 0;
-  for (size_t i = 0; ok && i < tensors.size(); ++i) {
-    const TensorSource& t = tensors[i];
-    if (offsets[i] > at) ok = std::fwrite(kZeros, 1, offsets[i] - at, f) == offsets[i] - at;
-    if (ok && t.size) ok = std::fwrite(t.data, 1, t.size, f) == t.size;
-    at = offsets[i] + t.size;
-  }
-  ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  const int err = errno;
-  std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::error(EMBER_ERR_IO, "cannot write '%s' (%llu bytes): %s", path.c_str(),
-                         static_cast<unsigned long long>(head.bytes.size() + data_size), std::strerror(err));
-  }
-  return Status::ok();
+  return write_file(path, head, tensors, offsets, data_size);
 }
 
 }  // namespace ember
