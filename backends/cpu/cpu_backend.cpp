@@ -121,14 +121,14 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
   }
 }
 
-int cpu_threads(const BackendOptions& options) {
+int cpu_threads(const CpuOptions& options) {
   if (options.thread_pool) return thread_pool_threads(*options.thread_pool);
   const int n = options.n_threads > 0 ? options.n_threads : cpu_features().physical_cores;
   return n < 1 ? 1 : n;
 }
 
 uint64_t cpu_scratch_bytes(const Graph& graph, const BackendOptions& options) {
-  return static_cast<uint64_t>(scratch_sizes(graph, cpu_threads(options)).total) * sizeof(float);
+  return static_cast<uint64_t>(scratch_sizes(graph, cpu_threads(options.cpu)).total) * sizeof(float);
 }
 
 DeviceInfo cpu_probe() {
@@ -182,7 +182,7 @@ Status cpu_supports(const Graph& graph) {
   return Status::ok();
 }
 
-CpuBackend::CpuBackend(const BackendOptions& options)
+CpuBackend::CpuBackend(const CpuOptions& options)
     : options_(options), selected_(cpu_select_families()), pool_(options.thread_pool) {
   n_threads_ = cpu_threads(options);
   if (selected_.is_ok()) {

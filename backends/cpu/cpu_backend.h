@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "backends/cpu/cpu_attention.h"
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/kernel_providers.h"
@@ -18,14 +18,14 @@
 
 namespace ember {
 
-// The cpu registry entry's queries (backend.h BackendEntry), none of which
-// makes a backend: the host (model name, physical RAM); what it runs; the
-// scratch for options.n_threads threads (0: the physical cores).
+// The cpu registry entry's queries (backend/backend.h BackendEntry), none of
+// which makes a backend: the host (model name, physical RAM); what it runs;
+// the scratch for options.cpu.n_threads threads (0: the physical cores).
 DeviceInfo cpu_probe();
 Status cpu_supports(const Graph& graph);
 uint64_t cpu_scratch_bytes(const Graph& graph, const BackendOptions& options);
 // The threads a backend made with `options` runs on.
-int cpu_threads(const BackendOptions& options);
+int cpu_threads(const CpuOptions& options);
 
 // Which kernels run a matmul over a weight of this dtype and layout: the
 // int8 family (activations quantized to Q8), the float family (F32, F16,
@@ -94,7 +94,7 @@ struct CpuStep {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const BackendOptions& options);
+  explicit CpuBackend(const CpuOptions& options);
   ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
   Status prepare(const Graph& graph, const ArenaLayout& plan, uint8_t* arena) override;
@@ -140,7 +140,7 @@ class CpuBackend final : public Backend {
   Status prepare_providers(const Graph& graph);
   void attach_providers(CpuMatmul& mm, int32_t weight) const;
 
-  BackendOptions options_;
+  CpuOptions options_;
   int n_threads_ = 1;
   Result<CpuFamilies> selected_;  // from EMBER_ISA or the probe
   uint64_t decode_prefetch_ = 0;  // cpu_select_decode_prefetch()'s, for describe()

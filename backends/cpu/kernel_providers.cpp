@@ -146,7 +146,7 @@ uint64_t cpu_resident_weight_bytes(const Graph& graph, const BackendOptions& opt
   Result<CpuProviders> p = cpu_select_providers(fam.value().fp);
   if (!p.is_ok()) return 0;  // the session's prepare fails with the reason
   const std::vector<bool> use = cpu_xnnpack_weights(graph, p.value());
-  const int threads = cpu_threads(options);
+  const int threads = cpu_threads(options.cpu);
   uint64_t total = 0;
   for (size_t i = 0; i < use.size(); ++i) {
     if (!use[i]) continue;

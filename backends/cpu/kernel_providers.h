@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "backends/cpu/dispatch.h"
 #include "core/graph.h"
 #include "core/status.h"

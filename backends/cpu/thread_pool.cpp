@@ -1,6 +1,6 @@
 #include "backends/cpu/thread_pool.h"
 
-#include "backends/backend.h"
+#include "backend/backend_options.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "backends/vulkan/device.h"
 
 namespace ember::vk {

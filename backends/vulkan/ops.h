@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "backends/vulkan/memory.h"
 #include "backends/vulkan/pipelines.h"
 

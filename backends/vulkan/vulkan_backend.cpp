@@ -80,7 +80,7 @@ Result<Sizes> device_sizes(const Graph& g) {
 
 }  // namespace
 
-Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(const BackendOptions& options, const VulkanOptions& vo) {
+Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(const VulkanOptions& vo) {
   vk::DeviceOptions dopt;
   dopt.allow_cpu = vo.allow_cpu;
   auto backend = std::unique_ptr<VulkanBackend>(new VulkanBackend());

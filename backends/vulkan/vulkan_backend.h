@@ -25,26 +25,15 @@
 #include <memory>
 #include <string>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 
 namespace ember {
 
-struct VulkanOptions {
-  // Accept a CPU Vulkan device (Mesa lavapipe): for tests and CI. Also
-  // enabled by EMBER_VULKAN_ALLOW_CPU=1 in the environment.
-  bool allow_cpu = false;
-  // Use the portable shaders (shared-memory reductions, Vulkan 1.0) even
-  // where the device has subgroup arithmetic. Also forced by
-  // EMBER_VULKAN_PORTABLE=1 in the environment.
-  bool portable_shaders = false;
-  // The pipeline cache on disk (pipeline_cache.h): off when false or when
-  // EMBER_VULKAN_PIPELINE_CACHE=0; `pipeline_cache_dir` empty means
-  // $XDG_CACHE_HOME/ember or ~/.cache/ember.
-  bool pipeline_cache = true;
-  std::string pipeline_cache_dir;
-};
+// The backend's options (VulkanOptions: the pipeline cache, a CPU device
+// allowed, the portable shaders) are its own struct in
+// backend/backend_options.h, BackendOptions::vulkan.
 
-// The vulkan registry entry's queries (backend.h BackendEntry), none of
+// The vulkan registry entry's queries (backend/backend.h BackendEntry), none of
 // which opens a device: the device create() would open (from the process's
 // cached enumeration, vk::probe_devices; a CPU device such as lavapipe is
 // reported with type cpu, available only with EMBER_VULKAN_ALLOW_CPU=1);
@@ -61,7 +50,7 @@ class VulkanBackend final : public Backend {
   // Loads Vulkan and opens the best device. EMBER_ERR_UNSUPPORTED when no
   // loader, no device or no capable device exists (the message says why);
   // the caller then uses the CPU backend.
-  static Result<std::unique_ptr<VulkanBackend>> create(const BackendOptions& options, const VulkanOptions& vk);
+  static Result<std::unique_ptr<VulkanBackend>> create(const VulkanOptions& options);
   ~VulkanBackend() override;
 
   const char* name() const override { return "vulkan"; }

@@ -49,13 +49,14 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
   so->max_batch = o.max_batch;
   so->n_seqs = o.n_seqs;
   so->sliding_window_full = o.sliding_window_full != 0;
-  so->n_threads = o.n_threads;
+  so->backend_options.cpu.n_threads = o.n_threads;
   so->arena = o.arena;
   so->arena_size = o.arena_size;
   so->max_bytes = o.max_bytes;
-  if (o.thread_pool) so->thread_pool = o.thread_pool->pool;
+  if (o.thread_pool) so->backend_options.cpu.thread_pool = o.thread_pool->pool;
   // NULL: the default folder; "": no cache on disk.
-  so->vulkan_pipeline_cache = !(o.vulkan_pipeline_cache_dir && o.vulkan_pipeline_cache_dir[0] == '\0');
+  VulkanOptions& vulkan = so->backend_options.vulkan;
+  vulkan.pipeline_cache = !(o.vulkan_pipeline_cache_dir && o.vulkan_pipeline_cache_dir[0] == '\0');
   if (o.vulkan_pipeline_cache_dir) {
     constexpr size_t kMaxPath = 4096;
     const size_t len = strnlen(o.vulkan_pipeline_cache_dir, kMaxPath + 1);
@@ -64,7 +65,7 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
                                    kMaxPath));
       return false;
     }
-    so->vulkan_pipeline_cache_dir.assign(o.vulkan_pipeline_cache_dir, len);
+    vulkan.pipeline_cache_dir.assign(o.vulkan_pipeline_cache_dir, len);
   }
   if (so->arena && so->arena_size == 0) {
     set_last_error(Status::error(EMBER_ERR_INVALID_ARGUMENT, "arena is set but arena_size is 0"));

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "core/arena_layout.h"
 #include "core/graph.h"
 #include "core/status.h"

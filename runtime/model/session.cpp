@@ -56,8 +56,9 @@ Status check_options(const HParams& hp, const SessionOptions& o) {
   if (o.max_batch <= 0 || o.max_batch > 65536) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_batch = %d: must be in 1..65536", o.max_batch);
   }
-  if (o.n_threads < 0 || o.n_threads > 1024) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_threads = %d: must be in 0..1024", o.n_threads);
+  if (o.backend_options.cpu.n_threads < 0 || o.backend_options.cpu.n_threads > 1024) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_threads = %d: must be in 0..1024",
+                         o.backend_options.cpu.n_threads);
   }
   for (KvType t : {o.kv_type_k, o.kv_type_v}) {
     if (static_cast<uint8_t>(t) > static_cast<uint8_t>(KvType::Q8_0)) {
@@ -72,36 +73,27 @@ Status check_options(const HParams& hp, const SessionOptions& o) {
   return Status::ok();
 }
 
-BackendOptions backend_options(const SessionOptions& options) {
-  BackendOptions bo;
-  bo.n_threads = options.n_threads;
-  if (options.thread_pool) {
-    bo.thread_pool = options.thread_pool;
-    bo.n_threads = thread_pool_threads(*options.thread_pool);
-  }
-  bo.vulkan_pipeline_cache = options.vulkan_pipeline_cache;
-  bo.vulkan_pipeline_cache_dir = options.vulkan_pipeline_cache_dir;
-  return bo;
-}
-
 // The entry that runs the session: the one asked for, or auto's choice from
 // every entry's probe and planning queries. Opens no device.
 Result<const BackendEntry*> choose_entry(const Graph& graph, const SessionOptions& options, const BackendOptions& bo,
                                          std::string* auto_note) {
+  // What the entry says it runs, then the graph's details (supports).
+  auto runs = [&graph](const BackendEntry& e) {
+    Status st = check_capabilities(e, graph);
+    return st.is_ok() ? e.supports(graph) : st;
+  };
   if (options.backend) {
     const BackendEntry* e = find_backend(*options.backend);
     if (!e) {
       return Status::error(EMBER_ERR_UNSUPPORTED, "the %s backend is not built into this library",
-                           *options.backend == BackendKind::Vulkan ? "vulkan" : "requested");
+                           backend_kind_name(*options.backend));
     }
-    if (e->kind != BackendKind::Cpu) {
-      const DeviceInfo d = e->probe();
-      if (!d.available) {
-        if (d.name.empty()) return Status::error(EMBER_ERR_UNSUPPORTED, "%s", d.reason.c_str());
-        return Status::error(EMBER_ERR_UNSUPPORTED, "%s: %s: %s", e->name, d.name.c_str(), d.reason.c_str());
-      }
+    const DeviceInfo d = e->probe();
+    if (!d.available) {
+      if (d.name.empty()) return Status::error(EMBER_ERR_UNSUPPORTED, "%s", d.reason.c_str());
+      return Status::error(EMBER_ERR_UNSUPPORTED, "%s: %s: %s", e->name, d.name.c_str(), d.reason.c_str());
     }
-    EMBER_TRY(e->supports(graph));
+    EMBER_TRY(runs(*e));
     return e;
   }
   std::vector<AutoCandidate> candidates;
@@ -109,19 +101,19 @@ Result<const BackendEntry*> choose_entry(const Graph& graph, const SessionOption
     AutoCandidate c;
     c.kind = e.kind;
     c.name = e.name;
-    if (e.kind != BackendKind::Cpu) {
-      c.device = e.probe();
-      c.supported = e.supports(graph);
-      c.device_bytes = e.device_bytes(graph, bo);
-    }
+    c.device = e.probe();
+    c.supported = runs(e);
+    c.device_bytes = e.device_bytes(graph, bo);
     candidates.push_back(std::move(c));
   }
   AutoChoice choice = choose_auto(candidates);
   *auto_note = choice.note;
-  const BackendEntry* e = find_backend(choice.kind);
-  if (!e) return Status::error(EMBER_ERR_INTERNAL, "auto chose a backend that is not built");
-  if (e->kind == BackendKind::Cpu) EMBER_TRY(e->supports(graph));
-  return e;
+  for (const AutoCandidate& c : candidates) {
+    if (c.kind != choice.kind) continue;
+    EMBER_TRY(c.supported);
+    return find_backend(c.kind);
+  }
+  return Status::error(EMBER_ERR_INTERNAL, "auto chose a backend that is not built");
 }
 
 }  // namespace
@@ -133,11 +125,11 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   const int32_t max_batch = std::min(options.max_batch, context);
   EMBER_ASSIGN_OR_RETURN(*graph, build_llama_graph(model.file().contents(), context, max_batch, options.kv_type_k,
                                                    options.kv_type_v, options.n_seqs));
-  const BackendOptions bo = backend_options(options);
+  const BackendOptions& bo = options.backend_options;
   std::string auto_note;
   EMBER_ASSIGN_OR_RETURN(const BackendEntry* entry, choose_entry(*graph, options, bo, &auto_note));
-  // Sliding-window layers as rings where the backend runs them (the cpu).
-  if (entry->kind == BackendKind::Cpu && !options.sliding_window_full) set_sliding_kv_rings(graph);
+  // Sliding-window layers as rings where the backend runs them.
+  if (entry->caps.sliding_window_rings && !options.sliding_window_full) set_sliding_kv_rings(graph);
 
   SessionPlan plan;
   plan.context = context;
@@ -240,7 +232,7 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
     session->step_item_ = ints(rl.step_item);
   }
   // The executor, made only now: planning opened no device.
-  Result<std::unique_ptr<Backend>> made = create_backend(plan.backend, backend_options(options));
+  Result<std::unique_ptr<Backend>> made = create_backend(plan.backend, options.backend_options);
   Status prepared = made.status();
   if (made.is_ok()) {
     session->backend_ = std::move(made).value();
@@ -255,7 +247,8 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
     cpu.backend = BackendKind::Cpu;
     auto fallback = Session::create(model, cpu);
     if (fallback.is_ok()) {
-      fallback.value()->plan_.backend_description += " [auto: vulkan refused (" + prepared.message() + ")]";
+      fallback.value()->plan_.backend_description +=
+          std::string(" [auto: ") + backend_kind_name(plan.backend) + " refused (" + prepared.message() + ")]";
     }
     return fallback;
   }

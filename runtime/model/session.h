@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "core/kv_type.h"
+#include "core/status.h"
 #include "memory/plan.h"
 #include "model/model.h"
 #include "security/sha256.h"
@@ -32,22 +32,19 @@ struct SessionOptions {
   // cpu) saves memory; it cannot remove or copy positions whose window
   // reaches past the ring (EMBER_ERR_UNSUPPORTED says so).
   bool sliding_window_full = false;
-  int32_t n_threads = 0;
   KvType kv_type_k = KvType::F32;
   KvType kv_type_v = KvType::F32;
-  // What runs the session; empty: `auto` (backend.h choose_auto: a GPU the
-  // model fits, else the cpu).
+  // What runs the session; empty: `auto` (backend/backend.h choose_auto: a
+  // GPU the model fits, else the cpu).
   std::optional<BackendKind> backend = BackendKind::Cpu;
   void* arena = nullptr;       // caller-owned arena, or null
   uint64_t arena_size = 0;
   uint64_t max_bytes = 0;      // cap on private_bytes; 0 = none
-  // The Vulkan pipeline cache on disk: off when false; an empty folder
-  // means the default one (backends/vulkan/pipeline_cache.h).
-  bool vulkan_pipeline_cache = true;
-  std::string vulkan_pipeline_cache_dir;
-  // The CPU backend runs on this host pool when set (n_threads is then its
-  // size); sessions sharing it take turns, a step at a time.
-  std::shared_ptr<ThreadPool> thread_pool;
+  // Each backend's own options (backend/backend_options.h): the cpu's
+  // threads (n_threads 0: the physical cores; 0..1024) or a host pool, the
+  // vulkan backend's pipeline cache. Only the backend that runs the session
+  // reads its struct.
+  BackendOptions backend_options;
 };
 
 // Everything a session will use, before it exists.

@@ -1,13 +1,14 @@
-// The backend registry (backends/backend.h): entries, probes, the `auto`
-// chooser on made-up probes, planning without opening a device, and the op
-// parameters the model puts on the graph.
+// The backend registry (backend/backend.h, the table in
+// backends/backend_registry.cpp): entries, their capabilities, probes, the
+// `auto` chooser on made-up probes, planning without opening a device, and
+// the op parameters the model puts on the graph.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <string>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "model/llama_graph.h"
 #include "model/model.h"
 #include "model/session.h"
@@ -125,6 +126,59 @@ TEST_CASE("auto: the chooser on made-up probes") {
   }
 }
 
+TEST_CASE("capabilities are asked of the entry: a graph wanting more than it runs is refused, naming what") {
+  // What each built entry says it runs.
+  const BackendCaps& cpu = find_backend(BackendKind::Cpu)->caps;
+  CHECK(cpu.sliding_window_rings);
+  CHECK(cpu.batched_sequences);
+  for (KvType t : {KvType::F32, KvType::F16, KvType::Q8_0}) CHECK((cpu.kv_types & kv_type_bit(t)) != 0);
+  for (int t = 0; t < kDTypeCount; ++t) CHECK((cpu.weight_types & dtype_bit(static_cast<DType>(t))) != 0);
+#if EMBER_VULKAN
+  CHECK_FALSE(find_backend(BackendKind::Vulkan)->caps.sliding_window_rings);
+#endif
+
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  auto m = Model::open(path, Model::Options());
+  REQUIRE(m.is_ok());
+  auto g = build_llama_graph(m.value()->file().contents(), 32, 4, KvType::F16, KvType::F32, 3);
+  REQUIRE(g.is_ok());
+  BackendEntry e = *find_backend(BackendKind::Cpu);
+  e.name = "test";
+  CHECK(check_capabilities(e, *g).is_ok());
+
+  e.caps.batched_sequences = false;
+  Status st = check_capabilities(e, *g);
+  CHECK(st.code() == EMBER_ERR_UNSUPPORTED);
+  CHECK(st.message().find("test: batched decoding (3 sequences") == 0);
+  auto one = build_llama_graph(m.value()->file().contents(), 32, 4, KvType::F16, KvType::F32, 1);
+  REQUIRE(one.is_ok());
+  CHECK(check_capabilities(e, *one).is_ok());
+
+  e.caps.kv_types = kv_type_bit(KvType::F32);
+  st = check_capabilities(e, *one);
+  CHECK(st.code() == EMBER_ERR_UNSUPPORTED);
+  CHECK(st.message().find("kv type f16") != std::string::npos);
+  e.caps.kv_types |= kv_type_bit(KvType::F16);
+
+  const WeightRef& w = one->weights[0];
+  e.caps.weight_types &= ~dtype_bit(w.dtype);
+  st = check_capabilities(e, *one);
+  CHECK(st.code() == EMBER_ERR_UNSUPPORTED);
+  CHECK(st.message().find(std::string("'") + w.name + "' has type " + dtype_name(w.dtype)) != std::string::npos);
+  e.caps.weight_types = cpu.weight_types;
+
+  // A ring (what set_sliding_kv_rings makes) only where the entry runs rings.
+  Graph ring = one.value();
+  ring.kv_rows.assign(ring.hparams.n_layers, ring.context);
+  ring.kv_rows.back() = 8;
+  CHECK(check_capabilities(e, ring).is_ok());
+  e.caps.sliding_window_rings = false;
+  st = check_capabilities(e, ring);
+  CHECK(st.code() == EMBER_ERR_UNSUPPORTED);
+  CHECK(st.message().find("ring of 8 rows") != std::string::npos);
+}
+
 TEST_CASE("op params: the model puts eps, rope and attention parameters on its ops") {
   const std::string path = ember::test::stories_model("llama2c");
   if (path.empty()) return;
@@ -189,7 +243,7 @@ TEST_CASE("vulkan: planning opens no device; creating a session opens one") {
   SessionOptions o;
   o.backend = BackendKind::Vulkan;
   o.context_length = 64;
-  o.vulkan_pipeline_cache = false;
+  o.backend_options.vulkan.pipeline_cache = false;
   const uint64_t before = vulkan_devices_opened();
   auto plan = Session::plan(*m.value(), o);
   CHECK(vulkan_devices_opened() == before);

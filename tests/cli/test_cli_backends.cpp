@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "cli/cli_run.h"
 
 TEST_SUITE("cli") {
@@ -13,7 +13,7 @@ TEST_CASE("backends --json and --markdown: a row per backend, every column of th
   const auto j = ember::test::run_ember("backends --json");
   REQUIRE_MESSAGE(j.code == 0, j.err);
   for (const char* key : {"backend", "support_status", "device_type", "device", "memory_bytes", "quantizations",
-                          "families", "continuous_batching", "readiness", "why_not"}) {
+                          "kv_types", "families", "continuous_batching", "readiness", "why_not"}) {
     CHECK_MESSAGE(j.out.find(std::string("\"") + key + "\":") != std::string::npos, key);
   }
   CHECK(j.out.find("\"backend\": \"cpu\"") != std::string::npos);

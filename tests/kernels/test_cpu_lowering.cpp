@@ -253,8 +253,8 @@ TEST_CASE("prepare lowers the graph once: fused matmuls, static reuse of quantiz
   g.logits = Y;
 
   BackendOptions bo;
-  bo.n_threads = 2;
-  CpuBackend cpu(bo);
+  bo.cpu.n_threads = 2;
+  CpuBackend cpu(bo.cpu);
   auto plan = plan_memory(g, *find_backend(BackendKind::Cpu), bo);
   REQUIRE_MESSAGE(plan.is_ok(), plan.status().message());
   std::vector<uint8_t> storage(plan->arena_bytes + kArenaAlignment);
@@ -339,7 +339,8 @@ TEST_CASE("a weight with no kernel family (a layout its kernels do not read) is 
   g.ops.push_back(o);
   g.logits = 1;
   BackendOptions bo;
-  CpuBackend cpu(bo);
+  bo.cpu.n_threads = 1;
+  CpuBackend cpu(bo.cpu);
   auto plan = plan_memory(g, *find_backend(BackendKind::Cpu), bo);
   REQUIRE(plan.is_ok());
   std::vector<uint8_t> storage(plan->arena_bytes + kArenaAlignment);

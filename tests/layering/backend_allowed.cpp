@@ -1,5 +1,5 @@
 // Control: what a backend may include compiles with the backends' folders.
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/arena_layout.h"
 #include "ember.h"

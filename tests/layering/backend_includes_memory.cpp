@@ -1,4 +1,5 @@
-// Planted: backends see core, platforms and ember.h, never runtime/memory.
+// Planted: backends see core, the interface (backend/), platforms and
+// ember.h, never runtime/memory.
 // Must fail with "memory/plan.h" not found.
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "memory/plan.h"

@@ -346,7 +346,7 @@ TEST_CASE("the mapped file: changed in place or truncated after open") {
     auto model = Model::open(path, Model::Options());
     if (!model.is_ok()) _exit(10);
     SessionOptions so;
-    so.n_threads = 1;
+    so.backend_options.cpu.n_threads = 1;
     so.context_length = 16;
     auto running = Session::create(*model.value(), so);  // made before the cut
     if (!running.is_ok()) _exit(12);
@@ -421,7 +421,7 @@ TEST_CASE("guard_mapping = 0: the model opens and runs, and the mapping is left 
     auto model = Model::open(path, mo);
     if (!model.is_ok()) _exit(10);
     SessionOptions so;
-    so.n_threads = 1;
+    so.backend_options.cpu.n_threads = 1;
     so.context_length = 16;
     auto running = Session::create(*model.value(), so);
     if (!running.is_ok()) _exit(12);

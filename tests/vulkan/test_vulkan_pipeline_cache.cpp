@@ -27,7 +27,7 @@ std::unique_ptr<VulkanBackend> open_with_cache(const std::string& dir) {
   VulkanOptions vo;
   vo.allow_cpu = true;
   vo.pipeline_cache_dir = dir;
-  auto r = VulkanBackend::create(BackendOptions(), vo);
+  auto r = VulkanBackend::create(vo);
   REQUIRE_MESSAGE(r.is_ok(), r.status().message());
   return std::move(r).value();
 }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "memory/plan.h"
 #include "model/llama_graph.h"
 #include "test_data.h"
@@ -47,7 +47,7 @@ inline std::unique_ptr<VulkanBackend> open_vulkan() {
   vo.portable_shaders = g_portable_shaders;
   // The pipeline cache in a scratch directory, never the user's.
   vo.pipeline_cache_dir = temp_dir("vulkan-pipelines");
-  auto r = VulkanBackend::create(BackendOptions(), vo);
+  auto r = VulkanBackend::create(vo);
   if (!r.is_ok()) {
     if (test_data_required()) {
       FAIL("no Vulkan device (EMBER_REQUIRE_TEST_DATA=1): " << r.status().message());
@@ -64,6 +64,13 @@ inline std::unique_ptr<VulkanBackend> open_vulkan() {
   return std::move(r).value();
 }
 #endif
+
+// What the tests plan and make backends with: the cpu on one thread.
+inline BackendOptions test_backend_options() {
+  BackendOptions o;
+  o.cpu.n_threads = 1;
+  return o;
+}
 
 // One backend running one graph in its own arena.
 struct Runner {
@@ -84,7 +91,7 @@ struct Runner {
       if (std::string(e.name) == backend->name()) entry = &e;
     }
     if (!entry) return Status::error(EMBER_ERR_INTERNAL, "no registry entry named %s", backend->name());
-    EMBER_ASSIGN_OR_RETURN(plan, plan_memory(graph, *entry, BackendOptions()));
+    EMBER_ASSIGN_OR_RETURN(plan, plan_memory(graph, *entry, test_backend_options()));
     arena = static_cast<uint8_t*>(::operator new(plan.arena_bytes + 64, std::align_val_t(kArenaAlignment)));
     return backend->prepare(graph, plan, arena);
   }
@@ -105,7 +112,7 @@ struct Runner {
 };
 
 inline std::unique_ptr<Backend> cpu_backend() {
-  auto r = create_backend(BackendKind::Cpu, BackendOptions());
+  auto r = create_backend(BackendKind::Cpu, test_backend_options());
   REQUIRE(r.is_ok());
   return std::move(r).value();
 }

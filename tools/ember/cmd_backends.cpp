@@ -1,6 +1,8 @@
 // `ember backends [--json | --markdown]`: every backend built into this
-// binary, from the registry (backends/backend.h), with what its probe found:
-// the device type, name and memory, or why it is unavailable. Probing opens
+// binary, from the registry (backend/backend.h), with what its probe found:
+// the device type, name and memory, or why it is unavailable, and what its
+// entry's capabilities say it runs (weight and KV types, batched
+// sequences). Probing opens
 // no device. --json and --markdown give the backend tracking table the
 // deployment notes ask for (docs/decisions.md, "Deployment decisions"): per
 // device found, the support status, quantizations, model families,
@@ -9,7 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
+#include "core/dtype.h"
+#include "core/kv_type.h"
 #include "tools/ember/args.h"
 #include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
@@ -17,15 +21,37 @@
 namespace ember::cli {
 namespace {
 
-// Every backend runs every family's ops and every weight type today (the
-// tests hold both to the same logits); a backend that cannot run a model
-// says why in supports(), and auto then takes the cpu.
-const char* const kWeightTypes = "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs";
+// Every backend runs every family's ops today (the tests hold both to the
+// same logits); a backend that cannot run a model says why in supports(),
+// and auto then takes the cpu.
 const char* const kFamilies = "llama (incl. Llama 3.x rope_freqs), qwen2, qwen3, phi3 (incl. LongRoPE, partial rotary), gemma2, gemma3 (text)";
 
+// The weight types (or KV types) an entry's capabilities name, by name.
+void append_word(std::string* s, const char* word) {
+  if (!s->empty()) s->push_back(' ');
+  s->append(word);
+}
+std::string weight_types(const BackendCaps& c) {
+  std::string s;
+  for (int t = 0; t < kDTypeCount; ++t) {
+    const DType d = static_cast<DType>(t);
+    if (c.weight_types & dtype_bit(d)) append_word(&s, dtype_name(d));
+  }
+  return s;
+}
+std::string kv_types(const BackendCaps& c) {
+  std::string s;
+  for (KvType t : {KvType::F32, KvType::F16, KvType::Q8_0}) {
+    if (c.kv_types & kv_type_bit(t)) append_word(&s, kv_type_name(t));
+  }
+  return s;
+}
+
 struct Row {
-  std::string backend, status, device_type, device, memory, quantizations, families, batching, readiness, why;
+  std::string backend, status, device_type, device, memory, quantizations, kv_types, families, batching, readiness,
+      why;
   uint64_t memory_bytes = 0;
+  bool batched = false;  // the entry's batched_sequences
 };
 
 // Readiness, by what the project tests on each: the cpu backend's kernels
@@ -43,11 +69,14 @@ Row row_for(const BackendEntry& e, const DeviceInfo& d) {
   char memory[32] = "-";
   if (d.memory_bytes) std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(d.memory_bytes) / (1ull << 30));
   r.memory = memory;
-  r.quantizations = kWeightTypes;
+  r.quantizations = weight_types(e.caps);
+  r.kv_types = kv_types(e.caps);
   r.families = kFamilies;
-  r.batching = "no (one sequence per session; ember serve steps its slots round-robin)";
+  r.batched = e.caps.batched_sequences;
+  r.batching = r.batched
+                   ? "yes (sequences of one session decoded as one step; ember serve, with a prefix cache)"
+                   : "no (one sequence per session; ember serve steps its slots round-robin)";
   if (e.kind == BackendKind::Cpu) {
-    r.batching = "yes (sequences of one session decoded as one step; ember serve, with a prefix cache)";
     r.readiness = "production (kernels tested against scalar references)";
   } else if (!d.available) {
     r.readiness = "not applicable (no device)";
@@ -82,7 +111,7 @@ int cmd_backends(int argc, char** argv) {
     r.status = "not built";
     r.device_type = r.device = r.memory = "-";
     r.why = "not built into this binary (EMBER_VULKAN=OFF)";
-    r.quantizations = r.families = "-";
+    r.quantizations = r.kv_types = r.families = "-";
     r.batching = "no";
     r.readiness = "not applicable (not built)";
     rows.push_back(r);
@@ -99,6 +128,7 @@ int cmd_backends(int argc, char** argv) {
           .str("device", r.device)
           .integer("memory_bytes", static_cast<int64_t>(r.memory_bytes))
           .str("quantizations", r.quantizations)
+          .str("kv_types", r.kv_types)
           .str("families", r.families)
           .str("continuous_batching", r.batching)
           .str("readiness", r.readiness)
@@ -134,7 +164,11 @@ int cmd_backends(int argc, char** argv) {
                 device.c_str());
   }
   std::printf("\nmodel families (GGUF general.architecture): %s - cpu and vulkan\n", kFamilies);
-  std::printf("weight types: %s - cpu and vulkan\n", kWeightTypes);
+  for (const Row& r : rows) {
+    if (r.status == "not built") continue;
+    std::printf("%s: weight types %s; kv types %s; batched sequences %s\n", r.backend.c_str(), r.quantizations.c_str(),
+                r.kv_types.c_str(), r.batched ? "yes" : "no");
+  }
 #if EMBER_SERVE
   std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; --parallel slots batched into one step on the CPU, a prefix cache; round-robin where the backend cannot batch)\n");
 #else

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "backends/backend.h"
+#include "backend/backend.h"
 #include "format/model_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/bench_report.h"

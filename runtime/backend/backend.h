@@ -2,7 +2,13 @@
 // describes its forward pass once as a Graph (core/graph.h), a list of ops
 // over weights and activations, and a backend prepares it once per session,
 // then executes it each step with only the positions and token ids changing.
-// Backends include only runtime/core, platforms/ and ember.h (the build
+//
+// It lives with the runtime that defines it (runtime/backend/, the layer
+// `backend`): memory, model and api include it from below, and the
+// backends in backends/ implement it. The one table that names the built
+// backends (backend_entries) is defined there, in backends/backend_registry.cpp,
+// under the build options; nothing here depends on which are built. Backends
+// include only runtime/core, this folder, platforms/ and ember.h (the build
 // enforces it: docs/decisions.md "Layers").
 #pragma once
 
@@ -12,30 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend_options.h"
 #include "core/arena_layout.h"
+#include "core/dtype.h"
 #include "core/graph.h"
+#include "core/kv_type.h"
 #include "core/status.h"
 
 namespace ember {
-
-// The CPU backend's thread pool (backends/cpu/thread_pool.h), opaque here: a
-// host creates one and may run several sessions on it (C: ember_threadpool).
-class ThreadPool;
-// n_threads in 1..1024. Errors: EMBER_ERR_INVALID_ARGUMENT (the count),
-// EMBER_ERR_NO_MEMORY (the OS refused a thread).
-Result<std::shared_ptr<ThreadPool>> create_thread_pool(int32_t n_threads);
-int32_t thread_pool_threads(const ThreadPool& pool);
-
-struct BackendOptions {
-  int32_t n_threads = 1;
-  // The CPU backend runs on this pool when set (n_threads is then the pool's
-  // size), else on its own. Shared: every session on it holds a reference.
-  std::shared_ptr<ThreadPool> thread_pool;
-  // GPU backends' pipeline cache on disk (the Vulkan backend's
-  // pipeline_cache.h): off when false; an empty folder means the default.
-  bool vulkan_pipeline_cache = true;
-  std::string vulkan_pipeline_cache_dir;
-};
 
 // The executor: one per session, made by an entry's create(). Planning
 // never needs one (see BackendEntry).
@@ -74,6 +64,9 @@ class Backend {
 // SessionOptions::backend left empty (docs/decisions.md "Backends").
 enum class BackendKind : uint8_t { Cpu = 0, Vulkan = 1 };
 
+// "cpu", "vulkan" (whether or not it is built), "unknown".
+const char* backend_kind_name(BackendKind kind);
+
 enum class DeviceType : uint8_t { Cpu, IntegratedGpu, DiscreteGpu, Virtual, Other };
 
 // "cpu", "integrated gpu", "discrete gpu", "virtual", "other".
@@ -88,14 +81,36 @@ struct DeviceInfo {
   std::string reason;         // why not, when !available
 };
 
+// What a backend runs, asked of its entry (never inferred from its kind):
+// the session, `ember backends` and the tests read these. supports(graph)
+// still has the last word on a graph (op parameters, sizes).
+struct BackendCaps {
+  // Sliding-window layers as rings of window + max_batch rows
+  // (set_sliding_kv_rings); without it every layer keeps the whole context.
+  bool sliding_window_rings = false;
+  // Several sequences in one session (Graph::n_seqs > 1: StepArgs seqs,
+  // positions and out_rows; remove_seq_positions; copy_seq).
+  bool batched_sequences = false;
+  // Bit (1 << KvType) for each KV cache type it stores.
+  uint32_t kv_types = 0;
+  // Bit (1 << DType) for each weight type it reads (in the layouts the
+  // converter writes).
+  uint32_t weight_types = 0;
+};
+constexpr uint32_t kv_type_bit(KvType t) { return 1u << static_cast<unsigned>(t); }
+constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
+static_assert(kDTypeCount <= 32, "BackendCaps::weight_types holds a bit per DType");
+
 // One backend kind: what it is, what it runs and what it needs, each
 // answered without opening a device, and how to make its executor. The
-// entries live in one explicit table (backend_registry.cpp; STYLE.md: no
-// self-registration). The planning queries are pure functions of the graph
-// and the options; they are what Session::plan / ember_plan report.
+// entries live in one explicit table (backends/backend_registry.cpp;
+// STYLE.md: no self-registration). The planning queries are pure functions
+// of the graph and the options; they are what Session::plan / ember_plan
+// report.
 struct BackendEntry {
   const char* name;  // "cpu", "vulkan"
   BackendKind kind;
+  BackendCaps caps;
   // The device this backend would run on. May load a driver and enumerate
   // devices (cached process-wide); never creates a logical device nor
   // allocates device memory.
@@ -117,8 +132,15 @@ struct BackendEntry {
   Result<std::unique_ptr<Backend>> (*create)(const BackendOptions& options);
 };
 
-// Every backend built into this library, the cpu first. Lifetime: the process.
+// Every backend built into this library, the cpu first. Lifetime: the
+// process. Defined by the registry (backends/backend_registry.cpp), the one
+// place that names the backends under their build options.
 const std::vector<BackendEntry>& backend_entries();
+
+// Whether `graph` asks for nothing outside the entry's capabilities: more
+// than one sequence, its KV types, its weight types, sliding-window rings.
+// EMBER_ERR_UNSUPPORTED names the first (the entry's name first).
+Status check_capabilities(const BackendEntry& entry, const Graph& graph);
 
 // The entry of `kind`, or null when it is not built into this library.
 const BackendEntry* find_backend(BackendKind kind);
