@@ -7,6 +7,8 @@
 
 namespace ember {
 
+class Model;
+
 // Records status's message as this thread's last error; returns its code.
 ember_status set_last_error(const Status& status);
 void clear_last_error();
@@ -21,5 +23,7 @@ int model_arch(const ember_model* m);
 // as recorded on the handle.
 const char* default_chat_template(const ember_model* m);
 const char* model_default_chat_template(const ember_model* m);
+// The model behind a handle, for the same files (api/c_api_inspect.cpp).
+const Model& model_of(const ember_model* m);
 
 }  // namespace ember
