@@ -19,10 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "platforms/linux/mapped_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/files.h"
 #include "tools/ember/model_cache.h"
 #include "tools/ember/model_facts.h"
 
@@ -81,12 +81,12 @@ std::string string_at(const json& obj, const char* key) {
 // An option from `ember bench --json`: the slowest run's throughput and the
 // worst run's latencies (conservative when the report has several lengths).
 bool option_from_bench(const std::string& path, double hourly, Option* o, std::string* error) {
-  auto text = read_file(path);
-  if (!text.is_ok()) {
-    *error = "--bench '" + path + "': " + text.status().message();
+  std::string text;
+  if (read_file(path, &text, error) != EMBER_OK) {
+    *error = "--bench '" + path + "': " + *error;
     return false;
   }
-  const json j = json::parse(*text, nullptr, false);
+  const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     *error = "--bench '" + path + "': not JSON (expected the output of ember bench --json)";
     return false;
@@ -466,15 +466,14 @@ int cmd_advise(int argc, char** argv) {
     if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
     for (const std::string& path : models) {
       ember_model* model = nullptr;
-      std::string opened;
-      if (const int code = open_model_for_cli(path, nullptr, &model, &opened)) return code;
+      if (const int code = open_model_for_cli(path, nullptr, &model)) return code;
       ember_model_info info;
       info.struct_size = sizeof info;
       ember_model_get_info(model, &info);
       FitRow row;
       row.model = path;
-      auto facts = model_facts(opened);
-      row.quantization = facts.is_ok() ? facts->quantization : "?";
+      ModelFacts facts;
+      row.quantization = model_facts(model, &facts) == EMBER_OK ? facts.quantization : "?";
       row.model_context = info.max_context;
       // Bisection on the plan: the largest context up to the model's own.
       int32_t lo = 0, hi = info.max_context;

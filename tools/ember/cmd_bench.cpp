@@ -18,8 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include "backends/backend.h"
-#include "format/model_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
@@ -204,13 +202,12 @@ int cmd_bench(int argc, char** argv) {
   ember_model_options mo;
   ember_model_options_default(&mo);
   ember_model* model = nullptr;
-  std::string opened;  // the cached conversion for a GGUF file
-  if (const int code = open_model_for_cli(path, &mo, &model, &opened)) return code;
+  if (const int code = open_model_for_cli(path, &mo, &model)) return code;
   ember_status st = EMBER_OK;
-  auto facts = model_facts(opened);
-  if (!facts.is_ok()) {
+  ModelFacts facts;
+  if (const ember_status fst = model_facts(model, &facts); fst != EMBER_OK) {
     ember_model_free(model);
-    return report(facts.status().code(), facts.status().message());
+    return report_last(fst);
   }
   ember_model_info info;
   info.struct_size = sizeof info;
@@ -499,7 +496,7 @@ int cmd_bench(int argc, char** argv) {
     doc.add(tp);
     doc.add(ttft);
     doc.add(itl);
-    const std::string svg = doc.text("ember bench: " + path + ", " + facts->quantization + ", " + hw.cpu_model);
+    const std::string svg = doc.text("ember bench: " + path + ", " + facts.quantization + ", " + hw.cpu_model);
     FILE* f = std::fopen(plot_path.c_str(), "wb");
     if (!f || std::fwrite(svg.data(), 1, svg.size(), f) != svg.size()) {
       if (f) std::fclose(f);
@@ -527,7 +524,7 @@ int cmd_bench(int argc, char** argv) {
                   yaml_string(std::string("ember ") + ember_version() + " (git " + EMBER_GIT_HASH + ", " +
                               EMBER_BUILD_FLAVOR + ")")
                       .c_str(),
-                  yaml_string(kernels).c_str(), yaml_string(facts->quantization).c_str(),
+                  yaml_string(kernels).c_str(), yaml_string(facts.quantization).c_str(),
                   r.batched ? r.threads_per_session : r.threads_per_session * r.parallel,
                   numa_bound ? "true" : "false");
       std::printf("workload:\n  model_size: %s\n  input_length: %d\n  output_length: %lld\n  batch_size: %d\n",
@@ -569,8 +566,8 @@ int cmd_bench(int argc, char** argv) {
         .str("kernels", kernels)
         .str("ember_isa", isa_env ? isa_env : "")
         .str("ember_kernels", kernels_env ? kernels_env : "")
-        .str("quantization", facts->quantization)
-        .str("quantization_recipe", facts->recipe)
+        .str("quantization", facts.quantization)
+        .str("quantization_recipe", facts.recipe)
         .integer("thread_count", threads)
         .boolean("numa_affinity", numa_bound)
         .str("cpu_affinity", hw.cpu_affinity)
@@ -579,14 +576,14 @@ int cmd_bench(int argc, char** argv) {
     for (const Run& r : runs) {
       const Stats ftl = stats_of(r.first_token_ms), pre = stats_of(r.prefill_tps), dec = stats_of(r.decode_tps);
       const Stats agg = stats_of(r.aggregate_tps);
-      const double eff = facts->decode_bytes_per_token * dec.mean / 1e9;
+      const double eff = facts.decode_bytes_per_token * dec.mean / 1e9;
       j.begin_object();
       j.begin_object("workload")
           .str("model", path)
           .str("model_size", human_count(static_cast<double>(info.n_parameters)))
           .integer("parameters", static_cast<int64_t>(info.n_parameters))
-          .integer("model_bytes", static_cast<int64_t>(facts->weight_bytes))
-          .str("model_sha256", facts->sha256)
+          .integer("model_bytes", static_cast<int64_t>(facts.weight_bytes))
+          .str("model_sha256", facts.sha256)
           .integer("input_length", r.prompt)
           .integer("output_length", n_gen)
           .integer("batch_size", r.batched ? r.parallel : 1)
@@ -610,7 +607,7 @@ int cmd_bench(int argc, char** argv) {
           .num("inter_token_latency_ms_p95", percentile(r.itl_ms, 0.95))
           .integer("inter_token_latency_count", static_cast<int64_t>(r.itl_ms.size()))
           .integer("peak_rss_bytes", static_cast<int64_t>(rss))
-          .integer("weight_bytes_per_token", static_cast<int64_t>(facts->decode_bytes_per_token))
+          .integer("weight_bytes_per_token", static_cast<int64_t>(facts.decode_bytes_per_token))
           .num("effective_bandwidth_gbs", eff)
           .num("bandwidth_utilization_pct", bw > 0 ? 100.0 * eff / bw : 0.0, 1)
           .end_object();
@@ -623,8 +620,8 @@ int cmd_bench(int argc, char** argv) {
   }
 
   std::printf("model     %s: %s parameters, %.1f MB, %s, sha256 %.16s…\n", path.c_str(),
-              human_count(static_cast<double>(info.n_parameters)).c_str(), facts->weight_bytes / 1e6,
-              facts->quantization.c_str(), facts->sha256.c_str());
+              human_count(static_cast<double>(info.n_parameters)).c_str(), facts.weight_bytes / 1e6,
+              facts.quantization.c_str(), facts.sha256.c_str());
   std::printf("machine   %s: %d cores, %d threads, %.1f GB; read probe %.1f GB/s (%d threads)\n", hw.cpu_model.c_str(),
               hw.physical_cores, hw.logical_threads, hw.memory_capacity_gb, bw, threads);
   std::printf("          features %s\n", hw.cpu_features.c_str());
@@ -639,7 +636,7 @@ int cmd_bench(int argc, char** argv) {
               "prefill tok/s", "first token ms", "decode tok/s", "ITL p50/p95 ms", "decode GB/s (probe)");
   for (const Run& r : runs) {
     const Stats ftl = stats_of(r.first_token_ms), pre = stats_of(r.prefill_tps), dec = stats_of(r.decode_tps);
-    const double eff = facts->decode_bytes_per_token * dec.mean / 1e9;
+    const double eff = facts.decode_bytes_per_token * dec.mean / 1e9;
     char c1[32], c2[32], c3[32], c4[32], c5[32];
     std::snprintf(c1, sizeof c1, "%.1f ± %.1f", pre.mean, pre.sd);
     std::snprintf(c2, sizeof c2, "%.2f ± %.2f", ftl.mean, ftl.sd);

@@ -26,11 +26,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "platforms/linux/mapped_file.h"
-#include "security/sha256.h"
 #include "tools/ember/args.h"
 #include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/files.h"
 #include "tools/ember/gate_tasks.h"
 #include "tools/ember/model_cache.h"
 #include "tools/ember/model_facts.h"
@@ -61,7 +60,7 @@ struct Prompt {
 
 // One model's figures.
 struct Side {
-  std::string path, opened, sha256, quantization;
+  std::string path, sha256, quantization;
   ember_model* model = nullptr;
   ember_model_info info{};
   double nll = 0;  // summed over the scored tokens
@@ -92,28 +91,27 @@ bool ends_with(const std::string& s, const std::string& tail) {
 std::string file_sha256(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
-  Sha256 h;
+  Sha256Hash h;
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     if (in.gcount() > 0) h.update(buf.data(), static_cast<size_t>(in.gcount()));
   }
-  const Sha256Digest d = h.finish();
-  return to_hex(d.data(), d.size());
+  return h.hex();
 }
 
 // JSON lines: {"prompt": "...", "expected": "...", "match": "exact"|"contains", "max_tokens": N}.
 bool read_prompts(const std::string& path, std::vector<Prompt>* out, std::string* error) {
-  auto text = read_file(path);
-  if (!text.is_ok()) {
-    *error = "--tasks '" + path + "': " + text.status().message();
+  std::string text;
+  if (read_file(path, &text, error) != EMBER_OK) {
+    *error = "--tasks '" + path + "': " + *error;
     return false;
   }
   size_t at = 0;
   int line_no = 0;
-  while (at < text->size()) {
-    const size_t end = std::min(text->find('\n', at), text->size());
-    const std::string line = text->substr(at, end - at);
+  while (at < text.size()) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
     at = end + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -185,23 +183,23 @@ bool read_tasks(const std::string& path, std::vector<GateText>* texts, std::vect
       if (!read_prompts(f, prompts, error)) return false;
       continue;
     }
-    auto text = read_file(f);
-    if (!text.is_ok()) {
-      *error = "--tasks '" + f + "': " + text.status().message();
+    std::string text;
+    if (read_file(f, &text, error) != EMBER_OK) {
+      *error = "--tasks '" + f + "': " + *error;
       return false;
     }
-    texts->push_back({f, *text});
+    texts->push_back({f, text});
   }
   return true;
 }
 
 bool read_criteria(const std::string& path, Criteria* c, std::string* error) {
-  auto text = read_file(path);
-  if (!text.is_ok()) {
-    *error = "--criteria '" + path + "': " + text.status().message();
+  std::string text;
+  if (read_file(path, &text, error) != EMBER_OK) {
+    *error = "--criteria '" + path + "': " + *error;
     return false;
   }
-  const json j = json::parse(*text, nullptr, false);
+  const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     *error = "--criteria '" + path + "': not a JSON object";
     return false;
@@ -453,14 +451,14 @@ int cmd_gate(int argc, char** argv) {
     for (Side& s : sides) ember_model_free(s.model);
   };
   for (Side& s : sides) {
-    if (open_model_for_cli(s.path, nullptr, &s.model, &s.opened) != 0) {
+    if (open_model_for_cli(s.path, nullptr, &s.model) != 0) {
       free_models();
       return kErrorExit;
     }
     s.info.struct_size = sizeof s.info;
     ember_model_get_info(s.model, &s.info);
-    auto facts = model_facts(s.opened);
-    s.quantization = facts.is_ok() ? facts->quantization : "?";
+    ModelFacts facts;
+    s.quantization = model_facts(s.model, &facts) == EMBER_OK ? facts.quantization : "?";
     s.sha256 = file_sha256(s.path);
   }
   if (sides[0].info.vocab_size != sides[1].info.vocab_size) {

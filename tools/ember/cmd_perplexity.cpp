@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "platforms/linux/mapped_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/files.h"
 #include "tools/ember/model_cache.h"
 
 namespace ember::cli {
@@ -58,8 +58,10 @@ int cmd_perplexity(int argc, char** argv) {
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember perplexity --help)");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember perplexity --help)");
   if (!args.has("-f")) return report(EMBER_ERR_INVALID_ARGUMENT, "-f TEXT_FILE is required (see ember perplexity --help)");
-  auto text = read_file(args.get("-f"));
-  if (!text.is_ok()) return report(text.status().code(), "-f: " + text.status().message());
+  std::string text, error;
+  if (const ember_status rst = read_file(args.get("-f"), &text, &error); rst != EMBER_OK) {
+    return report(rst, "-f: " + error);
+  }
 
   ember_model* model = nullptr;
   if (const int code = open_model_for_cli(args.get("-m"), nullptr, &model)) return code;
@@ -74,12 +76,12 @@ int cmd_perplexity(int argc, char** argv) {
                                                   std::to_string(info.max_context) + ")");
   }
 
-  std::vector<int32_t> ids(text->size() + 16);
+  std::vector<int32_t> ids(text.size() + 16);
   size_t n_ids = 0;
-  st = ember_tokenize(model, text->data(), text->size(), 0, ids.data(), ids.size(), &n_ids);
+  st = ember_tokenize(model, text.data(), text.size(), 0, ids.data(), ids.size(), &n_ids);
   if (st == EMBER_ERR_INVALID_ARGUMENT && n_ids > ids.size()) {
     ids.resize(n_ids);
-    st = ember_tokenize(model, text->data(), text->size(), 0, ids.data(), ids.size(), &n_ids);
+    st = ember_tokenize(model, text.data(), text.size(), 0, ids.data(), ids.size(), &n_ids);
   }
   if (st != EMBER_OK) {
     const int code = report_last(st);
