@@ -102,18 +102,11 @@ std::vector<float> synth_long_rope_factors(uint32_t pairs, bool long_factors) {
   return f;
 }
 
-Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
-                                                      const std::string& vocab_path) {
-  if (!synth_arch_known(shape.arch)) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
-                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3",
-                         shape.arch.c_str());
-  }
-  const bool llama3 = shape.arch == "llama3", qwen2 = shape.arch == "qwen2", qwen3 = shape.arch == "qwen3",
-             phi3 = shape.arch == "phi3";
-  const bool gemma2 = shape.arch == "gemma2", gemma3 = shape.arch == "gemma3", gemma = gemma2 || gemma3;
-  auto model = std::make_unique<ImportedModel>();
-  ModelSpec& spec = model->spec;
+namespace {
+
+// The vocabulary: a llama2.c tokenizer.bin, or the built-in one padded to
+// the shape's size; phi3 gets its added control piece.
+Result<Vocab> synth_vocab(const SynthShape& shape, const std::string& vocab_path, bool phi3) {
   Vocab vocab;
   if (vocab_path.empty()) {
     vocab = builtin_vocab();
@@ -137,14 +130,44 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
     vocab.scores.push_back(0.0f);
     vocab.types.push_back(static_cast<uint8_t>(TokenType::Control));
   }
-  HParams& hp = spec.hparams;
+  return vocab;
+}
+
+// Gemma's: heads twice dim / n_heads wide (Gemma's are 256 on dims of
+// 1152..), unless --head-dim says; a window of 8 so a test prompt outruns
+// it; caps small enough to bend random weights' scores and logits.
+void gemma_hparams(const SynthShape& shape, bool gemma2, HParams* hp) {
+  hp->arch = gemma2 ? ModelArch::Gemma2 : ModelArch::Gemma3;
+  hp->rope_style = RopeStyle::Half;
+  hp->norm_eps = 1e-6f;
+  if (hp->explicit_head_dim == 0) hp->explicit_head_dim = 2 * (shape.dim / shape.n_heads);
+  hp->sliding_window = 8;
+  // Layer 0 slides, layer 1 is global (Gemma 3's period of 6 on a two-layer
+  // model would make every layer slide).
+  hp->swa_period = 2;
+  if (gemma2) {
+    hp->attn_softcap = 1.5f;
+    hp->final_softcap = 2.0f;
+  } else {
+    hp->rope_theta = 1000000.0f;
+    hp->rope_theta_swa = 10000.0f;
+    hp->rope_scale_global = 8.0f;
+  }
+}
+
+// The family's hyper-parameters for the shape, partial rotary and LongRoPE.
+Status synth_hparams(const SynthShape& shape, uint32_t vocab_size, HParams* out) {
+  const std::string& a = shape.arch;
+  const bool llama3 = a == "llama3", qwen2 = a == "qwen2", qwen3 = a == "qwen3", phi3 = a == "phi3";
+  const bool gemma2 = a == "gemma2", gemma = gemma2 || a == "gemma3";
+  HParams& hp = *out;
   hp.dim = shape.dim;
   hp.hidden_dim = shape.hidden_dim;
   hp.n_layers = shape.n_layers;
   hp.n_heads = shape.n_heads;
   hp.n_kv_heads = shape.n_kv_heads;
   hp.explicit_head_dim = shape.head_dim;
-  hp.vocab_size = static_cast<uint32_t>(vocab.pieces.size());
+  hp.vocab_size = vocab_size;
   hp.max_seq_len = shape.context;
   hp.tied_embeddings = llama3 || qwen2 || qwen3 || gemma;
   if (llama3) hp.rope_theta = 500000.0f;
@@ -152,27 +175,7 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
     hp.arch = qwen2 ? ModelArch::Qwen2 : ModelArch::Qwen3;
     hp.rope_theta = 1000000.0f;
   }
-  if (gemma) {
-    // Heads twice dim / n_heads wide (Gemma's are 256 on dims of 1152..),
-    // unless --head-dim says; a window of 8 so a test prompt outruns it;
-    // caps small enough to bend random weights' scores and logits.
-    hp.arch = gemma2 ? ModelArch::Gemma2 : ModelArch::Gemma3;
-    hp.rope_style = RopeStyle::Half;
-    hp.norm_eps = 1e-6f;
-    if (hp.explicit_head_dim == 0) hp.explicit_head_dim = 2 * (shape.dim / shape.n_heads);
-    hp.sliding_window = 8;
-    // Layer 0 slides, layer 1 is global (Gemma 3's period of 6 on a two-layer
-    // model would make every layer slide).
-    hp.swa_period = 2;
-    if (gemma2) {
-      hp.attn_softcap = 1.5f;
-      hp.final_softcap = 2.0f;
-    } else {
-      hp.rope_theta = 1000000.0f;
-      hp.rope_theta_swa = 10000.0f;
-      hp.rope_scale_global = 8.0f;
-    }
-  }
+  if (gemma) gemma_hparams(shape, gemma2, &hp);
   if (phi3) hp.arch = ModelArch::Phi3;
   hp.rope_style = model_arch_rope_style(hp.arch);
   if (shape.rope_dims % 2 != 0 || shape.rope_dims > hp.head_dim()) {
@@ -190,16 +193,22 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
         scale > 1.0 ? static_cast<float>(std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(shape.long_rope_orig))))
                     : 1.0f;
   }
-  spec.vocab = std::move(vocab);
-  const uint32_t block = static_cast<uint32_t>(dtype_block_elements(dtype));
-  if (hp.dim % block || hp.hidden_dim % block) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "shape '%s': dim %u / hidden %u are not multiples of %u for %s",
-                         shape.name.c_str(), hp.dim, hp.hidden_dim, block, dtype_name(dtype));
-  }
+  return Status::ok();
+}
 
-  Rng rng(seed);
+// Appends tensors of pseudo-random values to a model, in the order they
+// are made (one generator: the same seed, the same bytes).
+struct SynthTensors {
+  ImportedModel* model;
+  DType dtype;
+  Rng rng;
   std::vector<float> row;
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+
+  void add(const std::string& name, DType type, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+    model->spec.tensors.push_back({name, type, std::move(shape), bytes.data(), bytes.size()});
+    model->owned.push_back(std::move(bytes));
+  }
+  void matrix(const std::string& name, int64_t rows, int64_t cols) {
     uint64_t row_bytes = 0;
     dtype_bytes(dtype, static_cast<uint64_t>(cols), &row_bytes);
     std::vector<uint8_t> bytes(row_bytes * rows);
@@ -209,73 +218,99 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
       for (int64_t c = 0; c < cols; ++c) row[c] = rng.uniform() * scale * 1.7f;
       quantize_row(dtype, row.data(), bytes.data() + r * row_bytes, cols);
     }
-    spec.tensors.push_back({name, dtype, {rows, cols}, bytes.data(), bytes.size()});
-    model->owned.push_back(std::move(bytes));
-  };
-  auto norm = [&](const std::string& name, int64_t n) {
+    add(name, dtype, {rows, cols}, std::move(bytes));
+  }
+  // Norms: 1 + 0.1 u.
+  void norm(const std::string& name, int64_t n) {
     std::vector<uint8_t> bytes(n * sizeof(float));
     float* f = reinterpret_cast<float*>(bytes.data());
     for (int64_t i = 0; i < n; ++i) f[i] = 1.0f + 0.1f * rng.uniform();
-    spec.tensors.push_back({name, DType::F32, {n}, bytes.data(), bytes.size()});
-    model->owned.push_back(std::move(bytes));
-  };
+    add(name, DType::F32, {n}, std::move(bytes));
+  }
   // Biases of a size that moves the scores: qwen2's are large on k.
-  auto bias = [&](const std::string& name, int64_t n) {
+  void bias(const std::string& name, int64_t n) {
     std::vector<uint8_t> bytes(n * sizeof(float));
     float* f = reinterpret_cast<float*>(bytes.data());
     for (int64_t i = 0; i < n; ++i) f[i] = 0.5f * rng.uniform();
-    spec.tensors.push_back({name, DType::F32, {n}, bytes.data(), bytes.size()});
-    model->owned.push_back(std::move(bytes));
-  };
+    add(name, DType::F32, {n}, std::move(bytes));
+  }
+  // Given values (RoPE factors).
+  void values(const std::string& name, const std::vector<float>& f) {
+    std::vector<uint8_t> bytes(f.size() * sizeof(float));
+    std::memcpy(bytes.data(), f.data(), bytes.size());
+    add(name, DType::F32, {static_cast<int64_t>(f.size())}, std::move(bytes));
+  }
+};
+
+void synth_layer(const SynthShape& shape, const HParams& hp, int li, SynthTensors* t) {
+  const std::string& a = shape.arch;
+  const bool gemma = a == "gemma2" || a == "gemma3";
   const int64_t dim = hp.dim, q = hp.q_dim(), kv = hp.kv_dim(), hidden = hp.hidden_dim;
+  t->norm(llama_tensor_name("attn_norm", li), dim);
+  t->matrix(llama_tensor_name("attn_q", li), q, dim);
+  t->matrix(llama_tensor_name("attn_k", li), kv, dim);
+  t->matrix(llama_tensor_name("attn_v", li), kv, dim);
+  if (a == "qwen2") {
+    t->bias(llama_bias_name("attn_q", li), q);
+    t->bias(llama_bias_name("attn_k", li), kv);
+    t->bias(llama_bias_name("attn_v", li), kv);
+  }
+  if (a == "qwen3" || a == "gemma3") {
+    t->norm(llama_tensor_name("attn_q_norm", li), hp.head_dim());
+    t->norm(llama_tensor_name("attn_k_norm", li), hp.head_dim());
+  }
+  t->matrix(llama_tensor_name("attn_output", li), dim, q);
+  if (gemma) {
+    t->norm(llama_tensor_name("post_attention_norm", li), dim);
+    t->norm(llama_tensor_name("post_ffw_norm", li), dim);
+  }
+  t->norm(llama_tensor_name("ffn_norm", li), dim);
+  t->matrix(llama_tensor_name("ffn_gate", li), hidden, dim);
+  t->matrix(llama_tensor_name("ffn_up", li), hidden, dim);
+  t->matrix(llama_tensor_name("ffn_down", li), dim, hidden);
+}
+
+void synth_tensors(const SynthShape& shape, const HParams& hp, SynthTensors* t) {
   // First, long then short, as llama.cpp's converter writes them (its rope
   // reads freq_factors for all head_dim / 2 pairs, past n_rot / 2: a factor
   // tensor at the end of a file can fault there).
   if (shape.long_rope_orig != 0) {
     for (const bool lng : {true, false}) {
-      const std::vector<float> f = synth_long_rope_factors(hp.rotated_dims() / 2, lng);
-      std::vector<uint8_t> bytes(f.size() * sizeof(float));
-      std::memcpy(bytes.data(), f.data(), bytes.size());
-      spec.tensors.push_back({lng ? "rope_factors_long.weight" : "rope_factors_short.weight", DType::F32,
-                              {static_cast<int64_t>(f.size())}, bytes.data(), bytes.size()});
-      model->owned.push_back(std::move(bytes));
+      t->values(lng ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                synth_long_rope_factors(hp.rotated_dims() / 2, lng));
     }
   }
-  matrix("token_embd.weight", hp.vocab_size, dim);
-  for (uint32_t l = 0; l < hp.n_layers; ++l) {
-    const int li = static_cast<int>(l);
-    norm(llama_tensor_name("attn_norm", li), dim);
-    matrix(llama_tensor_name("attn_q", li), q, dim);
-    matrix(llama_tensor_name("attn_k", li), kv, dim);
-    matrix(llama_tensor_name("attn_v", li), kv, dim);
-    if (qwen2) {
-      bias(llama_bias_name("attn_q", li), q);
-      bias(llama_bias_name("attn_k", li), kv);
-      bias(llama_bias_name("attn_v", li), kv);
-    }
-    if (qwen3 || gemma3) {
-      norm(llama_tensor_name("attn_q_norm", li), hp.head_dim());
-      norm(llama_tensor_name("attn_k_norm", li), hp.head_dim());
-    }
-    matrix(llama_tensor_name("attn_output", li), dim, q);
-    if (gemma) {
-      norm(llama_tensor_name("post_attention_norm", li), dim);
-      norm(llama_tensor_name("post_ffw_norm", li), dim);
-    }
-    norm(llama_tensor_name("ffn_norm", li), dim);
-    matrix(llama_tensor_name("ffn_gate", li), hidden, dim);
-    matrix(llama_tensor_name("ffn_up", li), hidden, dim);
-    matrix(llama_tensor_name("ffn_down", li), dim, hidden);
+  t->matrix("token_embd.weight", hp.vocab_size, hp.dim);
+  for (uint32_t l = 0; l < hp.n_layers; ++l) synth_layer(shape, hp, static_cast<int>(l), t);
+  t->norm("output_norm.weight", hp.dim);
+  if (!hp.tied_embeddings) t->matrix("output.weight", hp.vocab_size, hp.dim);
+  if (shape.arch == "llama3") {
+    t->values("rope_freqs.weight", llama3_rope_factors(hp.head_dim(), hp.rope_theta, 8.0f, 1.0f, 4.0f, 8192.0f));
   }
-  norm("output_norm.weight", dim);
-  if (!hp.tied_embeddings) matrix("output.weight", hp.vocab_size, dim);
-  if (llama3) {
-    const std::vector<float> f = llama3_rope_factors(hp.head_dim(), hp.rope_theta, 8.0f, 1.0f, 4.0f, 8192.0f);
-    std::vector<uint8_t> bytes(f.size() * sizeof(float));
-    std::memcpy(bytes.data(), f.data(), bytes.size());
-    spec.tensors.push_back({"rope_freqs.weight", DType::F32, {static_cast<int64_t>(f.size())}, bytes.data(), bytes.size()});
-    model->owned.push_back(std::move(bytes));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
+                                                      const std::string& vocab_path) {
+  if (!synth_arch_known(shape.arch)) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3",
+                         shape.arch.c_str());
   }
+  auto model = std::make_unique<ImportedModel>();
+  ModelSpec& spec = model->spec;
+  EMBER_ASSIGN_OR_RETURN(Vocab vocab, synth_vocab(shape, vocab_path, shape.arch == "phi3"));
+  HParams& hp = spec.hparams;
+  EMBER_TRY(synth_hparams(shape, static_cast<uint32_t>(vocab.pieces.size()), &hp));
+  spec.vocab = std::move(vocab);
+  const uint32_t block = static_cast<uint32_t>(dtype_block_elements(dtype));
+  if (hp.dim % block || hp.hidden_dim % block) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "shape '%s': dim %u / hidden %u are not multiples of %u for %s",
+                         shape.name.c_str(), hp.dim, hp.hidden_dim, block, dtype_name(dtype));
+  }
+  SynthTensors tensors{model.get(), dtype, Rng(seed), {}};
+  synth_tensors(shape, hp, &tensors);
 
   Provenance& p = spec.provenance;
   p.source_file = "synthetic:" + shape.name + ":seed=" + std::to_string(seed);
