@@ -5,6 +5,7 @@ closing brace, in the files or folders given (default: tools/).
     tools/scripts/long_functions.py                 # tools/, limit 150
     tools/scripts/long_functions.py --limit 100 tools/ember runtime/model
     tools/scripts/long_functions.py --all tools/    # every function, longest first
+    tools/scripts/long_functions.py --exclude 'tools/serve/*' tools/
 
 Prints "path:line: name: N lines" per function over the limit, longest
 first, and exits 1 when there is one (0 when none). A lambda counts toward
@@ -15,6 +16,7 @@ or class scope whose head ends in ")" (then const, noexcept, override, a
 trailing return type or a constructor's initializer list) is a function.
 """
 import argparse
+import fnmatch
 import os
 import re
 import signal
@@ -163,16 +165,20 @@ def functions(path):
     return found
 
 
-def source_files(paths):
+def source_files(paths, exclude):
+    def wanted(path):
+        return not any(fnmatch.fnmatch(path, pattern) for pattern in exclude)
     for p in paths:
         if os.path.isfile(p):
-            yield p
+            if wanted(p):
+                yield p
             continue
         for root, dirs, files in os.walk(p):
             dirs.sort()
             for name in sorted(files):
-                if name.endswith(SOURCE_EXTENSIONS):
-                    yield os.path.join(root, name)
+                path = os.path.join(root, name)
+                if name.endswith(SOURCE_EXTENSIONS) and wanted(path):
+                    yield path
 
 
 def main():
@@ -181,9 +187,11 @@ def main():
     parser.add_argument('paths', nargs='*', default=['tools'], help='files or folders (default: tools)')
     parser.add_argument('--limit', type=int, default=150, help='longest allowed function, in lines (default 150)')
     parser.add_argument('--all', action='store_true', help='list every function, not only those over the limit')
+    parser.add_argument('--exclude', action='append', default=[], metavar='GLOB',
+                        help='skip files whose path (as found) matches GLOB; repeatable')
     args = parser.parse_args()
     rows = []
-    for path in source_files(args.paths):
+    for path in source_files(args.paths, args.exclude):
         for name, first, last in functions(path):
             rows.append((last - first + 1, path, first, name))
     rows.sort(key=lambda r: (-r[0], r[1], r[2]))
