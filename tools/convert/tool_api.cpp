@@ -91,7 +91,8 @@ Status write_all(int fd, const uint8_t* p, uint64_t n, const std::string& path) 
 // `head` then `tail` into `path`, through a temporary file renamed into
 // place, keeping the original's permission bits (a process that has the old
 // file mapped keeps reading the old inode).
-Status replace_file(const std::string& path, const uint8_t* head, uint64_t head_size, const std::vector<uint8_t>& tail) {
+Status replace_file(const std::string& path, const uint8_t* head, uint64_t head_size,
+                    const std::vector<uint8_t>& tail) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return Status::error(EMBER_ERR_IO, "cannot stat '%s': %s", path.c_str(), std::strerror(errno));
@@ -180,7 +181,9 @@ ember_status ModelDraft::import_ember(const std::string& path, std::string* erro
 ember_status ModelDraft::make_synthetic(const SynthRequest& r, std::string* error) {
   SynthShape shape;
   DType type = DType::F32;
-  if (!synth_shape(r.shape, &shape)) return failed(Status::error(EMBER_ERR_INVALID_ARGUMENT, "no shape '%s'", r.shape.c_str()), error);
+  if (!synth_shape(r.shape, &shape)) {
+    return failed(Status::error(EMBER_ERR_INVALID_ARGUMENT, "no shape '%s'", r.shape.c_str()), error);
+  }
   if (!dtype_from_name(r.type.c_str(), &type)) {
     return failed(Status::error(EMBER_ERR_INVALID_ARGUMENT, "no weight type '%s'", r.type.c_str()), error);
   }
@@ -416,7 +419,9 @@ ember_status FileView::dump_tensor(size_t i, const std::string& dir, std::string
   const TensorView& t = impl_->file->tensors()[i];
   const std::string path = dir + "/" + t.name + ".f32";
   FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return failed(Status::error(EMBER_ERR_IO, "cannot write '%s': %s", path.c_str(), std::strerror(errno)), error);
+  if (!f) {
+    return failed(Status::error(EMBER_ERR_IO, "cannot write '%s': %s", path.c_str(), std::strerror(errno)), error);
+  }
   const int64_t rows = t.rows(), cols = t.cols();
   uint64_t row_bytes = 0;
   dtype_bytes(t.dtype, static_cast<uint64_t>(cols), &row_bytes);

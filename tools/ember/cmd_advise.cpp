@@ -642,8 +642,8 @@ void text_costs(const AdviseRequest& r, const AdviseResult& res) {
     std::printf(", load %g QPS x %lld tokens = %g tokens/s", r.qps, static_cast<long long>(r.tokens), res.demand);
   }
   if (r.slo_ms > 0) std::printf(", latency SLO %g ms", r.slo_ms);
-  std::printf("\n\n| option | kind | $/hour | tok/s | $/1M tokens |%s%s\n", r.load ? " replicas | $/hour at load |" : "",
-              r.slo_ms > 0 ? " request p95 ms | SLO |" : "");
+  std::printf("\n\n| option | kind | $/hour | tok/s | $/1M tokens |%s%s\n",
+              r.load ? " replicas | $/hour at load |" : "", r.slo_ms > 0 ? " request p95 ms | SLO |" : "");
   std::printf("|---|---|---:|---:|---:|%s%s\n", r.load ? "---:|---:|" : "", r.slo_ms > 0 ? "---:|---|" : "");
   for (const Option& o : res.options) {
     std::printf("| %s | %s | %s | %.1f | %s |", o.name.c_str(), o.kind.c_str(), money(o.hourly).c_str(), o.throughput,

@@ -41,7 +41,9 @@ Row row_for(const ember_backend_info& b) {
   r.why = b.available ? "" : b.unavailable_reason;
   r.memory_bytes = b.memory_bytes;
   char memory[32] = "-";
-  if (b.memory_bytes) std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(b.memory_bytes) / (1ull << 30));
+  if (b.memory_bytes) {
+    std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(b.memory_bytes) / (1ull << 30));
+  }
   r.memory = memory;
   r.quantizations = kWeightTypes;
   r.families = kFamilies;

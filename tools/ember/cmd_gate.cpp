@@ -694,7 +694,9 @@ std::string figure(const Criterion& x, double v) {
 }
 
 std::string measured(const Criterion& x) {
-  if (x.name == "top-1 agreement" || x.name == "KL divergence") return num(x.measured, x.name == "KL divergence" ? 6 : 4);
+  if (x.name == "top-1 agreement" || x.name == "KL divergence") {
+    return num(x.measured, x.name == "KL divergence" ? 6 : 4);
+  }
   if (x.name == "answer accuracy") return num(x.measured, 1) + " points";
   if (x.name == "prefill speed" || x.name == "decode speed") {
     return x.measured >= 0 ? num(x.measured, 2) + "% slower" : num(-x.measured, 2) + "% faster";

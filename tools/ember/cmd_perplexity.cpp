@@ -105,7 +105,9 @@ int text_ids(const PerplexityRequest& r, ember_model* model, const ember_model_i
   }
   if (st != EMBER_OK) return report_last(st);
   ids->resize(n_ids);
-  if (r.max_tokens > 0 && static_cast<int64_t>(ids->size()) > r.max_tokens) ids->resize(static_cast<size_t>(r.max_tokens));
+  if (r.max_tokens > 0 && static_cast<int64_t>(ids->size()) > r.max_tokens) {
+    ids->resize(static_cast<size_t>(r.max_tokens));
+  }
   // Without BOS a window's first token has no context and is not scored.
   if (ids->size() < (info.bos_id >= 0 ? 1u : 2u)) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "-f '" + r.text_path + "' has too few tokens to score (" +

@@ -133,7 +133,8 @@ int report_text(const PlanRequest& r, const PlanResult& res, bool fits) {
   std::printf("memory plan for %s: context %d%s, batch %d, KV %s/%s, %llu parameters\n\n", r.path.c_str(),
               p.context_length,
               p.n_seqs > 1 ? (" x " + std::to_string(p.n_seqs) + " sequences (batched)").c_str() : "", p.max_batch,
-              kKvNames[r.so.kv_type_k], kKvNames[r.so.kv_type_v], static_cast<unsigned long long>(res.info.n_parameters));
+              kKvNames[r.so.kv_type_k], kKvNames[r.so.kv_type_v],
+              static_cast<unsigned long long>(res.info.n_parameters));
   std::printf("  %-24s %16s %s\n", "", "bytes", "");
   row("weights mapped", p.weights_mapped_bytes, "read in place from the file (page cache, shared)");
   row("weights resident", p.weights_resident_bytes, "copies: repacked or converted weights");

@@ -173,8 +173,10 @@ int parse_template(int argc, char** argv, TemplateRequest* r) {
   // The JSON's own bos/eos/add_generation_prompt, then the flags, win over defaults.
   if (const auto b = r->extra.find("bos_token"); b != r->extra.end() && b->is_string()) r->options.bos_token = *b;
   if (const auto e = r->extra.find("eos_token"); e != r->extra.end() && e->is_string()) r->options.eos_token = *e;
-  if (const auto g = r->extra.find("add_generation_prompt"); g != r->extra.end() && !args.has("--add-generation-prompt"))
+  const auto g = r->extra.find("add_generation_prompt");
+  if (g != r->extra.end() && !args.has("--add-generation-prompt")) {
     r->options.add_generation_prompt = tools::template_truthy(*g);
+  }
   if (args.has("--bos-token")) r->options.bos_token = args.get("--bos-token");
   if (args.has("--eos-token")) r->options.eos_token = args.get("--eos-token");
   return kRun;
