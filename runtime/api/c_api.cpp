@@ -13,6 +13,7 @@
 const ember::Vocab& ember::model_vocab(const ember_model* m) { return m->model->tokenizer().vocab(); }
 int ember::model_arch(const ember_model* m) { return static_cast<int>(m->model->hparams().arch); }
 const char* ember::model_default_chat_template(const ember_model* m) { return m->default_chat_template; }
+const ember::Model& ember::model_of(const ember_model* m) { return *m->model; }
 
 int ember_token_is_eog(const ember_model* model, int32_t token) {
   return model && model->model->tokenizer().is_eog(token) ? 1 : 0;

@@ -41,6 +41,8 @@ struct ember_threadpool {
 
 namespace ember {
 
+class Model;
+
 // Records status's message as this thread's last error; returns its code.
 ember_status set_last_error(const Status& status);
 void clear_last_error();
@@ -55,6 +57,8 @@ int model_arch(const ember_model* m);
 // as recorded on the handle.
 const char* default_chat_template(const ember_model* m);
 const char* model_default_chat_template(const ember_model* m);
+// The model behind a handle, for the same files (api/c_api_inspect.cpp).
+const Model& model_of(const ember_model* m);
 
 inline ember_status fail(ember_status code, const char* fmt, const char* arg = "") {
   return set_last_error(Status::error(code, fmt, arg));

@@ -870,6 +870,164 @@ EMBER_API ember_status ember_tokenize_prompt(const ember_model* model, const cha
                                              int parse_special, int add_bos, int32_t* tokens, size_t capacity,
                                              size_t* out_count);
 
+/* ==== Inspection: backends and model files ================================
+ * For hosts and tools that show, compare or re-check what they run on
+ * (`ember backends`, `ember bench`, `ember verify`): the backends built in
+ * with what each found, what an open model's file holds beyond
+ * ember_model_info, and its digest and signature checked on demand. */
+
+/* ---- Backends ----------------------------------------------------------- */
+
+/* What kind of device a backend found. */
+typedef enum ember_device_type {
+  EMBER_DEVICE_CPU = 0,
+  EMBER_DEVICE_INTEGRATED_GPU = 1,
+  EMBER_DEVICE_DISCRETE_GPU = 2,
+  EMBER_DEVICE_VIRTUAL = 3, /* a software device, e.g. lavapipe */
+  EMBER_DEVICE_OTHER = 4
+} ember_device_type;
+
+/* One backend built into the library and the device its probe found. Every
+ * string is owned by the library, NUL-terminated and valid for the life of
+ * the process. */
+typedef struct ember_backend_info {
+  size_t struct_size;             /* sizeof(ember_backend_info), set by the caller */
+  const char* name;               /* "cpu", "vulkan" */
+  int32_t kind;                   /* ember_backend_kind: what ember_session_options.backend takes */
+  int32_t available;              /* 1 when a session can be created there */
+  int32_t device_type;            /* ember_device_type */
+  const char* device_type_name;   /* "cpu", "integrated gpu", "discrete gpu", "virtual", "other" */
+  const char* device_name;        /* "AMD EPYC 9V84", "llvmpipe (...)"; "" when none was found */
+  uint64_t memory_bytes;          /* host RAM for the cpu, the largest device-local heap for a GPU;
+                                     0 when unknown */
+  const char* unavailable_reason; /* why not, when available is 0; else "" */
+  int32_t batched_decoding;       /* 1 when it runs sessions of n_seqs > 1 (ember_session_decode_batch,
+                                     several sequences of one ember_generator) */
+  uint32_t weight_types;          /* bit (1u << t) set for each ember_weight_type t it runs */
+  uint32_t kv_types;              /* bit (1u << k) set for each ember_kv_type k its KV cache takes */
+} ember_backend_info;
+
+/* "q4_k", "f16", ...: the name of an ember_weight_type; "?" for a value
+ * that is not one. A static string. */
+EMBER_API const char* ember_weight_type_name(int32_t type);
+
+/* "f32", "f16", "q8_0": the name of an ember_kv_type; "?" otherwise. */
+EMBER_API const char* ember_kv_type_name(int32_t type);
+
+/* How many backends this library was built with (at least 1: the cpu). Does
+ * not touch the last error. */
+EMBER_API size_t ember_backend_count(void);
+
+/* Fills *info for backend `index` (0 .. ember_backend_count() - 1, the cpu
+ * first). The first call probes every backend (it may load a driver and list
+ * devices, never opens one); later calls return the same answers. A smaller,
+ * older struct receives the fields it has. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (NULL info, a bad struct_size, an index out of
+ * range, naming it). */
+EMBER_API ember_status ember_backend_get_info(size_t index, ember_backend_info* info);
+
+/* ---- Model files ---------------------------------------------------------- */
+
+/* Weight types of a tensor (values never change). */
+typedef enum ember_weight_type {
+  EMBER_TYPE_F32 = 0,
+  EMBER_TYPE_F16 = 1,
+  EMBER_TYPE_BF16 = 2,
+  EMBER_TYPE_Q8_0 = 3,
+  EMBER_TYPE_Q4_0 = 4,
+  EMBER_TYPE_Q4_1 = 5,
+  EMBER_TYPE_Q5_0 = 6,
+  EMBER_TYPE_Q5_1 = 7,
+  EMBER_TYPE_Q2_K = 8,
+  EMBER_TYPE_Q3_K = 9,
+  EMBER_TYPE_Q4_K = 10,
+  EMBER_TYPE_Q5_K = 11,
+  EMBER_TYPE_Q6_K = 12,
+  EMBER_TYPE_IQ4_NL = 13,
+  EMBER_TYPE_IQ4_XS = 14,
+  EMBER_TYPE_COUNT = 15 /* the number of types, not a type */
+} ember_weight_type;
+
+/* What an open model's file holds beyond ember_model_info: its size and
+ * sections, digest, signature trailer, provenance and weight totals. The
+ * pointers are owned by the model and valid until ember_model_free. */
+typedef struct ember_model_file_info {
+  size_t struct_size;           /* sizeof(ember_model_file_info), set by the caller */
+  uint64_t file_bytes;          /* the whole file, a signature trailer included */
+  uint32_t schema_version;      /* the format version the file records */
+  uint64_t data_offset;         /* where the data segment (the tensors) starts */
+  uint64_t data_bytes;          /* its size */
+  char data_sha256[65];         /* the data segment's SHA-256 as the metadata records it,
+                                   64 lowercase hex digits (checked at open under
+                                   EMBER_INTEGRITY_DIGEST, or by ember_model_check_digest) */
+  uint64_t signed_bytes;        /* what a signature covers: every byte before the trailer */
+  int32_t has_signature;        /* 1 when the file ends with a signature trailer */
+  char signature_key_id[65];    /* the trailer's key id as recorded (hex; see ember_key_id;
+                                   not trusted until ember_model_check_signature);
+                                   "" when unsigned */
+  const char* source_file;      /* provenance: the file it was converted from */
+  char source_sha256[65];       /* that file's SHA-256, hex; "" when not recorded */
+  const char* converter;        /* the program (and version) that wrote the file */
+  const char* quantization;     /* how the weights were typed, e.g. "q8_0 (norms f32)" */
+  size_t n_tensors;             /* see ember_model_get_tensor_info */
+  uint64_t weight_bytes;        /* every tensor's bytes */
+  uint64_t decode_weight_bytes; /* what one decode step reads of them: every tensor whole, but one
+                                   row of the token embedding table when the output matrix is a
+                                   tensor of its own */
+} ember_model_file_info;
+
+/* Fills *info (struct_size set by the caller; a smaller, older struct
+ * receives the fields it has). Errors: EMBER_ERR_INVALID_ARGUMENT (NULL, a
+ * bad struct_size). */
+EMBER_API ember_status ember_model_get_file_info(const ember_model* model, ember_model_file_info* info);
+
+/* One tensor of a model file. name is owned by the model (valid until
+ * ember_model_free); type_name and layout are static strings. */
+typedef struct ember_tensor_info {
+  size_t struct_size;      /* sizeof(ember_tensor_info), set by the caller */
+  const char* name;        /* "blk.0.attn_q.weight" */
+  int32_t type;            /* ember_weight_type */
+  const char* type_name;   /* "q8_0" */
+  const char* layout;      /* how blocks are stored: "row-major" or "rows16" */
+  int32_t n_dims;          /* 1 or 2 */
+  int64_t shape[4];        /* outermost first ([rows, cols]); the unused entries 0 */
+  uint64_t elements;
+  uint64_t offset;         /* within the data segment */
+  uint64_t bytes;
+  double bits_per_weight;  /* of its type, block scales included */
+} ember_tensor_info;
+
+/* Fills *info for tensor `index` (0 .. n_tensors - 1, in file order).
+ * Errors: EMBER_ERR_INVALID_ARGUMENT (NULL, a bad struct_size, an index out
+ * of range). */
+EMBER_API ember_status ember_model_get_tensor_info(const ember_model* model, size_t index, ember_tensor_info* info);
+
+/* Hashes the data segment again and compares it with the metadata's
+ * SHA-256, then checks that the file is still the one opened (not resized or
+ * rewritten in place since): what EMBER_INTEGRITY_DIGEST checks at open, on
+ * demand, for a host that re-checks a model it keeps open. Reads the whole
+ * data segment. Errors: EMBER_ERR_INVALID_ARGUMENT (NULL),
+ * EMBER_ERR_INTEGRITY (the digest does not match, or the file changed),
+ * EMBER_ERR_IO (a read past a truncated end was absorbed). */
+EMBER_API ember_status ember_model_check_digest(const ember_model* model);
+
+/* Checks the file's signature trailer with `public_key_pem` (PEM text,
+ * public_key_pem_len bytes, 0 = NUL-terminated; read during the call only):
+ * what EMBER_INTEGRITY_SIGNATURE checks at open, on demand. Hashes every
+ * byte before the trailer. Errors: EMBER_ERR_INVALID_ARGUMENT (NULL, a key
+ * that is not P-256 PEM), EMBER_ERR_SIGNATURE (no trailer, a trailer made by
+ * another key, or bytes that are not the signed ones). */
+EMBER_API ember_status ember_model_check_signature(const ember_model* model, const char* public_key_pem,
+                                                   size_t public_key_pem_len);
+
+/* The key id of a P-256 key (PEM text of a public or a private key,
+ * pem_len bytes, 0 = NUL-terminated): SHA-256 of its public key (DER
+ * SubjectPublicKeyInfo), written to out_hex as 64 lowercase hex digits and a
+ * NUL: what a signature trailer records (ember_model_file_info.
+ * signature_key_id). Errors: EMBER_ERR_INVALID_ARGUMENT (NULL, text that is
+ * not a P-256 key). */
+EMBER_API ember_status ember_key_id(const char* pem, size_t pem_len, char out_hex[65]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
  * CTest passes stories260K converted by the c_api_model fixture. Prints each
  * failed check and exits 1 if any failed; exits 2 when no model is given. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,107 @@ static int never_called(void* user_data, int32_t token, const char* piece, size_
   (void)piece_len;
   ++*(int*)user_data;
   return 1;
+}
+
+/* A P-256 public key made for this test by openssl (its private half was
+ * thrown away) and its key id, SHA-256 of the DER SubjectPublicKeyInfo as
+ * `openssl ec -pubout -outform DER | sha256sum` printed it. */
+static const char kTestPublicKey[] =
+    "-----BEGIN PUBLIC KEY-----\n"
+    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEdglwbZ0D/RXwPzlTX0Pf7Yyec+Tk\n"
+    "d6M4KOUpS043b4s08LbF1h6ImzPkAfy5u/dljsQDLTmLhUP4fQaE2a4Viw==\n"
+    "-----END PUBLIC KEY-----\n";
+static const char kTestKeyId[] = "ed266bba0f527913618e37685cb28ed12214c878c8e8f5f7c04d7cd5bf7dac90";
+
+static int is_hex64(const char* s) {
+  size_t i;
+  for (i = 0; i < 64; ++i) {
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  }
+  return s[64] == '\0';
+}
+
+/* The inspection section: backends, the model file, its tensors, the
+ * digest and signature checks, key ids. `model` is an unsigned file. */
+static void check_inspection(ember_model* model) {
+  size_t i, n_backends = ember_backend_count();
+  ember_backend_info b;
+  ember_model_file_info f;
+  ember_tensor_info t;
+  uint64_t bytes = 0;
+  char id[65];
+  CHECK(n_backends >= 1);
+  memset(&b, 0, sizeof b);
+  b.struct_size = sizeof b;
+  CHECK_OK(ember_backend_get_info(0, &b));
+  CHECK(b.name != NULL && strcmp(b.name, "cpu") == 0);
+  CHECK(b.kind == EMBER_BACKEND_CPU && b.available == 1 && b.device_type == EMBER_DEVICE_CPU);
+  CHECK(b.batched_decoding == 1);
+  CHECK(b.device_type_name != NULL && strcmp(b.device_type_name, "cpu") == 0);
+  CHECK(b.device_name != NULL && b.unavailable_reason != NULL && b.unavailable_reason[0] == '\0');
+  for (i = 1; i < n_backends; ++i) {
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    CHECK_OK(ember_backend_get_info(i, &b));
+    CHECK(b.name != NULL && b.kind != EMBER_BACKEND_CPU && b.device_name != NULL);
+    CHECK(b.available == 1 || (b.unavailable_reason != NULL && b.unavailable_reason[0] != '\0'));
+  }
+  CHECK_STATUS(ember_backend_get_info(n_backends, &b), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(ember_backend_get_info(0, NULL), EMBER_ERR_INVALID_ARGUMENT);
+  b.struct_size = 0;
+  CHECK_STATUS(ember_backend_get_info(0, &b), EMBER_ERR_INVALID_ARGUMENT);
+  /* An older, shorter struct receives only the fields it has. */
+  memset(&b, 0x5a, sizeof b);
+  b.struct_size = offsetof(ember_backend_info, available);
+  CHECK_OK(ember_backend_get_info(0, &b));
+  CHECK(b.kind == EMBER_BACKEND_CPU && b.available == 0x5a5a5a5a);
+
+  memset(&f, 0, sizeof f);
+  f.struct_size = sizeof f;
+  CHECK_OK(ember_model_get_file_info(model, &f));
+  CHECK(f.schema_version >= 1);
+  CHECK(f.data_offset > 0 && f.data_bytes > 0);
+  CHECK(f.signed_bytes == f.data_offset + f.data_bytes && f.file_bytes == f.signed_bytes);
+  CHECK(f.has_signature == 0 && f.signature_key_id[0] == '\0');
+  CHECK(is_hex64(f.data_sha256));
+  CHECK(f.source_file != NULL && f.converter != NULL && f.quantization != NULL);
+  CHECK(f.n_tensors > 0);
+  for (i = 0; i < f.n_tensors; ++i) {
+    int d;
+    uint64_t elements = 1;
+    memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    CHECK_OK(ember_model_get_tensor_info(model, i, &t));
+    CHECK(t.name != NULL && t.name[0] != '\0' && t.type_name != NULL && t.layout != NULL);
+    CHECK(t.type >= 0 && t.type < EMBER_TYPE_COUNT);
+    CHECK(t.n_dims == 1 || t.n_dims == 2);
+    for (d = 0; d < t.n_dims; ++d) elements *= (uint64_t)t.shape[d];
+    CHECK(t.elements == elements && t.shape[3] == 0);
+    CHECK(t.bytes > 0 && t.offset + t.bytes <= f.data_bytes);
+    CHECK(t.bits_per_weight > 0);
+    /* stories260K is f32 throughout: 32 bits, 4 bytes a weight. */
+    CHECK(t.type == EMBER_TYPE_F32 && strcmp(t.type_name, "f32") == 0 && t.bytes == 4 * t.elements);
+    bytes += t.bytes;
+  }
+  CHECK(f.weight_bytes == bytes);
+  CHECK(f.decode_weight_bytes > 0 && f.decode_weight_bytes <= f.weight_bytes);
+  CHECK_STATUS(ember_model_get_tensor_info(model, f.n_tensors, &t), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(ember_model_get_tensor_info(NULL, 0, &t), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(ember_model_get_file_info(model, NULL), EMBER_ERR_INVALID_ARGUMENT);
+
+  CHECK_OK(ember_model_check_digest(model));
+  CHECK_STATUS(ember_model_check_digest(NULL), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK_OK(ember_key_id(kTestPublicKey, 0, id));
+  CHECK(strcmp(id, kTestKeyId) == 0);
+  CHECK_OK(ember_key_id(kTestPublicKey, strlen(kTestPublicKey), id));
+  CHECK(strcmp(id, kTestKeyId) == 0);
+  CHECK_STATUS(ember_key_id("not a key", 0, id), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(id[0] == '\0');
+  CHECK_STATUS(ember_key_id(NULL, 0, id), EMBER_ERR_INVALID_ARGUMENT);
+  /* The file is unsigned: a good key finds no signature, a bad one is refused as an argument. */
+  CHECK_STATUS(ember_model_check_signature(model, kTestPublicKey, 0), EMBER_ERR_SIGNATURE);
+  CHECK_STATUS(ember_model_check_signature(model, "not a key", 0), EMBER_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(ember_model_check_signature(model, NULL, 0), EMBER_ERR_INVALID_ARGUMENT);
 }
 
 int main(int argc, char** argv) {
@@ -561,6 +663,7 @@ int main(int argc, char** argv) {
       free(state);
     }
   }
+  check_inspection(model);
 
   /* ---- the generator: two sequences in one batched session; the same
    * greedy request in both gives the same text as ember_generate alone ---- */

@@ -24,8 +24,11 @@ class Out {
  public:
   std::vector<uint8_t> bytes;
   void raw(const void* p, size_t n) {
-    const uint8_t* b = static_cast<const uint8_t*>(p);
-    bytes.insert(bytes.end(), b, b + n);
+    // resize + memcpy rather than insert: GCC 12 warns falsely
+    // (-Wstringop-overflow) on the inlined insert of a few bytes.
+    const size_t at = bytes.size();
+    bytes.resize(at + n);
+    if (n) std::memcpy(bytes.data() + at, p, n);
   }
   void u32(uint32_t v) { raw(&v, 4); }
   void i32(int32_t v) { raw(&v, 4); }
@@ -148,10 +151,9 @@ Result<std::vector<TensorSource>> fuse_phi3(const ModelSpec& spec, std::vector<s
   return out;
 }
 
-
-// What llama.cpp's loader would read differently from ember's description:
-// refused before anything is written.
-Status check_writable(const HParams& hp, const Vocab& v, const std::string& path) {
+// What llama.cpp cannot read as this model: refused before anything is written.
+Status check_gguf_form(const ModelSpec& spec, const std::string& path) {
+  const HParams& hp = spec.hparams;
   // llama.cpp's rotation is fixed per architecture: adjacent pairs for
   // llama, halves (NEOX) for the others.
   const RopeStyle arch_rope = model_arch_rope_style(hp.arch);
@@ -178,7 +180,7 @@ Status check_writable(const HParams& hp, const Vocab& v, const std::string& path
     return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': gemma2 with RoPE scaling has no GGUF form ember writes",
                          path.c_str());
   }
-  if (v.kind == TokenizerKind::BytePairBPE && v.merges.empty()) {
+  if (spec.vocab.kind == TokenizerKind::BytePairBPE && spec.vocab.merges.empty()) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': a byte-level BPE vocabulary without merges", path.c_str());
   }
   return Status::ok();
@@ -186,7 +188,7 @@ Status check_writable(const HParams& hp, const Vocab& v, const std::string& path
 
 // The type most matrix bytes have: llama.cpp's general.file_type. Every
 // tensor must be 1-D or 2-D.
-Result<DType> main_type_of(const std::vector<TensorSource>& tensors) {
+Result<DType> main_matrix_type(const std::vector<TensorSource>& tensors) {
   uint64_t bytes_by_type[kDTypeCount] = {};
   for (const auto& t : tensors) {
     if (t.shape.size() != 1 && t.shape.size() != 2) {
@@ -202,74 +204,98 @@ Result<DType> main_type_of(const std::vector<TensorSource>& tensors) {
   return static_cast<DType>(main_type);
 }
 
-// The architecture's keys (a: its GGUF name).
-void hparams_kv(const HParams& hp, const std::string& a, Out* out) {
-  Out& kv = *out;
-  kv.kv_u32((a + ".vocab_size").c_str(), hp.vocab_size);
-  kv.kv_u32((a + ".context_length").c_str(), hp.max_seq_len);
-  kv.kv_u32((a + ".embedding_length").c_str(), hp.dim);
-  kv.kv_u32((a + ".block_count").c_str(), hp.n_layers);
-  kv.kv_u32((a + ".feed_forward_length").c_str(), hp.hidden_dim);
-  kv.kv_u32((a + ".rope.dimension_count").c_str(), hp.rotated_dims());
-  kv.kv_u32((a + ".attention.head_count").c_str(), hp.n_heads);
+// The architecture's keys: shape, attention, RoPE and its scalings.
+void hparam_keys(const HParams& hp, Out* kv) {
+  const std::string a = model_arch_name(hp.arch);
+  kv->kv_u32((a + ".vocab_size").c_str(), hp.vocab_size);
+  kv->kv_u32((a + ".context_length").c_str(), hp.max_seq_len);
+  kv->kv_u32((a + ".embedding_length").c_str(), hp.dim);
+  kv->kv_u32((a + ".block_count").c_str(), hp.n_layers);
+  kv->kv_u32((a + ".feed_forward_length").c_str(), hp.hidden_dim);
+  kv->kv_u32((a + ".rope.dimension_count").c_str(), hp.rotated_dims());
+  kv->kv_u32((a + ".attention.head_count").c_str(), hp.n_heads);
   if (hp.explicit_head_dim) {
-    kv.kv_u32((a + ".attention.key_length").c_str(), hp.explicit_head_dim);
-    kv.kv_u32((a + ".attention.value_length").c_str(), hp.explicit_head_dim);
+    kv->kv_u32((a + ".attention.key_length").c_str(), hp.explicit_head_dim);
+    kv->kv_u32((a + ".attention.value_length").c_str(), hp.explicit_head_dim);
   }
-  kv.kv_u32((a + ".attention.head_count_kv").c_str(), hp.n_kv_heads);
-  kv.kv_f32((a + ".attention.layer_norm_rms_epsilon").c_str(), hp.norm_eps);
-  kv.kv_f32((a + ".rope.freq_base").c_str(), hp.rope_theta);
-  if (hp.arch == ModelArch::Gemma2) kv.kv_f32((a + ".attn_logit_softcapping").c_str(), hp.attn_softcap);
-  if (hp.final_softcap != 0.0f) kv.kv_f32((a + ".final_logit_softcapping").c_str(), hp.final_softcap);
+  kv->kv_u32((a + ".attention.head_count_kv").c_str(), hp.n_kv_heads);
+  kv->kv_f32((a + ".attention.layer_norm_rms_epsilon").c_str(), hp.norm_eps);
+  kv->kv_f32((a + ".rope.freq_base").c_str(), hp.rope_theta);
+  if (hp.arch == ModelArch::Gemma2) kv->kv_f32((a + ".attn_logit_softcapping").c_str(), hp.attn_softcap);
+  if (hp.final_softcap != 0.0f) kv->kv_f32((a + ".final_logit_softcapping").c_str(), hp.final_softcap);
   if (hp.sliding_window != 0) {
-    kv.kv_u32((a + ".attention.sliding_window").c_str(), hp.sliding_window);
+    kv->kv_u32((a + ".attention.sliding_window").c_str(), hp.sliding_window);
     // llama.cpp's rule: period 0 slides every layer (ember: swa_period 0).
-    kv.kv_u32((a + ".attention.sliding_window_pattern").c_str(), hp.swa_period);
+    kv->kv_u32((a + ".attention.sliding_window_pattern").c_str(), hp.swa_period);
     // Written always: llama.cpp's default differs per family (gemma3: 10000).
-    kv.kv_f32((a + ".rope.freq_base_swa").c_str(), hp.rope_theta_swa != 0.0f ? hp.rope_theta_swa : hp.rope_theta);
+    kv->kv_f32((a + ".rope.freq_base_swa").c_str(), hp.rope_theta_swa != 0.0f ? hp.rope_theta_swa : hp.rope_theta);
   }
   // LongRoPE (phi3), with the keys llama.cpp's converter writes.
-  if (hp.rope_attn_factor != 1.0f) kv.kv_f32((a + ".rope.scaling.attn_factor").c_str(), hp.rope_attn_factor);
+  if (hp.rope_attn_factor != 1.0f) kv->kv_f32((a + ".rope.scaling.attn_factor").c_str(), hp.rope_attn_factor);
   if (hp.rope_orig_context != 0) {
-    kv.kv_u32((a + ".rope.scaling.original_context_length").c_str(), hp.rope_orig_context);
+    kv->kv_u32((a + ".rope.scaling.original_context_length").c_str(), hp.rope_orig_context);
   }
   if (hp.rope_scale_global != 1.0f) {
-    kv.kv_str((a + ".rope.scaling.type").c_str(), "linear");
-    kv.kv_f32((a + ".rope.scaling.factor").c_str(), hp.rope_scale_global);
+    kv->kv_str((a + ".rope.scaling.type").c_str(), "linear");
+    kv->kv_f32((a + ".rope.scaling.factor").c_str(), hp.rope_scale_global);
   }
 }
 
-// The tokenizer's keys.
-void vocab_kv(const Vocab& v, Out* out) {
-  Out& kv = *out;
-  kv.kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama"
-                                    : v.pre == "gemma4"                      ? "gemma4"
-                                                                             : "gpt2");
-  kv.kv_strs("tokenizer.ggml.tokens", v.pieces);
-  if (!v.scores.empty()) kv.kv_f32s("tokenizer.ggml.scores", v.scores);
+// The vocabulary's tokenizer.ggml.* keys.
+void vocab_keys(const Vocab& v, Out* kv) {
+  kv->kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama"
+                                     : v.pre == "gemma4"                      ? "gemma4"
+                                                                              : "gpt2");
+  kv->kv_strs("tokenizer.ggml.tokens", v.pieces);
+  if (!v.scores.empty()) kv->kv_f32s("tokenizer.ggml.scores", v.scores);
   if (!v.types.empty()) {
     std::vector<int32_t> types(v.types.begin(), v.types.end());
-    kv.kv_i32s("tokenizer.ggml.token_type", types);
+    kv->kv_i32s("tokenizer.ggml.token_type", types);
   }
-  if (!v.merges.empty()) kv.kv_strs("tokenizer.ggml.merges", v.merges);
+  if (!v.merges.empty()) kv->kv_strs("tokenizer.ggml.merges", v.merges);
   // "" (a file from before the name was stored) was tokenized as GPT-2.
-  if (v.kind == TokenizerKind::BytePairBPE) kv.kv_str("tokenizer.ggml.pre", v.pre.empty() ? "gpt-2" : v.pre);
-  if (v.eot_id >= 0) kv.kv_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(v.eot_id));
-  if (v.eom_id >= 0) kv.kv_u32("tokenizer.ggml.eom_token_id", static_cast<uint32_t>(v.eom_id));
-  if (v.bos_id >= 0) kv.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
-  if (v.eos_id >= 0) kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
-  if (v.unk_id >= 0) kv.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
-  if (v.pad_id >= 0) kv.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(v.pad_id));
-  kv.kv_bool("tokenizer.ggml.add_bos_token", v.add_bos);
-  kv.kv_bool("tokenizer.ggml.add_eos_token", v.add_eos);
-  kv.kv_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+  if (v.kind == TokenizerKind::BytePairBPE) kv->kv_str("tokenizer.ggml.pre", v.pre.empty() ? "gpt-2" : v.pre);
+  if (v.eot_id >= 0) kv->kv_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(v.eot_id));
+  if (v.eom_id >= 0) kv->kv_u32("tokenizer.ggml.eom_token_id", static_cast<uint32_t>(v.eom_id));
+  if (v.bos_id >= 0) kv->kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
+  if (v.eos_id >= 0) kv->kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
+  if (v.unk_id >= 0) kv->kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
+  if (v.pad_id >= 0) kv->kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(v.pad_id));
+  kv->kv_bool("tokenizer.ggml.add_bos_token", v.add_bos);
+  kv->kv_bool("tokenizer.ggml.add_eos_token", v.add_eos);
+  kv->kv_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
 }
 
-// Header, then each tensor at its offset, streamed to a temporary file
-// renamed into place: a failed write never leaves a half-written model, and
-// large models are not copied in memory.
-Status write_file(const std::string& path, const Out& head, const std::vector<TensorSource>& tensors,
-                  const std::vector<uint64_t>& offsets, uint64_t data_size) {
+// The header: magic, version, counts, the key-value pairs and the tensor
+// table (each tensor's offset in the data section), padded to the alignment.
+Out gguf_head(const Out& kv, const std::vector<TensorSource>& tensors, std::vector<uint64_t>* offsets,
+              uint64_t* data_size) {
+  Out head;
+  head.raw("GGUF", 4);
+  head.u32(kGgufVersion);
+  head.u64(tensors.size());
+  head.u64(kv.n_kv);
+  head.raw(kv.bytes.data(), kv.bytes.size());
+  offsets->assign(tensors.size(), 0);
+  *data_size = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorSource& t = tensors[i];
+    (*offsets)[i] = align_up(*data_size, kGgufAlignment);
+    *data_size = (*offsets)[i] + t.size;
+    head.str(t.name);
+    head.u32(static_cast<uint32_t>(t.shape.size()));
+    for (size_t d = t.shape.size(); d-- > 0;) head.u64(static_cast<uint64_t>(t.shape[d]));  // innermost first
+    head.u32(ggml_type_of(t.dtype));
+    head.u64((*offsets)[i]);
+  }
+  head.bytes.resize(align_up(head.bytes.size(), kGgufAlignment), 0);
+  return head;
+}
+
+// Streamed to a temporary file renamed into place: a failed write never
+// leaves a half-written model, and large models are not copied in memory.
+Status stream_gguf(const std::string& path, const Out& head, const std::vector<TensorSource>& tensors,
+                   const std::vector<uint64_t>& offsets, uint64_t data_size) {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return Status::error(EMBER_ERR_IO, "cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
@@ -297,8 +323,7 @@ Status write_file(const std::string& path, const Out& head, const std::vector<Te
 
 Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options) {
   const HParams& hp = spec.hparams;
-  const Vocab& v = spec.vocab;
-  EMBER_TRY(check_writable(hp, v, path));
+  EMBER_TRY(check_gguf_form(spec, path));
   // phi3's GGUF tensors are fused: Q/K/V in attn_qkv, gate and up in
   // ffn_up (gate first), as llama.cpp's phi3 graph reads them.
   std::vector<std::vector<uint8_t>> fused_bytes;
@@ -307,39 +332,22 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
     EMBER_ASSIGN_OR_RETURN(fused, fuse_phi3(spec, &fused_bytes));
   }
   const std::vector<TensorSource>& tensors = hp.arch == ModelArch::Phi3 ? fused : spec.tensors;
-  EMBER_ASSIGN_OR_RETURN(const DType main_type, main_type_of(tensors));
+  EMBER_ASSIGN_OR_RETURN(const DType main_type, main_matrix_type(tensors));
 
   Out kv;
-  const std::string a = model_arch_name(hp.arch);
-  kv.kv_str("general.architecture", a.c_str());
+  kv.kv_str("general.architecture", model_arch_name(hp.arch));
   if (!options.name.empty()) kv.kv_str("general.name", options.name);
   kv.kv_u32("general.file_type", llama_file_type(main_type));
-  hparams_kv(hp, a, &kv);
-  vocab_kv(v, &kv);
+  hparam_keys(hp, &kv);
+  vocab_keys(spec.vocab, &kv);
   for (const auto& [k, x] : options.extra_u32) kv.kv_u32(k.c_str(), x);
   for (const auto& [k, x] : options.extra_f32) kv.kv_f32(k.c_str(), x);
   for (const auto& [k, x] : options.extra_str) kv.kv_str(k.c_str(), x.c_str());
 
-  Out head;
-  head.raw("GGUF", 4);
-  head.u32(kGgufVersion);
-  head.u64(tensors.size());
-  head.u64(kv.n_kv);
-  head.raw(kv.bytes.data(), kv.bytes.size());
-  std::vector<uint64_t> offsets(tensors.size());
+  std::vector<uint64_t> offsets;
   uint64_t data_size = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const TensorSource& t = tensors[i];
-    offsets[i] = align_up(data_size, kGgufAlignment);
-    data_size = offsets[i] + t.size;
-    head.str(t.name);
-    head.u32(static_cast<uint32_t>(t.shape.size()));
-    for (size_t d = t.shape.size(); d-- > 0;) head.u64(static_cast<uint64_t>(t.shape[d]));  // innermost first
-    head.u32(ggml_type_of(t.dtype));
-    head.u64(offsets[i]);
-  }
-  head.bytes.resize(align_up(head.bytes.size(), kGgufAlignment), 0);
-  return write_file(path, head, tensors, offsets, data_size);
+  const Out head = gguf_head(kv, tensors, &offsets, &data_size);
+  return stream_gguf(path, head, tensors, offsets, data_size);
 }
 
 }  // namespace ember

@@ -104,9 +104,9 @@ std::vector<float> synth_long_rope_factors(uint32_t pairs, bool long_factors) {
 
 namespace {
 
-// The vocabulary: the built-in one padded to the shape's size, or a
-// llama2.c tokenizer file; phi3's added control piece at the end.
-Result<Vocab> synth_vocab(const SynthShape& shape, const std::string& vocab_path) {
+// The vocabulary: a llama2.c tokenizer.bin, or the built-in one padded to
+// the shape's size; phi3 gets its added control piece.
+Result<Vocab> synth_vocab(const SynthShape& shape, const std::string& vocab_path, bool phi3) {
   Vocab vocab;
   if (vocab_path.empty()) {
     vocab = builtin_vocab();
@@ -123,7 +123,7 @@ Result<Vocab> synth_vocab(const SynthShape& shape, const std::string& vocab_path
     const int32_t n = shape.vocab_size ? static_cast<int32_t>(shape.vocab_size) : 32000;
     EMBER_ASSIGN_OR_RETURN(vocab, vocab_from_llama2c(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), n));
   }
-  if (shape.arch == "phi3") {
+  if (phi3) {
     // Phi-3's added control piece: llama.cpp marks it on loading a model
     // whose name says phi3, and fails when the vocabulary lacks it.
     vocab.pieces.push_back("<|endoftext|>");
@@ -133,13 +133,10 @@ Result<Vocab> synth_vocab(const SynthShape& shape, const std::string& vocab_path
   return vocab;
 }
 
-// Gemma's description: wide heads, a sliding window on every other layer,
-// soft-capping (gemma2) or two RoPE bases (gemma3).
-void gemma_hparams(const SynthShape& shape, HParams* hp) {
-  const bool gemma2 = shape.arch == "gemma2";
-  // Heads twice dim / n_heads wide (Gemma's are 256 on dims of 1152..),
-  // unless --head-dim says; a window of 8 so a test prompt outruns it;
-  // caps small enough to bend random weights' scores and logits.
+// Gemma's: heads twice dim / n_heads wide (Gemma's are 256 on dims of
+// 1152..), unless --head-dim says; a window of 8 so a test prompt outruns
+// it; caps small enough to bend random weights' scores and logits.
+void gemma_hparams(const SynthShape& shape, bool gemma2, HParams* hp) {
   hp->arch = gemma2 ? ModelArch::Gemma2 : ModelArch::Gemma3;
   hp->rope_style = RopeStyle::Half;
   hp->norm_eps = 1e-6f;
@@ -158,11 +155,12 @@ void gemma_hparams(const SynthShape& shape, HParams* hp) {
   }
 }
 
-// The family's hyper-parameters for the shape.
-Result<HParams> synth_hparams(const SynthShape& shape, uint32_t vocab_size) {
-  const bool llama3 = shape.arch == "llama3", qwen2 = shape.arch == "qwen2", qwen3 = shape.arch == "qwen3",
-             phi3 = shape.arch == "phi3", gemma = shape.arch == "gemma2" || shape.arch == "gemma3";
-  HParams hp;
+// The family's hyper-parameters for the shape, partial rotary and LongRoPE.
+Status synth_hparams(const SynthShape& shape, uint32_t vocab_size, HParams* out) {
+  const std::string& a = shape.arch;
+  const bool llama3 = a == "llama3", qwen2 = a == "qwen2", qwen3 = a == "qwen3", phi3 = a == "phi3";
+  const bool gemma2 = a == "gemma2", gemma = gemma2 || a == "gemma3";
+  HParams& hp = *out;
   hp.dim = shape.dim;
   hp.hidden_dim = shape.hidden_dim;
   hp.n_layers = shape.n_layers;
@@ -177,7 +175,7 @@ Result<HParams> synth_hparams(const SynthShape& shape, uint32_t vocab_size) {
     hp.arch = qwen2 ? ModelArch::Qwen2 : ModelArch::Qwen3;
     hp.rope_theta = 1000000.0f;
   }
-  if (gemma) gemma_hparams(shape, &hp);
+  if (gemma) gemma_hparams(shape, gemma2, &hp);
   if (phi3) hp.arch = ModelArch::Phi3;
   hp.rope_style = model_arch_rope_style(hp.arch);
   if (shape.rope_dims % 2 != 0 || shape.rope_dims > hp.head_dim()) {
@@ -195,84 +193,100 @@ Result<HParams> synth_hparams(const SynthShape& shape, uint32_t vocab_size) {
         scale > 1.0 ? static_cast<float>(std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(shape.long_rope_orig))))
                     : 1.0f;
   }
-  return hp;
+  return Status::ok();
 }
 
-// Makes the tensors, in file order, from one random stream: the order is
-// part of what a seed means.
-class TensorMaker {
- public:
-  TensorMaker(ImportedModel* model, DType dtype, uint64_t seed) : model_(model), dtype_(dtype), rng_(seed) {}
+// Appends tensors of pseudo-random values to a model, in the order they
+// are made (one generator: the same seed, the same bytes).
+struct SynthTensors {
+  ImportedModel* model;
+  DType dtype;
+  Rng rng;
+  std::vector<float> row;
 
+  void add(const std::string& name, DType type, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+    model->spec.tensors.push_back({name, type, std::move(shape), bytes.data(), bytes.size()});
+    model->owned.push_back(std::move(bytes));
+  }
   void matrix(const std::string& name, int64_t rows, int64_t cols) {
     uint64_t row_bytes = 0;
-    dtype_bytes(dtype_, static_cast<uint64_t>(cols), &row_bytes);
+    dtype_bytes(dtype, static_cast<uint64_t>(cols), &row_bytes);
     std::vector<uint8_t> bytes(row_bytes * rows);
-    row_.resize(cols);
+    row.resize(cols);
     const float scale = 1.0f / std::sqrt(static_cast<float>(cols));
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) row_[c] = rng_.uniform() * scale * 1.7f;
-      quantize_row(dtype_, row_.data(), bytes.data() + r * row_bytes, cols);
+      for (int64_t c = 0; c < cols; ++c) row[c] = rng.uniform() * scale * 1.7f;
+      quantize_row(dtype, row.data(), bytes.data() + r * row_bytes, cols);
     }
-    add(name, dtype_, {rows, cols}, std::move(bytes));
+    add(name, dtype, {rows, cols}, std::move(bytes));
   }
-  void norm(const std::string& name, int64_t n) { floats(name, n, 1.0f, 0.1f); }
+  // Norms: 1 + 0.1 u.
+  void norm(const std::string& name, int64_t n) {
+    std::vector<uint8_t> bytes(n * sizeof(float));
+    float* f = reinterpret_cast<float*>(bytes.data());
+    for (int64_t i = 0; i < n; ++i) f[i] = 1.0f + 0.1f * rng.uniform();
+    add(name, DType::F32, {n}, std::move(bytes));
+  }
   // Biases of a size that moves the scores: qwen2's are large on k.
-  void bias(const std::string& name, int64_t n) { floats(name, n, 0.0f, 0.5f); }
-  // A table of given values (RoPE factors).
+  void bias(const std::string& name, int64_t n) {
+    std::vector<uint8_t> bytes(n * sizeof(float));
+    float* f = reinterpret_cast<float*>(bytes.data());
+    for (int64_t i = 0; i < n; ++i) f[i] = 0.5f * rng.uniform();
+    add(name, DType::F32, {n}, std::move(bytes));
+  }
+  // Given values (RoPE factors).
   void values(const std::string& name, const std::vector<float>& f) {
     std::vector<uint8_t> bytes(f.size() * sizeof(float));
     std::memcpy(bytes.data(), f.data(), bytes.size());
     add(name, DType::F32, {static_cast<int64_t>(f.size())}, std::move(bytes));
   }
-
- private:
-  void floats(const std::string& name, int64_t n, float base, float spread) {
-    std::vector<uint8_t> bytes(n * sizeof(float));
-    float* f = reinterpret_cast<float*>(bytes.data());
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = spread * rng_.uniform();
-      f[i] = base == 0.0f ? v : base + v;  // (0 + -0 would be +0: the bytes are the seed's)
-    }
-    add(name, DType::F32, {n}, std::move(bytes));
-  }
-  void add(const std::string& name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
-    model_->spec.tensors.push_back({name, dtype, std::move(shape), bytes.data(), bytes.size()});
-    model_->owned.push_back(std::move(bytes));
-  }
-
-  ImportedModel* model_;
-  DType dtype_;
-  Rng rng_;
-  std::vector<float> row_;
 };
 
-void synth_layer(const SynthShape& shape, const HParams& hp, int li, TensorMaker& t) {
-  const bool qwen2 = shape.arch == "qwen2", qwen3 = shape.arch == "qwen3", gemma3 = shape.arch == "gemma3",
-             gemma = shape.arch == "gemma2" || gemma3;
+void synth_layer(const SynthShape& shape, const HParams& hp, int li, SynthTensors* t) {
+  const std::string& a = shape.arch;
+  const bool gemma = a == "gemma2" || a == "gemma3";
   const int64_t dim = hp.dim, q = hp.q_dim(), kv = hp.kv_dim(), hidden = hp.hidden_dim;
-  t.norm(llama_tensor_name("attn_norm", li), dim);
-  t.matrix(llama_tensor_name("attn_q", li), q, dim);
-  t.matrix(llama_tensor_name("attn_k", li), kv, dim);
-  t.matrix(llama_tensor_name("attn_v", li), kv, dim);
-  if (qwen2) {
-    t.bias(llama_bias_name("attn_q", li), q);
-    t.bias(llama_bias_name("attn_k", li), kv);
-    t.bias(llama_bias_name("attn_v", li), kv);
+  t->norm(llama_tensor_name("attn_norm", li), dim);
+  t->matrix(llama_tensor_name("attn_q", li), q, dim);
+  t->matrix(llama_tensor_name("attn_k", li), kv, dim);
+  t->matrix(llama_tensor_name("attn_v", li), kv, dim);
+  if (a == "qwen2") {
+    t->bias(llama_bias_name("attn_q", li), q);
+    t->bias(llama_bias_name("attn_k", li), kv);
+    t->bias(llama_bias_name("attn_v", li), kv);
   }
-  if (qwen3 || gemma3) {
-    t.norm(llama_tensor_name("attn_q_norm", li), hp.head_dim());
-    t.norm(llama_tensor_name("attn_k_norm", li), hp.head_dim());
+  if (a == "qwen3" || a == "gemma3") {
+    t->norm(llama_tensor_name("attn_q_norm", li), hp.head_dim());
+    t->norm(llama_tensor_name("attn_k_norm", li), hp.head_dim());
   }
-  t.matrix(llama_tensor_name("attn_output", li), dim, q);
+  t->matrix(llama_tensor_name("attn_output", li), dim, q);
   if (gemma) {
-    t.norm(llama_tensor_name("post_attention_norm", li), dim);
-    t.norm(llama_tensor_name("post_ffw_norm", li), dim);
+    t->norm(llama_tensor_name("post_attention_norm", li), dim);
+    t->norm(llama_tensor_name("post_ffw_norm", li), dim);
   }
-  t.norm(llama_tensor_name("ffn_norm", li), dim);
-  t.matrix(llama_tensor_name("ffn_gate", li), hidden, dim);
-  t.matrix(llama_tensor_name("ffn_up", li), hidden, dim);
-  t.matrix(llama_tensor_name("ffn_down", li), dim, hidden);
+  t->norm(llama_tensor_name("ffn_norm", li), dim);
+  t->matrix(llama_tensor_name("ffn_gate", li), hidden, dim);
+  t->matrix(llama_tensor_name("ffn_up", li), hidden, dim);
+  t->matrix(llama_tensor_name("ffn_down", li), dim, hidden);
+}
+
+void synth_tensors(const SynthShape& shape, const HParams& hp, SynthTensors* t) {
+  // First, long then short, as llama.cpp's converter writes them (its rope
+  // reads freq_factors for all head_dim / 2 pairs, past n_rot / 2: a factor
+  // tensor at the end of a file can fault there).
+  if (shape.long_rope_orig != 0) {
+    for (const bool lng : {true, false}) {
+      t->values(lng ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                synth_long_rope_factors(hp.rotated_dims() / 2, lng));
+    }
+  }
+  t->matrix("token_embd.weight", hp.vocab_size, hp.dim);
+  for (uint32_t l = 0; l < hp.n_layers; ++l) synth_layer(shape, hp, static_cast<int>(l), t);
+  t->norm("output_norm.weight", hp.dim);
+  if (!hp.tied_embeddings) t->matrix("output.weight", hp.vocab_size, hp.dim);
+  if (shape.arch == "llama3") {
+    t->values("rope_freqs.weight", llama3_rope_factors(hp.head_dim(), hp.rope_theta, 8.0f, 1.0f, 4.0f, 8192.0f));
+  }
 }
 
 }  // namespace
@@ -286,32 +300,17 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
   }
   auto model = std::make_unique<ImportedModel>();
   ModelSpec& spec = model->spec;
-  EMBER_ASSIGN_OR_RETURN(Vocab vocab, synth_vocab(shape, vocab_path));
-  EMBER_ASSIGN_OR_RETURN(spec.hparams, synth_hparams(shape, static_cast<uint32_t>(vocab.pieces.size())));
-  const HParams& hp = spec.hparams;
+  EMBER_ASSIGN_OR_RETURN(Vocab vocab, synth_vocab(shape, vocab_path, shape.arch == "phi3"));
+  HParams& hp = spec.hparams;
+  EMBER_TRY(synth_hparams(shape, static_cast<uint32_t>(vocab.pieces.size()), &hp));
   spec.vocab = std::move(vocab);
   const uint32_t block = static_cast<uint32_t>(dtype_block_elements(dtype));
   if (hp.dim % block || hp.hidden_dim % block) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "shape '%s': dim %u / hidden %u are not multiples of %u for %s",
                          shape.name.c_str(), hp.dim, hp.hidden_dim, block, dtype_name(dtype));
   }
-  TensorMaker t(model.get(), dtype, seed);
-  // First, long then short, as llama.cpp's converter writes them (its rope
-  // reads freq_factors for all head_dim / 2 pairs, past n_rot / 2: a factor
-  // tensor at the end of a file can fault there).
-  if (shape.long_rope_orig != 0) {
-    for (const bool lng : {true, false}) {
-      t.values(lng ? "rope_factors_long.weight" : "rope_factors_short.weight",
-               synth_long_rope_factors(hp.rotated_dims() / 2, lng));
-    }
-  }
-  t.matrix("token_embd.weight", hp.vocab_size, hp.dim);
-  for (uint32_t l = 0; l < hp.n_layers; ++l) synth_layer(shape, hp, static_cast<int>(l), t);
-  t.norm("output_norm.weight", hp.dim);
-  if (!hp.tied_embeddings) t.matrix("output.weight", hp.vocab_size, hp.dim);
-  if (shape.arch == "llama3") {
-    t.values("rope_freqs.weight", llama3_rope_factors(hp.head_dim(), hp.rope_theta, 8.0f, 1.0f, 4.0f, 8192.0f));
-  }
+  SynthTensors tensors{model.get(), dtype, Rng(seed), {}};
+  synth_tensors(shape, hp, &tensors);
 
   Provenance& p = spec.provenance;
   p.source_file = "synthetic:" + shape.name + ":seed=" + std::to_string(seed);

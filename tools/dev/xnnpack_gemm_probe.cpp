@@ -82,10 +82,61 @@ double time_per_call(F&& fn, double min_s) {
   return best;
 }
 
-struct Options {
+struct ProbeArgs {
   int rounds = 5;
   std::vector<int> threads = {1, 2};
   std::vector<int> batches = {1, 64, 512};
+};
+
+bool parse_args(int argc, char** argv, ProbeArgs* a) {
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) a->rounds = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) a->threads = parse_list(argv[++i]);
+    else if (!std::strcmp(argv[i], "--batches") && i + 1 < argc) a->batches = parse_list(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: %s [--rounds N] [--threads 1,2] [--batches 1,64,512]\n", argv[0]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Pseudo-random values in [-1, 1): the activations first, then each
+// matrix's weights, from one sequence.
+struct Rand {
+  uint32_t seed = 12345;
+  float operator()() {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int32_t>(seed >> 8) - (1 << 23)) / static_cast<float>(1 << 23);
+  }
+};
+
+// Activations (f32 and f16) and the outputs of each provider.
+struct Buffers {
+  std::vector<float> x;
+  std::vector<uint16_t> x16;
+  std::vector<float> out_e, out_x;
+  std::vector<uint16_t> out_h;
+};
+
+Buffers make_buffers(int max_batch, Rand& rnd) {
+  const int64_t max_cols = 4864, max_rows = 4864;
+  Buffers b;
+  b.x.resize(static_cast<size_t>(max_batch) * max_cols);
+  b.x16.resize(b.x.size());
+  for (size_t i = 0; i < b.x.size(); ++i) {
+    b.x[i] = rnd();
+    b.x16[i] = f32_to_f16(b.x[i]);
+  }
+  b.out_e.resize(static_cast<size_t>(max_batch) * max_rows);
+  b.out_x.resize(b.out_e.size());
+  b.out_h.resize(b.out_e.size());
+  return b;
+}
+
+struct Pools {
+  std::unique_ptr<ThreadPool> ember;
+  pthreadpool_t xnn = nullptr;
 };
 
 // Per matrix: the weights (f32 and f16) and the operators, created once.
@@ -102,6 +153,50 @@ struct Mat {
   double create32_s = 0, create16_s = 0;
 };
 
+bool make_mat(const Matrix& m, const std::vector<int>& threads, Rand& rnd, Mat* out) {
+  Mat& mt = *out;
+  mt.m = m;
+  mt.w.resize(static_cast<size_t>(m.rows * m.cols));
+  mt.w16.resize(mt.w.size());
+  for (size_t i = 0; i < mt.w.size(); ++i) {
+    mt.w16[i] = f32_to_f16(rnd() * 0.05f);
+    mt.w[i] = f16_to_f32(mt.w16[i]);
+  }
+  double t0 = now_s();
+  xnn_status st = xnn_create_fully_connected_nc_f32(m.cols, m.rows, m.cols, m.rows, mt.w.data(), nullptr, -INFINITY,
+                                                    INFINITY, 0, &mt.op32);
+  mt.create32_s = now_s() - t0;
+  if (st != xnn_status_success) {
+    std::fprintf(stderr, "create f32 %s: status %d\n", m.name, st);
+    return false;
+  }
+  xnn_create_fully_connected_nc_f32(m.cols, m.rows, m.cols, m.rows, mt.w.data(), nullptr, -INFINITY, INFINITY, 0,
+                                    &mt.op16w);
+  t0 = now_s();
+  st = xnn_create_fully_connected_nc_f16(m.cols, m.rows, m.cols, m.rows, mt.w16.data(), nullptr, -65504.0f, 65504.0f,
+                                         0, &mt.op16);
+  mt.create16_s = now_s() - t0;
+  if (st != xnn_status_success) {
+    std::printf("%s: no native f16 operator (status %d)\n", m.name, st);
+    mt.op16 = nullptr;
+  }
+  for (int t : threads) {
+    std::vector<xnn_operator_t> sl;
+    for (int c = 0; c < 4 * t; ++c) {
+      int64_t r0, r1;
+      split_range(m.rows, 16, c, 4 * t, &r0, &r1);
+      xnn_operator_t op = nullptr;
+      if (r0 < r1 && xnn_create_fully_connected_nc_f32(m.cols, r1 - r0, m.cols, m.rows, mt.w.data() + r0 * m.cols,
+                                                       nullptr, -INFINITY, INFINITY, 0, &op) != xnn_status_success) {
+        return false;
+      }
+      sl.push_back(op);
+    }
+    mt.slices.push_back(std::move(sl));
+  }
+  return true;
+}
+
 // best[config][provider]: seconds per call; setup/run separately for xnn.
 enum { kEmber32, kXnn32, kEmber16, kXnn16w, kXnn16, kXnnSlices, kProviders };
 struct Best {
@@ -111,256 +206,167 @@ struct Best {
   double maxerr[kProviders];
 };
 
-struct Pools {
-  std::unique_ptr<ThreadPool> ember;
-  pthreadpool_t xnn = nullptr;
+// One (matrix, batch, threads) configuration and what it runs on.
+struct Config {
+  Mat* mt;
+  int n;       // batch
+  size_t ti;   // index into the thread counts
+  ThreadPool* pool;
+  pthreadpool_t tp;
 };
 
-class Probe {
- public:
-  Probe(const Options& o, const CpuKernels& k) : o_(o), k_(k) {}
-  ~Probe() {
-    for (Mat& mt : ms_) {
-      xnn_delete_operator(mt.op32);
-      xnn_delete_operator(mt.op16w);
-      if (mt.op16) xnn_delete_operator(mt.op16);
-      for (auto& sl : mt.slices) {
-        for (xnn_operator_t op : sl) {
-          if (op) xnn_delete_operator(op);
+constexpr double kMinSeconds = 0.02;
+
+// xnnpool: f32 operators over runs of 16 rows, each single-threaded on a
+// chunk of ember's pool.
+void time_slices(const Config& c, Buffers& io, Best& b) {
+  const std::vector<xnn_operator_t>& sl = c.mt->slices[c.ti];
+  const int64_t rows = c.mt->m.rows;
+  auto call = [&] {
+    c.pool->run(static_cast<int>(sl.size()), [&](int chunk, int, int) {
+      int64_t r0, r1;
+      split_range(rows, 16, chunk, static_cast<int>(sl.size()), &r0, &r1);
+      if (r0 >= r1) return;
+      xnn_setup_fully_connected_nc_f32(sl[chunk], c.n, io.x.data(), io.out_x.data() + r0, nullptr);
+      xnn_run_operator(sl[chunk], nullptr);
+    });
+  };
+  b.total[kXnnSlices] = std::min(b.total[kXnnSlices], time_per_call(call, kMinSeconds));
+}
+
+// ember's kernels as the backend runs them.
+void time_ember(int p, const Config& c, const CpuKernels& k, Buffers& io, Best& b) {
+  const Mat& mt = *c.mt;
+  const int64_t rows = mt.m.rows, cols = mt.m.cols;
+  const uint8_t* w = p == kEmber32 ? reinterpret_cast<const uint8_t*>(mt.w.data())
+                                   : reinterpret_cast<const uint8_t*>(mt.w16.data());
+  FMatmulFn f = p == kEmber32 ? (c.n == 1 ? k.f32_gemv : k.f32_gemm) : (c.n == 1 ? k.f16_gemv : k.f16_gemm);
+  const int n_chunks = c.n == 1 ? c.pool->size() : 4 * c.pool->size();
+  auto call = [&] {
+    c.pool->run(n_chunks, [&](int chunk, int nc, int) {
+      int64_t r0, r1;
+      split_range(rows, 16, chunk, nc, &r0, &r1);
+      if (r0 < r1) f(w, cols, r0, r1, io.x.data(), c.n, io.out_e.data(), rows);
+    });
+  };
+  b.total[p] = std::min(b.total[p], time_per_call(call, kMinSeconds));
+}
+
+// An XNNPACK operator on its pthreadpool: setup and run together, then each.
+void time_xnn(int p, const Config& c, Buffers& io, Best& b) {
+  const Mat& mt = *c.mt;
+  xnn_operator_t op = p == kXnn32 ? mt.op32 : p == kXnn16w ? mt.op16w : mt.op16;
+  auto setup = [&] {
+    if (p == kXnn16) xnn_setup_fully_connected_nc_f16(op, c.n, io.x16.data(), io.out_h.data(), c.tp);
+    else xnn_setup_fully_connected_nc_f32(op, c.n, io.x.data(), io.out_x.data(), c.tp);
+  };
+  auto run = [&] { xnn_run_operator(op, c.tp); };
+  auto both = [&] {
+    setup();
+    run();
+  };
+  b.total[p] = std::min(b.total[p], time_per_call(both, kMinSeconds));
+  b.setup[p] = std::min(b.setup[p], time_per_call(setup, kMinSeconds / 4));
+  setup();
+  b.run[p] = std::min(b.run[p], time_per_call(run, kMinSeconds));
+}
+
+// Agreement (first round): XNNPACK's outputs against ember's f32 ones.
+void check_agreement(const Config& c, const CpuKernels& k, Buffers& io, Best& b) {
+  const Mat& mt = *c.mt;
+  const int64_t rows = mt.m.rows, cols = mt.m.cols;
+  FMatmulFn f = c.n == 1 ? k.f32_gemv : k.f32_gemm;
+  f(reinterpret_cast<const uint8_t*>(mt.w.data()), cols, 0, rows, io.x.data(), c.n, io.out_e.data(), rows);
+  double scale = 0;
+  for (int64_t i = 0; i < c.n * rows; ++i) scale = std::max(scale, std::fabs(double(io.out_e[i])));
+  for (int p : {kXnn32, kXnn16}) {
+    xnn_operator_t op = p == kXnn32 ? mt.op32 : mt.op16;
+    if (!op) continue;
+    if (p == kXnn16) xnn_setup_fully_connected_nc_f16(op, c.n, io.x16.data(), io.out_h.data(), c.tp);
+    else xnn_setup_fully_connected_nc_f32(op, c.n, io.x.data(), io.out_x.data(), c.tp);
+    xnn_run_operator(op, c.tp);
+    double e = 0;
+    for (int64_t i = 0; i < c.n * rows; ++i) {
+      const double v = p == kXnn16 ? f16_to_f32(io.out_h[i]) : io.out_x[i];
+      e = std::max(e, std::fabs(v - io.out_e[i]));
+    }
+    b.maxerr[p] = e / (scale > 0 ? scale : 1);
+  }
+}
+
+// One round: every configuration, every provider in turn (interleaved).
+void measure_round(int r, const ProbeArgs& a, std::vector<Mat>& ms, std::vector<Pools>& pools, const CpuKernels& k,
+                   Buffers& io, std::vector<Best>& best) {
+  size_t ci = 0;
+  for (Mat& mt : ms) {
+    for (int n : a.batches) {
+      for (size_t ti = 0; ti < a.threads.size(); ++ti, ++ci) {
+        const Config c{&mt, n, ti, pools[ti].ember.get(), pools[ti].xnn};
+        Best& b = best[ci];
+        for (int p = 0; p < kProviders; ++p) {
+          if (p == kXnn16 && !mt.op16) continue;
+          if (p == kXnnSlices) {
+            time_slices(c, io, b);
+          } else if (p == kEmber32 || p == kEmber16) {
+            time_ember(p, c, k, io, b);
+          } else {
+            time_xnn(p, c, io, b);
+          }
         }
-      }
-    }
-    for (Pools& p : pools_) pthreadpool_destroy(p.xnn);
-  }
-
-  // Inputs, pools and every matrix's operators. False on a failure (said).
-  bool init() {
-    const int max_batch = *std::max_element(o_.batches.begin(), o_.batches.end());
-    const int64_t max_cols = 4864, max_rows = 4864;
-    x_.resize(static_cast<size_t>(max_batch) * max_cols);
-    x16_.resize(x_.size());
-    for (size_t i = 0; i < x_.size(); ++i) {
-      x_[i] = rnd();
-      x16_[i] = f32_to_f16(x_[i]);
-    }
-    out_e_.resize(static_cast<size_t>(max_batch) * max_rows);
-    out_x_.resize(out_e_.size());
-    out_h_.resize(out_e_.size());
-    pools_.resize(o_.threads.size());
-    for (size_t t = 0; t < o_.threads.size(); ++t) {
-      Result<std::unique_ptr<ThreadPool>> p = ThreadPool::create(o_.threads[t]);
-      if (!p.is_ok()) return false;
-      pools_[t].ember = std::move(p.value());
-      pools_[t].xnn = pthreadpool_create(o_.threads[t]);
-    }
-    const Matrix mats[] = {{"attn_q/o 896x896", 896, 896},
-                           {"attn_k/v 128x896", 128, 896},
-                           {"ffn_gate/up 4864x896", 4864, 896},
-                           {"ffn_down 896x4864", 896, 4864}};
-    for (const Matrix& m : mats) {
-      if (!create(m)) return false;
-    }
-    for (const Mat& mt : ms_) {
-      std::printf("%-22s create (pack) f32 %.2f ms, f16 %.2f ms\n", mt.m.name, mt.create32_s * 1e3,
-                  mt.create16_s * 1e3);
-    }
-    best_.resize(ms_.size() * o_.batches.size() * o_.threads.size());
-    for (Best& b : best_) {
-      for (int p = 0; p < kProviders; ++p) b.total[p] = b.setup[p] = b.run[p] = 1e30, b.maxerr[p] = 0;
-    }
-    return true;
-  }
-
-  // One round over every (matrix, batch, threads); the first also checks
-  // XNNPACK's outputs against ember's.
-  void round(int r) {
-    size_t ci = 0;
-    for (Mat& mt : ms_) {
-      for (int n : o_.batches) {
-        for (size_t ti = 0; ti < o_.threads.size(); ++ti, ++ci) {
-          for (int p = 0; p < kProviders; ++p) measure(mt, n, ti, p, &best_[ci]);
-          if (r == 0) agreement(mt, n, ti, &best_[ci]);
-        }
+        if (r == 0) check_agreement(c, k, io, b);
       }
     }
   }
+}
 
-  void print() const {
-    std::printf("\nGFLOP/s (best of %d rounds, interleaved); x/e = XNNPACK / ember; setup|run in us\n", o_.rounds);
-    std::printf("%-22s %5s %3s | %8s %8s %6s %9s %8s %6s | %8s %8s %6s | %8s %6s %9s %9s\n", "matrix", "batch", "thr",
-                "ember32", "xnn32", "x/e", "setup|run", "xnnpool", "x/e", "ember16", "xnn16w", "x/e", "xnn16", "x/e",
-                "setup|run", "err16");
-    size_t ci = 0;
-    for (const Mat& mt : ms_) {
-      for (int n : o_.batches) {
-        for (size_t ti = 0; ti < o_.threads.size(); ++ti, ++ci) {
-          const Best& b = best_[ci];
-          const double flop = 2.0 * mt.m.rows * mt.m.cols * n;
-          auto gf = [&](int p) { return b.total[p] < 1e29 ? flop / b.total[p] / 1e9 : 0.0; };
-          char s32[32], s16[32];
-          std::snprintf(s32, sizeof s32, "%.1f|%.0f", b.setup[kXnn32] * 1e6, b.run[kXnn32] * 1e6);
-          std::snprintf(s16, sizeof s16, "%.1f|%.0f", b.setup[kXnn16] < 1e29 ? b.setup[kXnn16] * 1e6 : 0.0,
-                        b.run[kXnn16] < 1e29 ? b.run[kXnn16] * 1e6 : 0.0);
-          std::printf("%-22s %5d %3d | %8.1f %8.1f %6.2f %9s %8.1f %6.2f | %8.1f %8.1f %6.2f | %8.1f %6.2f %9s %9.1e\n",
-                      mt.m.name, n, o_.threads[ti], gf(kEmber32), gf(kXnn32), gf(kXnn32) / gf(kEmber32), s32,
-                      gf(kXnnSlices), gf(kXnnSlices) / gf(kEmber32), gf(kEmber16), gf(kXnn16w),
-                      gf(kXnn16w) / gf(kEmber16), gf(kXnn16), gf(kXnn16) / gf(kEmber16), s16, b.maxerr[kXnn16]);
-        }
+void print_results(const ProbeArgs& a, const std::vector<Mat>& ms, const std::vector<Best>& best) {
+  std::printf("\nGFLOP/s (best of %d rounds, interleaved); x/e = XNNPACK / ember; setup|run in us\n", a.rounds);
+  std::printf("%-22s %5s %3s | %8s %8s %6s %9s %8s %6s | %8s %8s %6s | %8s %6s %9s %9s\n", "matrix", "batch", "thr",
+              "ember32", "xnn32", "x/e", "setup|run", "xnnpool", "x/e", "ember16", "xnn16w", "x/e", "xnn16", "x/e", "setup|run", "err16");
+  size_t ci = 0;
+  for (const Mat& mt : ms) {
+    for (int n : a.batches) {
+      for (size_t ti = 0; ti < a.threads.size(); ++ti, ++ci) {
+        const Best& b = best[ci];
+        const double flop = 2.0 * mt.m.rows * mt.m.cols * n;
+        auto gf = [&](int p) { return b.total[p] < 1e29 ? flop / b.total[p] / 1e9 : 0.0; };
+        char s32[32], s16[32];
+        std::snprintf(s32, sizeof s32, "%.1f|%.0f", b.setup[kXnn32] * 1e6, b.run[kXnn32] * 1e6);
+        std::snprintf(s16, sizeof s16, "%.1f|%.0f", b.setup[kXnn16] < 1e29 ? b.setup[kXnn16] * 1e6 : 0.0,
+                      b.run[kXnn16] < 1e29 ? b.run[kXnn16] * 1e6 : 0.0);
+        std::printf("%-22s %5d %3d | %8.1f %8.1f %6.2f %9s %8.1f %6.2f | %8.1f %8.1f %6.2f | %8.1f %6.2f %9s %9.1e\n",
+                    mt.m.name, n, a.threads[ti], gf(kEmber32), gf(kXnn32), gf(kXnn32) / gf(kEmber32), s32,
+                    gf(kXnnSlices), gf(kXnnSlices) / gf(kEmber32), gf(kEmber16),
+                    gf(kXnn16w), gf(kXnn16w) / gf(kEmber16), gf(kXnn16), gf(kXnn16) / gf(kEmber16), s16,
+                    b.maxerr[kXnn16]);
       }
     }
-    std::printf("max |xnn32 - ember32| / max|out| over all configs: ");
-    double e32 = 0;
-    for (const Best& b : best_) e32 = std::max(e32, b.maxerr[kXnn32]);
-    std::printf("%.1e\n", e32);
   }
+  std::printf("max |xnn32 - ember32| / max|out| over all configs: ");
+  double e32 = 0;
+  for (const Best& b : best) e32 = std::max(e32, b.maxerr[kXnn32]);
+  std::printf("%.1e\n", e32);
+}
 
- private:
-  float rnd() {
-    seed_ = seed_ * 1664525u + 1013904223u;
-    return static_cast<float>(static_cast<int32_t>(seed_ >> 8) - (1 << 23)) / static_cast<float>(1 << 23);
-  }
-
-  bool create(const Matrix& m) {
-    Mat mt;
-    mt.m = m;
-    mt.w.resize(static_cast<size_t>(m.rows * m.cols));
-    mt.w16.resize(mt.w.size());
-    for (size_t i = 0; i < mt.w.size(); ++i) {
-      mt.w16[i] = f32_to_f16(rnd() * 0.05f);
-      mt.w[i] = f16_to_f32(mt.w16[i]);
-    }
-    double t0 = now_s();
-    xnn_status st = xnn_create_fully_connected_nc_f32(m.cols, m.rows, m.cols, m.rows, mt.w.data(), nullptr, -INFINITY,
-                                                      INFINITY, 0, &mt.op32);
-    mt.create32_s = now_s() - t0;
-    if (st != xnn_status_success) {
-      std::fprintf(stderr, "create f32 %s: status %d\n", m.name, st);
-      return false;
-    }
-    xnn_create_fully_connected_nc_f32(m.cols, m.rows, m.cols, m.rows, mt.w.data(), nullptr, -INFINITY, INFINITY, 0,
-                                      &mt.op16w);
-    t0 = now_s();
-    st = xnn_create_fully_connected_nc_f16(m.cols, m.rows, m.cols, m.rows, mt.w16.data(), nullptr, -65504.0f, 65504.0f,
-                                           0, &mt.op16);
-    mt.create16_s = now_s() - t0;
-    if (st != xnn_status_success) {
-      std::printf("%s: no native f16 operator (status %d)\n", m.name, st);
-      mt.op16 = nullptr;
-    }
-    for (int t : o_.threads) {
-      std::vector<xnn_operator_t> sl;
-      for (int c = 0; c < 4 * t; ++c) {
-        int64_t r0, r1;
-        split_range(m.rows, 16, c, 4 * t, &r0, &r1);
-        xnn_operator_t op = nullptr;
-        if (r0 < r1 && xnn_create_fully_connected_nc_f32(m.cols, r1 - r0, m.cols, m.rows, mt.w.data() + r0 * m.cols,
-                                                         nullptr, -INFINITY, INFINITY, 0, &op) != xnn_status_success) {
-          return false;
-        }
-        sl.push_back(op);
+void release(std::vector<Mat>& ms, std::vector<Pools>& pools) {
+  for (Mat& mt : ms) {
+    xnn_delete_operator(mt.op32);
+    xnn_delete_operator(mt.op16w);
+    if (mt.op16) xnn_delete_operator(mt.op16);
+    for (auto& sl : mt.slices) {
+      for (xnn_operator_t op : sl) {
+        if (op) xnn_delete_operator(op);
       }
-      mt.slices.push_back(std::move(sl));
-    }
-    ms_.push_back(std::move(mt));
-    return true;
-  }
-
-  // Provider p's fastest call on matrix mt with n rows and threads[ti].
-  void measure(Mat& mt, int n, size_t ti, int p, Best* b) {
-    const double min_s = 0.02;
-    ThreadPool& pool = *pools_[ti].ember;
-    pthreadpool_t tp = pools_[ti].xnn;
-    const int64_t rows = mt.m.rows, cols = mt.m.cols;
-    if (p == kXnn16 && !mt.op16) return;
-    if (p == kXnnSlices) {
-      const std::vector<xnn_operator_t>& sl = mt.slices[ti];
-      auto call = [&] {
-        pool.run(static_cast<int>(sl.size()), [&](int chunk, int, int) {
-          int64_t r0, r1;
-          split_range(rows, 16, chunk, static_cast<int>(sl.size()), &r0, &r1);
-          if (r0 >= r1) return;
-          xnn_setup_fully_connected_nc_f32(sl[chunk], n, x_.data(), out_x_.data() + r0, nullptr);
-          xnn_run_operator(sl[chunk], nullptr);
-        });
-      };
-      b->total[p] = std::min(b->total[p], time_per_call(call, min_s));
-    } else if (p == kEmber32 || p == kEmber16) {
-      const uint8_t* w = p == kEmber32 ? reinterpret_cast<const uint8_t*>(mt.w.data())
-                                       : reinterpret_cast<const uint8_t*>(mt.w16.data());
-      FMatmulFn f = p == kEmber32 ? (n == 1 ? k_.f32_gemv : k_.f32_gemm) : (n == 1 ? k_.f16_gemv : k_.f16_gemm);
-      const int n_chunks = n == 1 ? pool.size() : 4 * pool.size();
-      auto call = [&] {
-        pool.run(n_chunks, [&](int chunk, int nc, int) {
-          int64_t r0, r1;
-          split_range(rows, 16, chunk, nc, &r0, &r1);
-          if (r0 < r1) f(w, cols, r0, r1, x_.data(), n, out_e_.data(), rows);
-        });
-      };
-      b->total[p] = std::min(b->total[p], time_per_call(call, min_s));
-    } else {
-      xnn_operator_t op = p == kXnn32 ? mt.op32 : p == kXnn16w ? mt.op16w : mt.op16;
-      auto setup = [&] {
-        if (p == kXnn16) xnn_setup_fully_connected_nc_f16(op, n, x16_.data(), out_h_.data(), tp);
-        else xnn_setup_fully_connected_nc_f32(op, n, x_.data(), out_x_.data(), tp);
-      };
-      auto run = [&] { xnn_run_operator(op, tp); };
-      auto both = [&] {
-        setup();
-        run();
-      };
-      b->total[p] = std::min(b->total[p], time_per_call(both, min_s));
-      b->setup[p] = std::min(b->setup[p], time_per_call(setup, min_s / 4));
-      setup();
-      b->run[p] = std::min(b->run[p], time_per_call(run, min_s));
     }
   }
-
-  // XNNPACK's outputs against ember's f32 ones, relative to max |out|.
-  void agreement(Mat& mt, int n, size_t ti, Best* b) {
-    pthreadpool_t tp = pools_[ti].xnn;
-    const int64_t rows = mt.m.rows, cols = mt.m.cols;
-    FMatmulFn f = n == 1 ? k_.f32_gemv : k_.f32_gemm;
-    f(reinterpret_cast<const uint8_t*>(mt.w.data()), cols, 0, rows, x_.data(), n, out_e_.data(), rows);
-    double scale = 0;
-    for (int64_t i = 0; i < n * rows; ++i) scale = std::max(scale, std::fabs(double(out_e_[i])));
-    for (int p : {kXnn32, kXnn16}) {
-      xnn_operator_t op = p == kXnn32 ? mt.op32 : mt.op16;
-      if (!op) continue;
-      if (p == kXnn16) xnn_setup_fully_connected_nc_f16(op, n, x16_.data(), out_h_.data(), tp);
-      else xnn_setup_fully_connected_nc_f32(op, n, x_.data(), out_x_.data(), tp);
-      xnn_run_operator(op, tp);
-      double e = 0;
-      for (int64_t i = 0; i < n * rows; ++i) {
-        const double v = p == kXnn16 ? f16_to_f32(out_h_[i]) : out_x_[i];
-        e = std::max(e, std::fabs(v - out_e_[i]));
-      }
-      b->maxerr[p] = e / (scale > 0 ? scale : 1);
-    }
-  }
-
-  const Options& o_;
-  const CpuKernels& k_;
-  uint32_t seed_ = 12345;
-  std::vector<float> x_, out_e_, out_x_;
-  std::vector<uint16_t> x16_, out_h_;
-  std::vector<Pools> pools_;
-  std::vector<Mat> ms_;
-  std::vector<Best> best_;
-};
+  for (Pools& p : pools) pthreadpool_destroy(p.xnn);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) o.rounds = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = parse_list(argv[++i]);
-    else if (!std::strcmp(argv[i], "--batches") && i + 1 < argc) o.batches = parse_list(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: %s [--rounds N] [--threads 1,2] [--batches 1,64,512]\n", argv[0]);
-      return 2;
-    }
-  }
+  ProbeArgs a;
+  if (!parse_args(argc, argv, &a)) return 2;
   if (xnn_initialize(nullptr) != xnn_status_success) {
     std::fprintf(stderr, "xnn_initialize failed\n");
     return 1;
@@ -372,15 +378,40 @@ int main(int argc, char** argv) {
   }
   const CpuKernels k = cpu_kernels_for(fam.value());
   std::printf("ember float family: %s\n", cpu_float_family_name(fam.value().fp));
-  {
-    Probe probe(o, k);
-    if (!probe.init()) return 1;
-    for (int r = 0; r < o.rounds; ++r) {
-      probe.round(r);
-      std::fprintf(stderr, "round %d/%d done\n", r + 1, o.rounds);
-    }
-    probe.print();
+
+  const Matrix mats[] = {{"attn_q/o 896x896", 896, 896},
+                         {"attn_k/v 128x896", 128, 896},
+                         {"ffn_gate/up 4864x896", 4864, 896},
+                         {"ffn_down 896x4864", 896, 4864}};
+  Rand rnd;
+  Buffers io = make_buffers(*std::max_element(a.batches.begin(), a.batches.end()), rnd);
+  std::vector<Pools> pools(a.threads.size());
+  for (size_t t = 0; t < a.threads.size(); ++t) {
+    Result<std::unique_ptr<ThreadPool>> p = ThreadPool::create(a.threads[t]);
+    if (!p.is_ok()) return 1;
+    pools[t].ember = std::move(p.value());
+    pools[t].xnn = pthreadpool_create(a.threads[t]);
   }
+  std::vector<Mat> ms;
+  for (const Matrix& m : mats) {
+    Mat mt;
+    if (!make_mat(m, a.threads, rnd, &mt)) return 1;
+    ms.push_back(std::move(mt));
+  }
+  for (const Mat& mt : ms) {
+    std::printf("%-22s create (pack) f32 %.2f ms, f16 %.2f ms\n", mt.m.name, mt.create32_s * 1e3,
+                mt.create16_s * 1e3);
+  }
+  std::vector<Best> best(ms.size() * a.batches.size() * a.threads.size());
+  for (Best& b : best) {
+    for (int p = 0; p < kProviders; ++p) b.total[p] = b.setup[p] = b.run[p] = 1e30, b.maxerr[p] = 0;
+  }
+  for (int r = 0; r < a.rounds; ++r) {
+    measure_round(r, a, ms, pools, k, io, best);
+    std::fprintf(stderr, "round %d/%d done\n", r + 1, a.rounds);
+  }
+  print_results(a, ms, best);
+  release(ms, pools);
   xnn_deinitialize();
   return 0;
 }

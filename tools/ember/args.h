@@ -33,6 +33,12 @@ class Args {
   std::string error_;
 };
 
+// Commands run in three steps: parse (argv into a request: help printed or
+// an argument refused ends it here), run (the work, printing nothing but
+// progress), report (what the user reads). A parse step returns kRun to go
+// on, else the exit code.
+constexpr int kRun = -1;
+
 // Prints "STATUS_NAME: message" on stderr and returns the exit code 1.
 int report(int status, const std::string& message);
 // The same, from the C API's last error.

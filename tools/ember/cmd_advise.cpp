@@ -19,10 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "platforms/linux/mapped_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/bench_report.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/files.h"
 #include "tools/ember/model_cache.h"
 #include "tools/ember/model_facts.h"
 
@@ -81,12 +81,12 @@ std::string string_at(const json& obj, const char* key) {
 // An option from `ember bench --json`: the slowest run's throughput and the
 // worst run's latencies (conservative when the report has several lengths).
 bool option_from_bench(const std::string& path, double hourly, Option* o, std::string* error) {
-  auto text = read_file(path);
-  if (!text.is_ok()) {
-    *error = "--bench '" + path + "': " + text.status().message();
+  std::string text;
+  if (read_file(path, &text, error) != EMBER_OK) {
+    *error = "--bench '" + path + "': " + *error;
     return false;
   }
-  const json j = json::parse(*text, nullptr, false);
+  const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     *error = "--bench '" + path + "': not JSON (expected the output of ember bench --json)";
     return false;
@@ -279,35 +279,29 @@ const char* kAdviseHelp =
     "  -m MODEL          what fits here: the largest context whose plan (mapped weights + private bytes)\n"
     "                    fits --memory-budget (default: MemAvailable), up to the model's own context\n";
 
-}  // namespace
+// ---- parse ---------------------------------------------------------------------------
 
-int cmd_advise(int argc, char** argv) {
-  const std::vector<std::string> with_value = {"--bench",     "--throughput",         "--hourly-cost", "--utilization",
-                                               "--qps",       "--tokens-per-request", "--headroom",
-                                               "--latency-slo-ms", "--gpu", "-m", "--ctx", "--memory-budget",
-                                               "--kv-type", "--threads"};
-  Args args(argc, argv, with_value);
-  if (args.has("--help") || args.has("-h")) {
-    std::fputs(kAdviseHelp, stdout);
-    return 0;
-  }
-  std::vector<std::string> known = with_value;
-  known.push_back("--json");
-  args.check_known(known);
-  const double utilization = args.get_float("--utilization", 0.7, 1e-6, 1.0);
-  const double headroom = args.get_float("--headroom", 1.5, 1.0, 10.0);
-  const double qps = args.get_float("--qps", 0, 1e-9, 1e12);
-  const int64_t tokens = args.get_int("--tokens-per-request", 0, 1, int64_t{1} << 40);
-  const double slo_ms = args.get_float("--latency-slo-ms", 0, 1e-6, 1e12);
-  const double hourly = args.get_float("--hourly-cost", 0, 0, 1e9);
-  const double throughput = args.get_float("--throughput", 0, 1e-9, 1e15);
-  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember advise --help)");
-  const bool json_out = args.has("--json");
+struct AdviseRequest {
+  double utilization = 0.7, headroom = 1.5, qps = 0, slo_ms = 0;
+  int64_t tokens = 0;         // per request
+  bool json_out = false;
+  bool cost_mode = false;     // options to compare (--bench, --throughput, --gpu)
+  bool load = false;          // --qps (and --tokens-per-request)
+  std::vector<Option> options;
+  // What fits here (-m).
+  std::vector<std::string> models;
+  uint64_t budget = 0;
+  std::vector<int32_t> asked;  // --ctx
+  ember_session_options session{};
+};
+
+// The flags of the cost comparison, checked together.
+int parse_mode(Args& args, AdviseRequest* r) {
   const auto benches = args.get_all("--bench");
   const auto gpus = args.get_all("--gpu");
-  const auto models = args.get_all("-m");
-  const bool cost_mode = !benches.empty() || args.has("--throughput") || !gpus.empty();
-  if (!cost_mode && models.empty()) {
+  r->models = args.get_all("-m");
+  r->cost_mode = !benches.empty() || args.has("--throughput") || !gpus.empty();
+  if (!r->cost_mode && r->models.empty()) {
     return report(EMBER_ERR_INVALID_ARGUMENT,
                   "nothing to advise on: give --bench B.json or --throughput TOK_S with --hourly-cost, --gpu "
                   "NAME:USD:TOK_S, or -m MODEL (see ember advise --help)");
@@ -323,13 +317,18 @@ int cmd_advise(int argc, char** argv) {
                                                   " needs " + (args.has("--qps") ? "--tokens-per-request" : "--qps") +
                                                   " (the load is requests/s x tokens per request)");
   }
+  r->load = args.has("--qps");
+  return kRun;
+}
 
-  std::vector<Option> options;
+// The options compared: this machine (bench reports or a throughput), then
+// the --gpu ones.
+int parse_options(Args& args, double hourly, double throughput, AdviseRequest* r) {
   std::string error;
-  for (const std::string& b : benches) {
+  for (const std::string& b : args.get_all("--bench")) {
     Option o;
     if (!option_from_bench(b, hourly, &o, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
-    options.push_back(o);
+    r->options.push_back(o);
   }
   if (args.has("--throughput")) {
     Option o;
@@ -338,289 +337,371 @@ int cmd_advise(int argc, char** argv) {
     o.source = "--throughput";
     o.hourly = hourly;
     o.throughput = throughput;
-    options.push_back(o);
+    r->options.push_back(o);
   }
-  for (const std::string& g : gpus) {
+  for (const std::string& g : args.get_all("--gpu")) {
     Option o;
     if (!option_from_gpu(g, &o, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
-    options.push_back(o);
+    r->options.push_back(o);
   }
+  return kRun;
+}
 
-  const bool load = args.has("--qps");
-  const double demand = qps * static_cast<double>(tokens);  // generated tokens/s
-  for (Option& o : options) {
-    const double eff = o.throughput * utilization;
-    o.cost_per_1m = o.hourly / (eff * 3600) * 1e6;
-    if (load) {
-      o.replicas = replicas_for(demand, headroom, eff);
-      o.hourly_at_load = o.hourly * static_cast<double>(o.replicas);
-      o.cost_per_1m_at_load = o.hourly_at_load / (demand * 3600) * 1e6;
-    }
-    if (o.measured_latency) {
-      const double n = tokens > 0 ? static_cast<double>(tokens - 1) : 0;
-      o.request_ms_p50 = o.ttft_ms + n * o.itl_p50_ms;
-      o.request_ms_p95 = o.ttft_ms + n * o.itl_p95_ms;
-      if (slo_ms > 0) o.slo = o.request_ms_p95 <= slo_ms ? 1 : 0;
+// -m's budget, contexts and session options.
+int parse_fit(Args& args, AdviseRequest* r) {
+  r->budget = mem_available_bytes();
+  if (args.has("--memory-budget") && !parse_size(args.get("--memory-budget"), &r->budget)) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--memory-budget '" + args.get("--memory-budget") +
+                                                  "': expected a size like 8G, 512M, 1.5GiB or bytes");
+  }
+  if (r->budget == 0) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--memory-budget is required here (MemAvailable is unknown)");
+  }
+  if (args.has("--ctx")) {
+    const std::string list = args.get("--ctx");
+    size_t at = 0;
+    while (at <= list.size()) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      const std::string item = list.substr(at, comma - at);
+      char* end = nullptr;
+      const long v = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || v < 1 || v > (1 << 20)) {
+        return report(EMBER_ERR_INVALID_ARGUMENT,
+                      "--ctx '" + list + "': '" + item + "' is not a context length in 1..1048576");
+      }
+      r->asked.push_back(static_cast<int32_t>(v));
+      at = comma + 1;
     }
   }
+  ember_session_options& so = r->session;
+  ember_session_options_default(&so);
+  so.n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
+  if (args.has("--kv-type")) {
+    const std::string kv = args.get("--kv-type");
+    const int32_t t = kv == "f32" ? EMBER_KV_F32 : kv == "f16" ? EMBER_KV_F16 : kv == "q8_0" ? EMBER_KV_Q8_0 : -1;
+    if (t < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type '" + kv + "' is not f32, f16 or q8_0");
+    so.kv_type_k = so.kv_type_v = t;
+  }
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
+  return kRun;
+}
 
-  std::vector<Crossover> crossovers;
-  for (const Option& c : options) {
-    if (c.kind != "cpu") continue;
-    for (const Option& g : options) {
-      if (g.kind != "gpu") continue;
-      crossovers.push_back({c.name, g.name, crossover(c, g, headroom, utilization)});
-    }
-  }
-
-  // The recommendation: among the options that meet the SLO (or whose
-  // latency is not known), the cheapest per hour at the load (per token
-  // without a load); fewer replicas break ties.
-  std::vector<std::string> reasons;
-  int best = -1;
-  for (size_t i = 0; i < options.size(); ++i) {
-    const Option& o = options[i];
-    if (o.slo == 0) {
-      reasons.push_back(o.name + " misses the latency SLO: a " + std::to_string(tokens) + "-token request takes " +
-                        fmt("%.1f", o.request_ms_p95) + " ms at ITL p95 > " + fmt("%.1f", slo_ms) + " ms");
-      continue;
-    }
-    if (best < 0) {
-      best = static_cast<int>(i);
-      continue;
-    }
-    const Option& b = options[best];
-    const double ob = load ? o.hourly_at_load : o.cost_per_1m, bb = load ? b.hourly_at_load : b.cost_per_1m;
-    if (ob < bb || (ob == bb && o.replicas < b.replicas)) best = static_cast<int>(i);
-  }
-  if (best >= 0) {
-    const Option& b = options[best];
-    if (load) {
-      reasons.insert(reasons.begin(),
-                     "cheapest at " + fmt("%g", qps) + " QPS x " + std::to_string(tokens) + " tokens (x" +
-                         fmt("%g", headroom) + " headroom): " + std::to_string(b.replicas) + " replica(s), " +
-                         money(b.hourly_at_load) + "/hour, " + money(b.cost_per_1m_at_load) + " per 1M tokens");
-    } else {
-      reasons.insert(reasons.begin(), "lowest cost per 1M tokens at " + fmt("%g", utilization * 100) +
-                                          "% utilization: " + money(b.cost_per_1m) + " (no --qps: no load compared)");
-    }
-    if (slo_ms > 0) {
-      reasons.push_back(b.slo == 1 ? b.name + " meets the SLO: " + fmt("%.1f", b.request_ms_p95) + " ms <= " +
-                                         fmt("%.1f", slo_ms) + " ms"
-                                   : b.name + "'s latency is not measured (no bench report): check it before relying "
-                                              "on the SLO");
-    }
-    for (const Crossover& x : crossovers) {
-      if (!load) break;
-      if (x.tokens_per_s < 0) {
-        reasons.push_back(x.gpu + " costs more per token than " + x.cpu + " at every load: no crossover");
-      } else {
-        const double q = x.tokens_per_s / static_cast<double>(tokens);
-        reasons.push_back("the load is " + std::string(qps > q ? "above" : "at or below") + " the crossover of " +
-                          x.cpu + " and " + x.gpu + " (" + fmt("%.3g", q) + " QPS): " +
-                          (qps > q ? x.gpu : x.cpu) + " is cheaper there");
-      }
-    }
-  } else if (!options.empty()) {
-    reasons.push_back("no option meets the SLO");
-  }
-
-  // What fits here.
-  std::vector<FitRow> fits;
-  uint64_t budget = 0;
-  if (!models.empty()) {
-    budget = mem_available_bytes();
-    if (args.has("--memory-budget") && !parse_size(args.get("--memory-budget"), &budget)) {
-      return report(EMBER_ERR_INVALID_ARGUMENT, "--memory-budget '" + args.get("--memory-budget") +
-                                                    "': expected a size like 8G, 512M, 1.5GiB or bytes");
-    }
-    if (budget == 0) {
-      return report(EMBER_ERR_INVALID_ARGUMENT, "--memory-budget is required here (MemAvailable is unknown)");
-    }
-    std::vector<int32_t> asked;
-    if (args.has("--ctx")) {
-      const std::string list = args.get("--ctx");
-      size_t at = 0;
-      while (at <= list.size()) {
-        const size_t comma = std::min(list.find(',', at), list.size());
-        const std::string item = list.substr(at, comma - at);
-        char* end = nullptr;
-        const long v = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end != '\0' || v < 1 || v > (1 << 20)) {
-          return report(EMBER_ERR_INVALID_ARGUMENT,
-                        "--ctx '" + list + "': '" + item + "' is not a context length in 1..1048576");
-        }
-        asked.push_back(static_cast<int32_t>(v));
-        at = comma + 1;
-      }
-    }
-    ember_session_options so;
-    ember_session_options_default(&so);
-    so.n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
-    if (args.has("--kv-type")) {
-      const std::string kv = args.get("--kv-type");
-      const int32_t t = kv == "f32" ? EMBER_KV_F32 : kv == "f16" ? EMBER_KV_F16 : kv == "q8_0" ? EMBER_KV_Q8_0 : -1;
-      if (t < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type '" + kv + "' is not f32, f16 or q8_0");
-      so.kv_type_k = so.kv_type_v = t;
-    }
-    if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
-    for (const std::string& path : models) {
-      ember_model* model = nullptr;
-      std::string opened;
-      if (const int code = open_model_for_cli(path, nullptr, &model, &opened)) return code;
-      ember_model_info info;
-      info.struct_size = sizeof info;
-      ember_model_get_info(model, &info);
-      FitRow row;
-      row.model = path;
-      auto facts = model_facts(opened);
-      row.quantization = facts.is_ok() ? facts->quantization : "?";
-      row.model_context = info.max_context;
-      // Bisection on the plan: the largest context up to the model's own.
-      int32_t lo = 0, hi = info.max_context;
-      while (lo < hi) {
-        const int32_t mid = lo + (hi - lo + 1) / 2;
-        const uint64_t t = plan_total(model, so, mid);
-        if (t != 0 && t <= budget) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
-        }
-      }
-      row.largest_context = lo;
-      row.bytes_at_largest = lo > 0 ? plan_total(model, so, lo) : 0;
-      row.limited_by = lo == info.max_context ? "model context" : "budget";
-      for (int32_t c : asked) row.asked.emplace_back(c, plan_total(model, so, c));
-      ember_model_free(model);
-      fits.push_back(row);
-    }
-  }
-
-  if (json_out) {
-    Json j;
-    j.begin_object();
-    if (cost_mode) {
-      j.begin_object("inputs").num("utilization", utilization, 4).num("headroom", headroom, 4);
-      if (load) j.num("qps", qps, 6).integer("tokens_per_request", tokens).num("demand_tokens_per_s", demand, 3);
-      if (slo_ms > 0) j.num("latency_slo_ms", slo_ms, 3);
-      j.end_object();
-      j.begin_array("options");
-      for (const Option& o : options) {
-        j.begin_object()
-            .str("name", o.name)
-            .str("kind", o.kind)
-            .str("source", o.source)
-            .num("hourly_usd", o.hourly, 6)
-            .num("tokens_per_second", o.throughput, 3)
-            .num("effective_tokens_per_second", o.throughput * utilization, 3)
-            .num("cost_per_1m_tokens_usd", o.cost_per_1m, 6);
-        if (load) {
-          j.integer("replicas", o.replicas)
-              .num("hourly_usd_at_load", o.hourly_at_load, 6)
-              .num("cost_per_1m_tokens_usd_at_load", o.cost_per_1m_at_load, 6);
-        }
-        if (o.measured_latency) {
-          j.num("first_token_latency_ms", o.ttft_ms)
-              .num("inter_token_latency_ms_p50", o.itl_p50_ms)
-              .num("inter_token_latency_ms_p95", o.itl_p95_ms)
-              .num("request_latency_ms_p50", o.request_ms_p50)
-              .num("request_latency_ms_p95", o.request_ms_p95);
-        }
-        j.str("meets_slo", o.slo == 1 ? "yes" : o.slo == 0 ? "no" : slo_ms > 0 ? "unknown" : "not asked");
-        j.end_object();
-      }
-      j.end_array();
-      j.begin_array("crossovers");
-      for (const Crossover& x : crossovers) {
-        j.begin_object().str("cpu", x.cpu).str("gpu", x.gpu);
-        if (x.tokens_per_s < 0) {
-          j.str("crossover", "none: the GPU option costs more per token at every load");
-        } else {
-          j.num("crossover_tokens_per_s", x.tokens_per_s, 3);
-          if (tokens > 0) j.num("crossover_qps", x.tokens_per_s / static_cast<double>(tokens), 6);
-        }
-        j.end_object();
-      }
-      j.end_array();
-      j.begin_object("recommendation").str("option", best >= 0 ? options[best].name : "");
-      j.begin_array("reasons");
-      for (const std::string& r : reasons) j.str(nullptr, r);
-      j.end_array().end_object();
-    }
-    if (!fits.empty()) {
-      j.begin_object("fit").integer("memory_budget_bytes", static_cast<int64_t>(budget));
-      j.begin_array("models");
-      for (const FitRow& f : fits) {
-        j.begin_object()
-            .str("model", f.model)
-            .str("quantization", f.quantization)
-            .integer("model_context", f.model_context)
-            .integer("largest_context", f.largest_context)
-            .integer("bytes_at_largest_context", static_cast<int64_t>(f.bytes_at_largest))
-            .str("limited_by", f.limited_by);
-        j.begin_array("contexts");
-        for (const auto& [c, b] : f.asked) {
-          j.begin_object().integer("context", c).integer("bytes", static_cast<int64_t>(b));
-          j.boolean("fits", b != 0 && b <= budget).end_object();
-        }
-        j.end_array().end_object();
-      }
-      j.end_array().end_object();
-    }
-    j.end_object();
-    std::fputs(j.text().c_str(), stdout);
+int parse_advise(int argc, char** argv, AdviseRequest* r) {
+  const std::vector<std::string> with_value = {"--bench",     "--throughput",         "--hourly-cost", "--utilization",
+                                               "--qps",       "--tokens-per-request", "--headroom",
+                                               "--latency-slo-ms", "--gpu", "-m", "--ctx", "--memory-budget",
+                                               "--kv-type", "--threads"};
+  Args args(argc, argv, with_value);
+  if (args.has("--help") || args.has("-h")) {
+    std::fputs(kAdviseHelp, stdout);
     return 0;
   }
+  std::vector<std::string> known = with_value;
+  known.push_back("--json");
+  args.check_known(known);
+  r->utilization = args.get_float("--utilization", 0.7, 1e-6, 1.0);
+  r->headroom = args.get_float("--headroom", 1.5, 1.0, 10.0);
+  r->qps = args.get_float("--qps", 0, 1e-9, 1e12);
+  r->tokens = args.get_int("--tokens-per-request", 0, 1, int64_t{1} << 40);
+  r->slo_ms = args.get_float("--latency-slo-ms", 0, 1e-6, 1e12);
+  const double hourly = args.get_float("--hourly-cost", 0, 0, 1e9);
+  const double throughput = args.get_float("--throughput", 0, 1e-9, 1e15);
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember advise --help)");
+  r->json_out = args.has("--json");
+  if (const int code = parse_mode(args, r); code != kRun) return code;
+  if (const int code = parse_options(args, hourly, throughput, r); code != kRun) return code;
+  return r->models.empty() ? kRun : parse_fit(args, r);
+}
 
-  if (cost_mode) {
-    std::printf("utilization %g, headroom x%g", utilization, headroom);
-    if (load) std::printf(", load %g QPS x %lld tokens = %g tokens/s", qps, static_cast<long long>(tokens), demand);
-    if (slo_ms > 0) std::printf(", latency SLO %g ms", slo_ms);
-    std::printf("\n\n| option | kind | $/hour | tok/s | $/1M tokens |%s%s\n", load ? " replicas | $/hour at load |" : "",
-                slo_ms > 0 ? " request p95 ms | SLO |" : "");
-    std::printf("|---|---|---:|---:|---:|%s%s\n", load ? "---:|---:|" : "", slo_ms > 0 ? "---:|---|" : "");
-    for (const Option& o : options) {
-      std::printf("| %s | %s | %s | %.1f | %s |", o.name.c_str(), o.kind.c_str(), money(o.hourly).c_str(), o.throughput,
-                  money(o.cost_per_1m).c_str());
-      if (load) std::printf(" %lld | %s |", static_cast<long long>(o.replicas), money(o.hourly_at_load).c_str());
-      if (slo_ms > 0) {
-        std::printf(" %s | %s |", o.measured_latency ? fmt("%.1f", o.request_ms_p95).c_str() : "-",
-                    o.slo == 1 ? "meets" : o.slo == 0 ? "misses" : "unknown");
-      }
-      std::printf("\n");
+// ---- run -----------------------------------------------------------------------------
+
+struct AdviseResult {
+  std::vector<Option> options;  // with their costs
+  double demand = 0;            // generated tokens/s of the load
+  std::vector<Crossover> crossovers;
+  int best = -1;                // the recommended option
+  std::vector<std::string> reasons;
+  std::vector<FitRow> fits;
+};
+
+// Each option's cost per 1M tokens; at the load, its replicas and hourly
+// cost; with a bench report, its request latency against the SLO.
+void cost_options(const AdviseRequest& r, AdviseResult* res) {
+  res->options = r.options;
+  res->demand = r.qps * static_cast<double>(r.tokens);
+  for (Option& o : res->options) {
+    const double eff = o.throughput * r.utilization;
+    o.cost_per_1m = o.hourly / (eff * 3600) * 1e6;
+    if (r.load) {
+      o.replicas = replicas_for(res->demand, r.headroom, eff);
+      o.hourly_at_load = o.hourly * static_cast<double>(o.replicas);
+      o.cost_per_1m_at_load = o.hourly_at_load / (res->demand * 3600) * 1e6;
     }
-    if (!crossovers.empty()) std::printf("\n");
-    for (const Crossover& x : crossovers) {
-      if (x.tokens_per_s < 0) {
-        std::printf("crossover %s / %s: none (the GPU option costs more per token at every load)\n", x.cpu.c_str(),
-                    x.gpu.c_str());
-      } else {
-        std::printf("crossover %s / %s: %.1f tokens/s", x.cpu.c_str(), x.gpu.c_str(), x.tokens_per_s);
-        if (tokens > 0) std::printf(" = %.3g QPS", x.tokens_per_s / static_cast<double>(tokens));
-        std::printf(" (above it the GPU option costs less per hour)\n");
-      }
+    if (o.measured_latency) {
+      const double n = r.tokens > 0 ? static_cast<double>(r.tokens - 1) : 0;
+      o.request_ms_p50 = o.ttft_ms + n * o.itl_p50_ms;
+      o.request_ms_p95 = o.ttft_ms + n * o.itl_p95_ms;
+      if (r.slo_ms > 0) o.slo = o.request_ms_p95 <= r.slo_ms ? 1 : 0;
     }
-    std::printf("\nrecommendation: %s\n", best >= 0 ? options[best].name.c_str() : "none");
-    for (const std::string& r : reasons) std::printf("  - %s\n", r.c_str());
   }
-  if (!fits.empty()) {
-    std::printf("%swhat fits in %.2f GiB (mapped weights + private bytes of the plan):\n\n", cost_mode ? "\n" : "",
-                static_cast<double>(budget) / (1ull << 30));
-    std::printf("| model | quantization | model context | largest context | MiB there | limited by |\n");
-    std::printf("|---|---|---:|---:|---:|---|\n");
-    for (const FitRow& f : fits) {
-      std::printf("| %s | %s | %d | %d | %.1f | %s |\n", f.model.c_str(), f.quantization.c_str(), f.model_context,
-                  f.largest_context, f.bytes_at_largest / 1048576.0, f.limited_by.c_str());
+  for (const Option& c : res->options) {
+    if (c.kind != "cpu") continue;
+    for (const Option& g : res->options) {
+      if (g.kind != "gpu") continue;
+      res->crossovers.push_back({c.name, g.name, crossover(c, g, r.headroom, r.utilization)});
     }
-    for (const FitRow& f : fits) {
-      for (const auto& [c, b] : f.asked) {
-        std::printf("  %s at context %d: %s\n", f.model.c_str(), c,
-                    b == 0 ? "cannot be planned" : (fmt("%.1f MiB, ", b / 1048576.0) +
-                                                    (b <= budget ? "fits" : "does not fit")).c_str());
+  }
+}
+
+// Why the best option is best: cheapest, the SLO, each crossover.
+void explain_best(const AdviseRequest& r, AdviseResult* res) {
+  const Option& b = res->options[res->best];
+  std::vector<std::string>& reasons = res->reasons;
+  if (r.load) {
+    reasons.insert(reasons.begin(),
+                   "cheapest at " + fmt("%g", r.qps) + " QPS x " + std::to_string(r.tokens) + " tokens (x" +
+                       fmt("%g", r.headroom) + " headroom): " + std::to_string(b.replicas) + " replica(s), " +
+                       money(b.hourly_at_load) + "/hour, " + money(b.cost_per_1m_at_load) + " per 1M tokens");
+  } else {
+    reasons.insert(reasons.begin(), "lowest cost per 1M tokens at " + fmt("%g", r.utilization * 100) +
+                                        "% utilization: " + money(b.cost_per_1m) + " (no --qps: no load compared)");
+  }
+  if (r.slo_ms > 0) {
+    reasons.push_back(b.slo == 1 ? b.name + " meets the SLO: " + fmt("%.1f", b.request_ms_p95) + " ms <= " +
+                                       fmt("%.1f", r.slo_ms) + " ms"
+                                 : b.name + "'s latency is not measured (no bench report): check it before relying "
+                                            "on the SLO");
+  }
+  for (const Crossover& x : res->crossovers) {
+    if (!r.load) break;
+    if (x.tokens_per_s < 0) {
+      reasons.push_back(x.gpu + " costs more per token than " + x.cpu + " at every load: no crossover");
+    } else {
+      const double q = x.tokens_per_s / static_cast<double>(r.tokens);
+      reasons.push_back("the load is " + std::string(r.qps > q ? "above" : "at or below") + " the crossover of " +
+                        x.cpu + " and " + x.gpu + " (" + fmt("%.3g", q) + " QPS): " + (r.qps > q ? x.gpu : x.cpu) +
+                        " is cheaper there");
+    }
+  }
+}
+
+// The recommendation: among the options that meet the SLO (or whose latency
+// is not known), the cheapest per hour at the load (per token without a
+// load); fewer replicas break ties.
+void recommend(const AdviseRequest& r, AdviseResult* res) {
+  for (size_t i = 0; i < res->options.size(); ++i) {
+    const Option& o = res->options[i];
+    if (o.slo == 0) {
+      res->reasons.push_back(o.name + " misses the latency SLO: a " + std::to_string(r.tokens) +
+                             "-token request takes " + fmt("%.1f", o.request_ms_p95) + " ms at ITL p95 > " +
+                             fmt("%.1f", r.slo_ms) + " ms");
+      continue;
+    }
+    if (res->best < 0) {
+      res->best = static_cast<int>(i);
+      continue;
+    }
+    const Option& b = res->options[res->best];
+    const double ob = r.load ? o.hourly_at_load : o.cost_per_1m, bb = r.load ? b.hourly_at_load : b.cost_per_1m;
+    if (ob < bb || (ob == bb && o.replicas < b.replicas)) res->best = static_cast<int>(i);
+  }
+  if (res->best >= 0) {
+    explain_best(r, res);
+  } else if (!res->options.empty()) {
+    res->reasons.push_back("no option meets the SLO");
+  }
+}
+
+// What fits here: per model, the largest context whose plan fits the
+// budget (a bisection up to the model's own), and each context asked.
+int fit_models(const AdviseRequest& r, AdviseResult* res) {
+  for (const std::string& path : r.models) {
+    ember_model* model = nullptr;
+    if (const int code = open_model_for_cli(path, nullptr, &model)) return code;
+    ember_model_info info;
+    info.struct_size = sizeof info;
+    ember_model_get_info(model, &info);
+    FitRow row;
+    row.model = path;
+    ModelFacts facts;
+    row.quantization = model_facts(model, &facts) == EMBER_OK ? facts.quantization : "?";
+    row.model_context = info.max_context;
+    int32_t lo = 0, hi = info.max_context;
+    while (lo < hi) {
+      const int32_t mid = lo + (hi - lo + 1) / 2;
+      const uint64_t t = plan_total(model, r.session, mid);
+      if (t != 0 && t <= r.budget) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
       }
     }
+    row.largest_context = lo;
+    row.bytes_at_largest = lo > 0 ? plan_total(model, r.session, lo) : 0;
+    row.limited_by = lo == info.max_context ? "model context" : "budget";
+    for (int32_t c : r.asked) row.asked.emplace_back(c, plan_total(model, r.session, c));
+    ember_model_free(model);
+    res->fits.push_back(row);
   }
   return 0;
+}
+
+int run_advise(const AdviseRequest& r, AdviseResult* res) {
+  cost_options(r, res);
+  recommend(r, res);
+  return fit_models(r, res);
+}
+
+// ---- report --------------------------------------------------------------------------
+
+void json_option(const AdviseRequest& r, const Option& o, Json* j) {
+  j->begin_object()
+      .str("name", o.name)
+      .str("kind", o.kind)
+      .str("source", o.source)
+      .num("hourly_usd", o.hourly, 6)
+      .num("tokens_per_second", o.throughput, 3)
+      .num("effective_tokens_per_second", o.throughput * r.utilization, 3)
+      .num("cost_per_1m_tokens_usd", o.cost_per_1m, 6);
+  if (r.load) {
+    j->integer("replicas", o.replicas)
+        .num("hourly_usd_at_load", o.hourly_at_load, 6)
+        .num("cost_per_1m_tokens_usd_at_load", o.cost_per_1m_at_load, 6);
+  }
+  if (o.measured_latency) {
+    j->num("first_token_latency_ms", o.ttft_ms)
+        .num("inter_token_latency_ms_p50", o.itl_p50_ms)
+        .num("inter_token_latency_ms_p95", o.itl_p95_ms)
+        .num("request_latency_ms_p50", o.request_ms_p50)
+        .num("request_latency_ms_p95", o.request_ms_p95);
+  }
+  j->str("meets_slo", o.slo == 1 ? "yes" : o.slo == 0 ? "no" : r.slo_ms > 0 ? "unknown" : "not asked");
+  j->end_object();
+}
+
+void json_costs(const AdviseRequest& r, const AdviseResult& res, Json* j) {
+  j->begin_object("inputs").num("utilization", r.utilization, 4).num("headroom", r.headroom, 4);
+  if (r.load) j->num("qps", r.qps, 6).integer("tokens_per_request", r.tokens).num("demand_tokens_per_s", res.demand, 3);
+  if (r.slo_ms > 0) j->num("latency_slo_ms", r.slo_ms, 3);
+  j->end_object();
+  j->begin_array("options");
+  for (const Option& o : res.options) json_option(r, o, j);
+  j->end_array();
+  j->begin_array("crossovers");
+  for (const Crossover& x : res.crossovers) {
+    j->begin_object().str("cpu", x.cpu).str("gpu", x.gpu);
+    if (x.tokens_per_s < 0) {
+      j->str("crossover", "none: the GPU option costs more per token at every load");
+    } else {
+      j->num("crossover_tokens_per_s", x.tokens_per_s, 3);
+      if (r.tokens > 0) j->num("crossover_qps", x.tokens_per_s / static_cast<double>(r.tokens), 6);
+    }
+    j->end_object();
+  }
+  j->end_array();
+  j->begin_object("recommendation").str("option", res.best >= 0 ? res.options[res.best].name : "");
+  j->begin_array("reasons");
+  for (const std::string& reason : res.reasons) j->str(nullptr, reason);
+  j->end_array().end_object();
+}
+
+void json_fits(const AdviseRequest& r, const AdviseResult& res, Json* j) {
+  j->begin_object("fit").integer("memory_budget_bytes", static_cast<int64_t>(r.budget));
+  j->begin_array("models");
+  for (const FitRow& f : res.fits) {
+    j->begin_object()
+        .str("model", f.model)
+        .str("quantization", f.quantization)
+        .integer("model_context", f.model_context)
+        .integer("largest_context", f.largest_context)
+        .integer("bytes_at_largest_context", static_cast<int64_t>(f.bytes_at_largest))
+        .str("limited_by", f.limited_by);
+    j->begin_array("contexts");
+    for (const auto& [c, b] : f.asked) {
+      j->begin_object().integer("context", c).integer("bytes", static_cast<int64_t>(b));
+      j->boolean("fits", b != 0 && b <= r.budget).end_object();
+    }
+    j->end_array().end_object();
+  }
+  j->end_array().end_object();
+}
+
+int report_json(const AdviseRequest& r, const AdviseResult& res) {
+  Json j;
+  j.begin_object();
+  if (r.cost_mode) json_costs(r, res, &j);
+  if (!res.fits.empty()) json_fits(r, res, &j);
+  j.end_object();
+  std::fputs(j.text().c_str(), stdout);
+  return 0;
+}
+
+void text_costs(const AdviseRequest& r, const AdviseResult& res) {
+  std::printf("utilization %g, headroom x%g", r.utilization, r.headroom);
+  if (r.load) {
+    std::printf(", load %g QPS x %lld tokens = %g tokens/s", r.qps, static_cast<long long>(r.tokens), res.demand);
+  }
+  if (r.slo_ms > 0) std::printf(", latency SLO %g ms", r.slo_ms);
+  std::printf("\n\n| option | kind | $/hour | tok/s | $/1M tokens |%s%s\n",
+              r.load ? " replicas | $/hour at load |" : "", r.slo_ms > 0 ? " request p95 ms | SLO |" : "");
+  std::printf("|---|---|---:|---:|---:|%s%s\n", r.load ? "---:|---:|" : "", r.slo_ms > 0 ? "---:|---|" : "");
+  for (const Option& o : res.options) {
+    std::printf("| %s | %s | %s | %.1f | %s |", o.name.c_str(), o.kind.c_str(), money(o.hourly).c_str(), o.throughput,
+                money(o.cost_per_1m).c_str());
+    if (r.load) std::printf(" %lld | %s |", static_cast<long long>(o.replicas), money(o.hourly_at_load).c_str());
+    if (r.slo_ms > 0) {
+      std::printf(" %s | %s |", o.measured_latency ? fmt("%.1f", o.request_ms_p95).c_str() : "-",
+                  o.slo == 1 ? "meets" : o.slo == 0 ? "misses" : "unknown");
+    }
+    std::printf("\n");
+  }
+  if (!res.crossovers.empty()) std::printf("\n");
+  for (const Crossover& x : res.crossovers) {
+    if (x.tokens_per_s < 0) {
+      std::printf("crossover %s / %s: none (the GPU option costs more per token at every load)\n", x.cpu.c_str(),
+                  x.gpu.c_str());
+    } else {
+      std::printf("crossover %s / %s: %.1f tokens/s", x.cpu.c_str(), x.gpu.c_str(), x.tokens_per_s);
+      if (r.tokens > 0) std::printf(" = %.3g QPS", x.tokens_per_s / static_cast<double>(r.tokens));
+      std::printf(" (above it the GPU option costs less per hour)\n");
+    }
+  }
+  std::printf("\nrecommendation: %s\n", res.best >= 0 ? res.options[res.best].name.c_str() : "none");
+  for (const std::string& reason : res.reasons) std::printf("  - %s\n", reason.c_str());
+}
+
+void text_fits(const AdviseRequest& r, const AdviseResult& res) {
+  std::printf("%swhat fits in %.2f GiB (mapped weights + private bytes of the plan):\n\n", r.cost_mode ? "\n" : "",
+              static_cast<double>(r.budget) / (1ull << 30));
+  std::printf("| model | quantization | model context | largest context | MiB there | limited by |\n");
+  std::printf("|---|---|---:|---:|---:|---|\n");
+  for (const FitRow& f : res.fits) {
+    std::printf("| %s | %s | %d | %d | %.1f | %s |\n", f.model.c_str(), f.quantization.c_str(), f.model_context,
+                f.largest_context, f.bytes_at_largest / 1048576.0, f.limited_by.c_str());
+  }
+  for (const FitRow& f : res.fits) {
+    for (const auto& [c, b] : f.asked) {
+      std::printf("  %s at context %d: %s\n", f.model.c_str(), c,
+                  b == 0 ? "cannot be planned" : (fmt("%.1f MiB, ", b / 1048576.0) +
+                                                  (b <= r.budget ? "fits" : "does not fit")).c_str());
+    }
+  }
+}
+
+int report_text(const AdviseRequest& r, const AdviseResult& res) {
+  if (r.cost_mode) text_costs(r, res);
+  if (!res.fits.empty()) text_fits(r, res);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_advise(int argc, char** argv) {
+  AdviseRequest r;
+  if (const int code = parse_advise(argc, argv, &r); code != kRun) return code;
+  AdviseResult res;
+  if (const int code = run_advise(r, &res)) return code;
+  return r.json_out ? report_json(r, res) : report_text(r, res);
 }
 
 }  // namespace ember::cli

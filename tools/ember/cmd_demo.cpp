@@ -9,10 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/convert/importers.h"
-#include "tools/convert/synthetic.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/convert_steps.h"
 
 namespace ember::cli {
 namespace {
@@ -42,26 +41,31 @@ int cmd_demo(int argc, char** argv) {
   const std::string dir = args.get("--out", std::string(tmp && *tmp ? tmp : "/tmp") + "/ember-demo");
   ::mkdir(dir.c_str(), 0755);
   const std::string data = find_data_dir();
-  std::string model_path;
+  std::string model_path, error;
+  ember_status st = EMBER_OK;
   if (!data.empty() && exists(data + "/models/stories260K.bin") && exists(data + "/models/tok512.bin")) {
     model_path = dir + "/stories260K.ember";
     std::fprintf(stderr, "demo: using the real stories260K model from %s/models\n", data.c_str());
-    auto m = import_llama2c(data + "/models/stories260K.bin", data + "/models/tok512.bin");
-    if (!m.is_ok()) return report(m.status().code(), m.status().message());
-    const Status s = write_model(m.value()->spec, model_path);
-    if (!s.is_ok()) return report(s.code(), s.message());
+    // `ember convert` with its defaults.
+    ConvertRequest convert;
+    convert.input = data + "/models/stories260K.bin";
+    convert.tokenizer = data + "/models/tok512.bin";
+    convert.output = model_path;
+    ConvertOutcome outcome;
+    st = run_convert(convert, &outcome, &error);
   } else {
     model_path = dir + "/synthetic-tiny.ember";
     std::fprintf(stderr,
                  "demo: no test data found (set EMBER_TEST_DATA to the directory holding models/stories260K.bin);\n"
                  "      using a tiny SYNTHETIC model with random weights: the text will be gibberish\n");
-    SynthShape shape;
-    synth_shape("tiny", &shape);
-    auto m = make_synthetic(shape, DType::F32, 42, "");
-    if (!m.is_ok()) return report(m.status().code(), m.status().message());
-    const Status s = write_model(m.value()->spec, model_path);
-    if (!s.is_ok()) return report(s.code(), s.message());
+    // `ember synth --shape tiny --vocab builtin`.
+    SynthRequest synth;
+    synth.shape = "tiny";
+    synth.output = model_path;
+    SynthOutcome outcome;
+    st = run_synth(synth, &outcome, &error);
   }
+  if (st != EMBER_OK) return report(st, error);
   std::fprintf(stderr, "demo: model written to %s; generating (greedy):\n\n", model_path.c_str());
   std::string prompt = args.get("-p", "Once upon a time");
   std::string n = args.get("-n", "120");

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "platforms/linux/mapped_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/files.h"
 #include "tools/ember/model_cache.h"
 
 namespace ember::cli {
@@ -42,145 +42,200 @@ const char* kPerplexityHelp =
     "                  each chunk's first token replaced by BOS, only its last N/2 - 1 tokens scored\n"
     "  prints the perplexity and the number of tokens scored.\n";
 
-}  // namespace
+// ---- parse ---------------------------------------------------------------------------
 
-int cmd_perplexity(int argc, char** argv) {
+struct PerplexityRequest {
+  std::string model, text_path, text;
+  bool llama_chunks = false;
+  int64_t ctx_arg = 0, threads = 0, max_tokens = 0;
+};
+
+int parse_perplexity(int argc, char** argv, PerplexityRequest* r) {
   Args args(argc, argv, {"-m", "-f", "--ctx", "--threads", "--max-tokens"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kPerplexityHelp, stdout);
     return 0;
   }
   args.check_known({"-m", "-f", "--ctx", "--threads", "--max-tokens", "--llama-chunks"});
-  const bool llama_chunks = args.has("--llama-chunks");
-  const int64_t ctx_arg = args.get_int("--ctx", 0, 2, 1 << 20);
-  const int64_t threads = args.get_int("--threads", 0, 0, 1024);
-  const int64_t max_tokens = args.get_int("--max-tokens", 0, 1, INT64_MAX);
+  r->llama_chunks = args.has("--llama-chunks");
+  r->ctx_arg = args.get_int("--ctx", 0, 2, 1 << 20);
+  r->threads = args.get_int("--threads", 0, 0, 1024);
+  r->max_tokens = args.get_int("--max-tokens", 0, 1, INT64_MAX);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember perplexity --help)");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember perplexity --help)");
   if (!args.has("-f")) return report(EMBER_ERR_INVALID_ARGUMENT, "-f TEXT_FILE is required (see ember perplexity --help)");
-  auto text = read_file(args.get("-f"));
-  if (!text.is_ok()) return report(text.status().code(), "-f: " + text.status().message());
+  r->model = args.get("-m");
+  r->text_path = args.get("-f");
+  std::string error;
+  if (const ember_status st = read_file(r->text_path, &r->text, &error); st != EMBER_OK) {
+    return report(st, "-f: " + error);
+  }
+  return kRun;
+}
 
-  ember_model* model = nullptr;
-  if (const int code = open_model_for_cli(args.get("-m"), nullptr, &model)) return code;
-  ember_status st = EMBER_OK;
-  ember_model_info info;
-  info.struct_size = sizeof info;
-  ember_model_get_info(model, &info);
-  const int64_t ctx = ctx_arg ? ctx_arg : std::min<int64_t>(info.max_context, 512);
-  if (ctx > info.max_context) {
-    ember_model_free(model);
-    return report(EMBER_ERR_INVALID_ARGUMENT, "--ctx " + std::to_string(ctx) + " is more than the model's context (" +
-                                                  std::to_string(info.max_context) + ")");
-  }
+// ---- run -----------------------------------------------------------------------------
 
-  std::vector<int32_t> ids(text->size() + 16);
-  size_t n_ids = 0;
-  st = ember_tokenize(model, text->data(), text->size(), 0, ids.data(), ids.size(), &n_ids);
-  if (st == EMBER_ERR_INVALID_ARGUMENT && n_ids > ids.size()) {
-    ids.resize(n_ids);
-    st = ember_tokenize(model, text->data(), text->size(), 0, ids.data(), ids.size(), &n_ids);
-  }
-  if (st != EMBER_OK) {
-    const int code = report_last(st);
-    ember_model_free(model);
-    return code;
-  }
-  ids.resize(n_ids);
-  if (max_tokens > 0 && static_cast<int64_t>(ids.size()) > max_tokens) ids.resize(static_cast<size_t>(max_tokens));
-  // Without BOS a window's first token has no context and is not scored.
-  const bool has_bos = info.bos_id >= 0;
-  if (ids.size() < (has_bos ? 1u : 2u)) {
-    ember_model_free(model);
-    return report(EMBER_ERR_INVALID_ARGUMENT, "-f '" + args.get("-f") + "' has too few tokens to score (" +
-                                                  std::to_string(ids.size()) + ")");
-  }
-
-  ember_session_options so;
-  ember_session_options_default(&so);
-  so.context_length = static_cast<int32_t>(ctx);
-  so.n_threads = static_cast<int32_t>(threads);
-  so.max_batch = 1;  // one token at a time: every position's logits are needed
-  ember_session* session = nullptr;
-  st = ember_session_create(model, &so, &session);
-  if (st != EMBER_OK) {
-    const int code = report_last(st);
-    ember_model_free(model);
-    return code;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<float> logits(info.vocab_size);
-  const size_t window = static_cast<size_t>(has_bos ? ctx - 1 : ctx);
+struct Score {
+  int64_t ctx = 0;    // positions per window or chunk
+  size_t window = 0;  // text tokens per window (after BOS)
   double nll = 0;
   int64_t scored = 0, windows = 0;
-  if (llama_chunks) {
-    // llama-perplexity's tokens: BOS (when the vocabulary has one) + text.
-    std::vector<int32_t> all;
-    all.reserve(ids.size() + 1);
-    if (has_bos) all.push_back(info.bos_id);
-    all.insert(all.end(), ids.begin(), ids.end());
-    const size_t n = static_cast<size_t>(ctx), first = n / 2;
-    if (n < 3) {
-      ember_session_free(session);
-      ember_model_free(model);
-      return report(EMBER_ERR_INVALID_ARGUMENT, "--ctx " + std::to_string(ctx) +
-                                                    ": --llama-chunks scores the last N/2 - 1 of N positions; N >= 3");
-    }
-    if (all.size() < n) {
-      ember_session_free(session);
-      ember_model_free(model);
-      return report(EMBER_ERR_INVALID_ARGUMENT, "--llama-chunks: -f '" + args.get("-f") + "' has " +
-                                                    std::to_string(all.size()) + " tokens, less than one chunk of " +
-                                                    std::to_string(n));
-    }
-    for (size_t c = 0; st == EMBER_OK && c < all.size() / n; ++c) {
-      const int32_t* chunk = all.data() + c * n;
-      st = ember_session_reset(session);
-      for (size_t p = 0; st == EMBER_OK && p + 1 < n; ++p) {
-        st = ember_session_decode(session, p == 0 && has_bos ? info.bos_id : chunk[p], logits.data());
-        if (st == EMBER_OK && p >= first) {
-          nll += nll_of(logits, chunk[p + 1]);
-          ++scored;
-        }
-      }
-      ++windows;
-    }
+  double secs = 0;
+};
+
+// The model and the session, freed on every path.
+struct Handles {
+  ember_model* model = nullptr;
+  ember_session* session = nullptr;
+  ~Handles() {
+    ember_session_free(session);
+    ember_model_free(model);
   }
-  for (size_t start = 0; !llama_chunks && st == EMBER_OK && start < ids.size(); start += window) {
-    const size_t end = std::min(ids.size(), start + window);
+};
+
+// The text's ids (no BOS), at most --max-tokens of them. 0, or the exit code
+// of the error reported.
+int text_ids(const PerplexityRequest& r, ember_model* model, const ember_model_info& info, std::vector<int32_t>* ids) {
+  ids->resize(r.text.size() + 16);
+  size_t n_ids = 0;
+  ember_status st = ember_tokenize(model, r.text.data(), r.text.size(), 0, ids->data(), ids->size(), &n_ids);
+  if (st == EMBER_ERR_INVALID_ARGUMENT && n_ids > ids->size()) {
+    ids->resize(n_ids);
+    st = ember_tokenize(model, r.text.data(), r.text.size(), 0, ids->data(), ids->size(), &n_ids);
+  }
+  if (st != EMBER_OK) return report_last(st);
+  ids->resize(n_ids);
+  if (r.max_tokens > 0 && static_cast<int64_t>(ids->size()) > r.max_tokens) {
+    ids->resize(static_cast<size_t>(r.max_tokens));
+  }
+  // Without BOS a window's first token has no context and is not scored.
+  if (ids->size() < (info.bos_id >= 0 ? 1u : 2u)) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "-f '" + r.text_path + "' has too few tokens to score (" +
+                                                  std::to_string(ids->size()) + ")");
+  }
+  return 0;
+}
+
+// Windows of ctx - 1 tokens after BOS, each from a fresh session; every
+// token scored from the positions before it.
+ember_status score_windows(ember_session* session, const ember_model_info& info, const std::vector<int32_t>& ids,
+                           Score* sc) {
+  const bool has_bos = info.bos_id >= 0;
+  std::vector<float> logits(info.vocab_size);
+  ember_status st = EMBER_OK;
+  for (size_t start = 0; st == EMBER_OK && start < ids.size(); start += sc->window) {
+    const size_t end = std::min(ids.size(), start + sc->window);
     st = ember_session_reset(session);
     if (st == EMBER_OK && has_bos) st = ember_session_decode(session, info.bos_id, logits.data());
     for (size_t i = start; st == EMBER_OK && i < end; ++i) {
       if (has_bos || i > start) {
-        nll += nll_of(logits, ids[i]);
-        ++scored;
+        sc->nll += nll_of(logits, ids[i]);
+        ++sc->scored;
       }
       if (i + 1 < end) st = ember_session_decode(session, ids[i], logits.data());
     }
-    ++windows;
+    ++sc->windows;
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ember_session_free(session);
-  if (st != EMBER_OK) {
-    const int code = report_last(st);
-    ember_model_free(model);
-    return code;
+  return st;
+}
+
+// llama-perplexity's: BOS + the text cut into whole chunks of ctx tokens,
+// each chunk's first token replaced by BOS, its second half scored. 0, or
+// the exit code of the error reported.
+int score_llama_chunks(const PerplexityRequest& r, ember_session* session, const ember_model_info& info,
+                       const std::vector<int32_t>& ids, Score* sc) {
+  const bool has_bos = info.bos_id >= 0;
+  std::vector<int32_t> all;
+  all.reserve(ids.size() + 1);
+  if (has_bos) all.push_back(info.bos_id);
+  all.insert(all.end(), ids.begin(), ids.end());
+  const size_t n = static_cast<size_t>(sc->ctx), first = n / 2;
+  if (n < 3) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--ctx " + std::to_string(sc->ctx) +
+                                                  ": --llama-chunks scores the last N/2 - 1 of N positions; N >= 3");
   }
-  ember_model_free(model);
-  const double mean = nll / static_cast<double>(scored);
+  if (all.size() < n) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--llama-chunks: -f '" + r.text_path + "' has " +
+                                                  std::to_string(all.size()) + " tokens, less than one chunk of " +
+                                                  std::to_string(n));
+  }
+  std::vector<float> logits(info.vocab_size);
+  ember_status st = EMBER_OK;
+  for (size_t c = 0; st == EMBER_OK && c < all.size() / n; ++c) {
+    const int32_t* chunk = all.data() + c * n;
+    st = ember_session_reset(session);
+    for (size_t p = 0; st == EMBER_OK && p + 1 < n; ++p) {
+      st = ember_session_decode(session, p == 0 && has_bos ? info.bos_id : chunk[p], logits.data());
+      if (st == EMBER_OK && p >= first) {
+        sc->nll += nll_of(logits, chunk[p + 1]);
+        ++sc->scored;
+      }
+    }
+    ++sc->windows;
+  }
+  return st == EMBER_OK ? 0 : report_last(st);
+}
+
+int run_perplexity(const PerplexityRequest& r, Score* sc) {
+  Handles h;
+  if (const int code = open_model_for_cli(r.model, nullptr, &h.model)) return code;
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  ember_model_get_info(h.model, &info);
+  sc->ctx = r.ctx_arg ? r.ctx_arg : std::min<int64_t>(info.max_context, 512);
+  if (sc->ctx > info.max_context) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--ctx " + std::to_string(sc->ctx) +
+                                                  " is more than the model's context (" +
+                                                  std::to_string(info.max_context) + ")");
+  }
+  std::vector<int32_t> ids;
+  if (const int code = text_ids(r, h.model, info, &ids)) return code;
+  ember_session_options so;
+  ember_session_options_default(&so);
+  so.context_length = static_cast<int32_t>(sc->ctx);
+  so.n_threads = static_cast<int32_t>(r.threads);
+  so.max_batch = 1;  // one token at a time: every position's logits are needed
+  if (const ember_status st = ember_session_create(h.model, &so, &h.session); st != EMBER_OK) return report_last(st);
+  const auto t0 = std::chrono::steady_clock::now();
+  sc->window = static_cast<size_t>(info.bos_id >= 0 ? sc->ctx - 1 : sc->ctx);
+  int code = 0;
+  if (r.llama_chunks) {
+    code = score_llama_chunks(r, h.session, info, ids, sc);
+  } else if (const ember_status st = score_windows(h.session, info, ids, sc); st != EMBER_OK) {
+    code = report_last(st);
+  }
+  sc->secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return code;
+}
+
+// ---- report --------------------------------------------------------------------------
+
+int report_perplexity(const PerplexityRequest& r, const Score& sc) {
+  const double mean = sc.nll / static_cast<double>(sc.scored);
   std::printf("perplexity %.6f\n", std::exp(mean));
-  std::printf("tokens_scored %lld\n", static_cast<long long>(scored));
+  std::printf("tokens_scored %lld\n", static_cast<long long>(sc.scored));
   std::printf("mean_nll %.6f\n", mean);
-  if (llama_chunks) {
+  const double tps = sc.scored / (sc.secs > 0 ? sc.secs : 1);
+  if (r.llama_chunks) {
     std::fprintf(stderr, "perplexity: %lld tokens in %lld chunks of %lld (llama-perplexity's: last %lld of each), "
-                 "%.1f tok/s\n", static_cast<long long>(scored), static_cast<long long>(windows),
-                 static_cast<long long>(ctx), static_cast<long long>(ctx - ctx / 2 - 1), scored / (secs > 0 ? secs : 1));
+                 "%.1f tok/s\n", static_cast<long long>(sc.scored), static_cast<long long>(sc.windows),
+                 static_cast<long long>(sc.ctx), static_cast<long long>(sc.ctx - sc.ctx / 2 - 1), tps);
   } else {
     std::fprintf(stderr, "perplexity: %lld tokens in %lld windows of up to %lld positions (BOS + %zu), %.1f tok/s\n",
-                 static_cast<long long>(scored), static_cast<long long>(windows), static_cast<long long>(ctx), window,
-                 scored / (secs > 0 ? secs : 1));
+                 static_cast<long long>(sc.scored), static_cast<long long>(sc.windows), static_cast<long long>(sc.ctx),
+                 sc.window, tps);
   }
   return 0;
+}
+
+}  // namespace
+
+int cmd_perplexity(int argc, char** argv) {
+  PerplexityRequest r;
+  if (const int code = parse_perplexity(argc, argv, &r); code != kRun) return code;
+  Score sc;
+  if (const int code = run_perplexity(r, &sc)) return code;
+  return report_perplexity(r, sc);
 }
 
 }  // namespace ember::cli

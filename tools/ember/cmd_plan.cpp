@@ -46,7 +46,22 @@ void session_options_from_args(Args& args, ember_session_options* o) {
                : backend == "cpu"  ? EMBER_BACKEND_CPU : -1;
 }
 
-int cmd_plan(int argc, char** argv) {
+namespace {
+
+struct PlanRequest {
+  std::string path;
+  ember_session_options so{};
+  bool json = false;
+};
+
+struct PlanResult {
+  ember_memory_plan plan{};
+  ember_model_info info{};
+};
+
+const char* const kKvNames[] = {"f32", "f16", "q8_0"};
+
+int parse_plan(int argc, char** argv, PlanRequest* r) {
   std::vector<std::string> with_value = {"-m", "--seqs"};
   std::vector<std::string> known = {"-m", "--json", "--seqs"};
   for (int i = 0; kSessionFlags[i]; ++i) {
@@ -63,7 +78,7 @@ int cmd_plan(int argc, char** argv) {
     return 0;
   }
   args.check_known(known);
-  ember_session_options so;
+  ember_session_options& so = r->so;
   session_options_from_args(args, &so);
   so.n_seqs = static_cast<int32_t>(args.get_int("--seqs", 1, 1, 256));
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
@@ -72,75 +87,92 @@ int cmd_plan(int argc, char** argv) {
   }
   if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required");
+  r->path = args.get("-m");
+  r->json = args.has("--json");
+  return kRun;
+}
+
+int run_plan(const PlanRequest& r, PlanResult* res) {
   ember_model* model = nullptr;
-  ember_status st = ember_model_open(args.get("-m").c_str(), nullptr, &model);
+  ember_status st = ember_model_open(r.path.c_str(), nullptr, &model);
   if (st != EMBER_OK) return report_last(st);
-  ember_memory_plan p;
-  std::memset(&p, 0, sizeof p);
-  p.struct_size = sizeof p;
-  st = ember_plan(model, &so, &p);
-  if (st != EMBER_OK) {
-    // Reported before the calls below clear the last error.
-    const int code = report_last(st);
-    ember_model_free(model);
-    return code;
-  }
-  ember_model_info info;
-  info.struct_size = sizeof info;
-  ember_model_get_info(model, &info);
+  res->plan.struct_size = sizeof res->plan;
+  st = ember_plan(model, &r.so, &res->plan);
+  // Reported before the calls below clear the last error.
+  const int code = st == EMBER_OK ? 0 : report_last(st);
+  res->info.struct_size = sizeof res->info;
+  if (!code) ember_model_get_info(model, &res->info);
   ember_model_free(model);
-  const char* kv_names[] = {"f32", "f16", "q8_0"};
-  const bool fits = so.max_bytes == 0 || p.private_bytes <= so.max_bytes;
-  if (args.has("--json")) {
-    std::printf("{\n  \"model\": \"%s\",\n  \"parameters\": %llu,\n  \"context_length\": %d,\n  \"max_batch\": %d,\n"
-                "  \"n_seqs\": %d,\n  \"kv_type_k\": \"%s\",\n  \"kv_type_v\": \"%s\",\n",
-                args.get("-m").c_str(), static_cast<unsigned long long>(info.n_parameters), p.context_length,
-                p.max_batch, p.n_seqs, kv_names[so.kv_type_k], kv_names[so.kv_type_v]);
-    const struct { const char* key; uint64_t v; } rows[] = {
-        {"weights_mapped_bytes", p.weights_mapped_bytes}, {"weights_resident_bytes", p.weights_resident_bytes},
-        {"kv_bytes", p.kv_bytes}, {"activations_bytes", p.activations_bytes}, {"scratch_bytes", p.scratch_bytes},
-        {"runtime_bytes", p.runtime_bytes}, {"arena_bytes", p.arena_bytes}, {"private_bytes", p.private_bytes},
-        {"device_bytes", p.device_bytes}, {"estimate_weights_bytes", p.estimate_weights_bytes},
-        {"estimate_kv_bytes", p.estimate_kv_bytes}};
-    for (const auto& r : rows) std::printf("  \"%s\": %llu,\n", r.key, static_cast<unsigned long long>(r.v));
-    std::printf("  \"max_bytes\": %llu,\n  \"fits\": %s\n}\n", static_cast<unsigned long long>(so.max_bytes),
-                fits ? "true" : "false");
-  } else {
-    std::printf("memory plan for %s: context %d%s, batch %d, KV %s/%s, %llu parameters\n\n", args.get("-m").c_str(),
-                p.context_length,
-                p.n_seqs > 1 ? (" x " + std::to_string(p.n_seqs) + " sequences (batched)").c_str() : "", p.max_batch,
-                kv_names[so.kv_type_k], kv_names[so.kv_type_v], static_cast<unsigned long long>(info.n_parameters));
-    std::printf("  %-24s %16s %s\n", "", "bytes", "");
-    auto row = [](const char* name, uint64_t v, const char* note) {
-      std::printf("  %-24s %16llu %s  %s\n", name, static_cast<unsigned long long>(v), mib(v).c_str(), note);
-    };
-    row("weights mapped", p.weights_mapped_bytes, "read in place from the file (page cache, shared)");
-    row("weights resident", p.weights_resident_bytes, "copies: repacked or converted weights");
-    const char* where = p.device_bytes ? "in device memory (part of device below)" : "in the arena";
-    row("KV cache", p.kv_bytes, where);
-    if (p.kv_bytes < p.estimate_kv_bytes) {
-      std::printf("  %-24s %16s %s  sliding-window layers keep a ring of window + batch rows, not the context\n", "",
-                  "", "              ");
-    }
-    row("activations", p.activations_bytes, where);
-    row("scratch", p.scratch_bytes, "in the arena");
-    row("runtime buffers", p.runtime_bytes,
-        p.n_seqs > 1 ? "in the arena: logits rows, token histories, a batched step's rows"
-                     : "in the arena: logits, token history");
-    row("arena", p.arena_bytes, "= one allocation per session");
-    row("private", p.private_bytes, "resident + arena + session tables: cannot be paged back to the file");
-    if (p.device_bytes) row("device", p.device_bytes, "GPU memory");
-    std::printf("\n  first-order estimates:\n");
-    row("parameters x bits / 8", p.estimate_weights_bytes, "vs weights mapped + resident above");
-    row("KV formula", p.estimate_kv_bytes,
-        p.n_seqs > 1 ? "layers x 2 x ctx x seqs x kv_heads x head_dim x kv_bits / 8"
-                     : "layers x 2 x ctx x kv_heads x head_dim x kv_bits / 8");
-    if (so.max_bytes) {
-      std::printf("\n  budget %llu bytes: %s\n", static_cast<unsigned long long>(so.max_bytes),
-                  fits ? "fits" : "DOES NOT FIT (ember run would fail with EMBER_ERR_NO_MEMORY)");
-    }
+  return code;
+}
+
+int report_json(const PlanRequest& r, const PlanResult& res, bool fits) {
+  const ember_memory_plan& p = res.plan;
+  std::printf("{\n  \"model\": \"%s\",\n  \"parameters\": %llu,\n  \"context_length\": %d,\n  \"max_batch\": %d,\n"
+              "  \"n_seqs\": %d,\n  \"kv_type_k\": \"%s\",\n  \"kv_type_v\": \"%s\",\n",
+              r.path.c_str(), static_cast<unsigned long long>(res.info.n_parameters), p.context_length, p.max_batch,
+              p.n_seqs, kKvNames[r.so.kv_type_k], kKvNames[r.so.kv_type_v]);
+  const struct { const char* key; uint64_t v; } rows[] = {
+      {"weights_mapped_bytes", p.weights_mapped_bytes}, {"weights_resident_bytes", p.weights_resident_bytes},
+      {"kv_bytes", p.kv_bytes}, {"activations_bytes", p.activations_bytes}, {"scratch_bytes", p.scratch_bytes},
+      {"runtime_bytes", p.runtime_bytes}, {"arena_bytes", p.arena_bytes}, {"private_bytes", p.private_bytes},
+      {"device_bytes", p.device_bytes}, {"estimate_weights_bytes", p.estimate_weights_bytes},
+      {"estimate_kv_bytes", p.estimate_kv_bytes}};
+  for (const auto& row : rows) std::printf("  \"%s\": %llu,\n", row.key, static_cast<unsigned long long>(row.v));
+  std::printf("  \"max_bytes\": %llu,\n  \"fits\": %s\n}\n", static_cast<unsigned long long>(r.so.max_bytes),
+              fits ? "true" : "false");
+  return 0;
+}
+
+void row(const char* name, uint64_t v, const char* note) {
+  std::printf("  %-24s %16llu %s  %s\n", name, static_cast<unsigned long long>(v), mib(v).c_str(), note);
+}
+
+int report_text(const PlanRequest& r, const PlanResult& res, bool fits) {
+  const ember_memory_plan& p = res.plan;
+  std::printf("memory plan for %s: context %d%s, batch %d, KV %s/%s, %llu parameters\n\n", r.path.c_str(),
+              p.context_length,
+              p.n_seqs > 1 ? (" x " + std::to_string(p.n_seqs) + " sequences (batched)").c_str() : "", p.max_batch,
+              kKvNames[r.so.kv_type_k], kKvNames[r.so.kv_type_v],
+              static_cast<unsigned long long>(res.info.n_parameters));
+  std::printf("  %-24s %16s %s\n", "", "bytes", "");
+  row("weights mapped", p.weights_mapped_bytes, "read in place from the file (page cache, shared)");
+  row("weights resident", p.weights_resident_bytes, "copies: repacked or converted weights");
+  const char* where = p.device_bytes ? "in device memory (part of device below)" : "in the arena";
+  row("KV cache", p.kv_bytes, where);
+  if (p.kv_bytes < p.estimate_kv_bytes) {
+    std::printf("  %-24s %16s %s  sliding-window layers keep a ring of window + batch rows, not the context\n", "",
+                "", "              ");
+  }
+  row("activations", p.activations_bytes, where);
+  row("scratch", p.scratch_bytes, "in the arena");
+  row("runtime buffers", p.runtime_bytes,
+      p.n_seqs > 1 ? "in the arena: logits rows, token histories, a batched step's rows"
+                   : "in the arena: logits, token history");
+  row("arena", p.arena_bytes, "= one allocation per session");
+  row("private", p.private_bytes, "resident + arena + session tables: cannot be paged back to the file");
+  if (p.device_bytes) row("device", p.device_bytes, "GPU memory");
+  std::printf("\n  first-order estimates:\n");
+  row("parameters x bits / 8", p.estimate_weights_bytes, "vs weights mapped + resident above");
+  row("KV formula", p.estimate_kv_bytes,
+      p.n_seqs > 1 ? "layers x 2 x ctx x seqs x kv_heads x head_dim x kv_bits / 8"
+                   : "layers x 2 x ctx x kv_heads x head_dim x kv_bits / 8");
+  if (r.so.max_bytes) {
+    std::printf("\n  budget %llu bytes: %s\n", static_cast<unsigned long long>(r.so.max_bytes),
+                fits ? "fits" : "DOES NOT FIT (ember run would fail with EMBER_ERR_NO_MEMORY)");
   }
   return 0;
+}
+
+}  // namespace
+
+int cmd_plan(int argc, char** argv) {
+  PlanRequest r;
+  if (const int code = parse_plan(argc, argv, &r); code != kRun) return code;
+  PlanResult res;
+  if (const int code = run_plan(r, &res)) return code;
+  const bool fits = r.so.max_bytes == 0 || res.plan.private_bytes <= r.so.max_bytes;
+  return r.json ? report_json(r, res, fits) : report_text(r, res, fits);
 }
 
 }  // namespace ember::cli

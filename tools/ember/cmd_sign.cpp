@@ -1,11 +1,14 @@
-// `ember sign M.ember --key K.pem`: appends (or replaces) the signature
-// trailer (format: runtime/format/model_file.h). The file must load as is
-// (structure, semantics, data digest): ember never signs a file it would
-// refuse. Written in place atomically: a temporary file beside it, fsync'ed,
-// renamed over the original (a process that has the old file mapped keeps
-// reading the old inode).
+// Signing model files (conversion-side: libember.a only verifies, and
+// `ember verify` checks through ember.h), each command as parse / run / report:
+//   `ember keygen --private K.pem --public P.pem`: a fresh ECDSA P-256 key pair.
+//     The private key file is created with mode 0600 and never overwritten.
+//   `ember sign M.ember --key K.pem`: appends (or replaces) the signature
+//     trailer (format: runtime/format/model_file.h). The file must load as is
+//     (structure, semantics, data digest): ember never signs a file it would
+//     refuse. Written in place atomically: a temporary file beside it,
+//     fsync'ed, renamed over the original (a process that has the old file
+//     mapped keeps reading the old inode).
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,50 +17,100 @@
 #include <cstring>
 #include <string>
 
-#include "model/model.h"
-#include "security/signature.h"
-#include "tools/convert/signing.h"
+#include "tools/convert/tool_api.h"
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/files.h"
 
 namespace ember::cli {
 namespace {
 
-Status write_all(int fd, const uint8_t* p, uint64_t n, const std::string& path) {
-  while (n > 0) {
-    const size_t chunk = n < (uint64_t(1) << 26) ? static_cast<size_t>(n) : size_t(1) << 26;
-    const ssize_t w = ::write(fd, p, chunk);
-    if (w <= 0) return Status::error(EMBER_ERR_IO, "cannot write '%s': %s", path.c_str(), std::strerror(errno));
-    p += w;
-    n -= static_cast<uint64_t>(w);
+// ---- ember keygen -------------------------------------------------------------------
+
+struct KeygenRequest {
+  std::string private_path, public_path;
+};
+
+int parse_keygen(int argc, char** argv, KeygenRequest* r) {
+  Args args(argc, argv, {"--private", "--public"});
+  if (args.has("--help") || args.has("-h")) {
+    std::puts("usage: ember keygen --private K.pem --public P.pem\n"
+              "  writes a new ECDSA P-256 key pair: K.pem (mode 0600, keep it secret) signs models\n"
+              "  (ember sign), P.pem verifies them (ember verify, ember run --require-signature).\n"
+              "  Existing files are never overwritten.");
+    return 0;
   }
-  return Status::ok();
+  args.check_known({"--private", "--public"});
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember keygen --help)");
+  if (!args.has("--private") || !args.has("--public")) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--private K.pem and --public P.pem are required");
+  }
+  r->private_path = args.get("--private");
+  r->public_path = args.get("--public");
+  return kRun;
 }
 
-// `head` then `tail` into `path`, through a temporary file renamed into place,
-// keeping the original's permission bits.
-Status replace_file(const std::string& path, const uint8_t* head, uint64_t head_size, const std::vector<uint8_t>& tail) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return Status::error(EMBER_ERR_IO, "cannot stat '%s': %s", path.c_str(), std::strerror(errno));
+// Creates `path` (refusing to replace an existing file) with `mode`.
+ember_status write_new_file(const std::string& path, const std::string& text, mode_t mode, std::string* error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) {
+    *error = "cannot create '" + path + "': " + std::strerror(errno) +
+             (errno == EEXIST ? " (keygen never overwrites a key file)" : "");
+    return EMBER_ERR_IO;
   }
-  const std::string tmp = path + ".sign-tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 07777);
-  if (fd < 0) return Status::error(EMBER_ERR_IO, "cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
-  Status s = write_all(fd, head, head_size, tmp);
-  if (s.is_ok()) s = write_all(fd, tail.data(), tail.size(), tmp);
-  if (s.is_ok() && ::fsync(fd) != 0) s = Status::error(EMBER_ERR_IO, "cannot sync '%s'", tmp.c_str());
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      *error = "cannot write '" + path + "': " + std::strerror(errno);
+      ::close(fd);
+      return EMBER_ERR_IO;
+    }
+    done += static_cast<size_t>(n);
+  }
+  const bool ok = ::fsync(fd) == 0;
   ::close(fd);
-  if (s.is_ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
-    s = Status::error(EMBER_ERR_IO, "cannot rename '%s' over '%s': %s", tmp.c_str(), path.c_str(), std::strerror(errno));
+  if (!ok) {
+    *error = "cannot sync '" + path + "'";
+    return EMBER_ERR_IO;
   }
-  if (!s.is_ok()) std::remove(tmp.c_str());
-  return s;
+  return EMBER_OK;
 }
 
-}  // namespace
+// The key pair, its id, then both files (the private one removed again when
+// the public one cannot be written).
+ember_status run_keygen(const KeygenRequest& r, std::string* key_id, std::string* error) {
+  std::string private_pem, public_pem;
+  ember_status st = tools::generate_key_pair(&private_pem, &public_pem, error);
+  if (st != EMBER_OK) return st;
+  char id[65];
+  if ((st = ember_key_id(public_pem.data(), public_pem.size(), id)) != EMBER_OK) {
+    *error = ember_last_error();
+    return st;
+  }
+  *key_id = id;
+  st = write_new_file(r.private_path, private_pem, 0600, error);
+  if (st == EMBER_OK) {
+    st = write_new_file(r.public_path, public_pem, 0644, error);
+    if (st != EMBER_OK) std::remove(r.private_path.c_str());
+  }
+  return st;
+}
 
-int cmd_sign(int argc, char** argv) {
+int report_keygen(const KeygenRequest& r, const std::string& key_id) {
+  std::printf("wrote %s (private, 0600) and %s (public)\nkey id %s\n", r.private_path.c_str(),
+              r.public_path.c_str(), key_id.c_str());
+  return 0;
+}
+
+// ---- ember sign ---------------------------------------------------------------------
+
+struct SignRequest {
+  std::string path;
+  std::string key_pem;  // the private key's text
+};
+
+int parse_sign(int argc, char** argv, SignRequest* r) {
   Args args(argc, argv, {"--key"});
   if (args.has("--help") || args.has("-h")) {
     std::puts("usage: ember sign MODEL.ember --key K.pem\n"
@@ -70,29 +123,43 @@ int cmd_sign(int argc, char** argv) {
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember sign --help)");
   if (args.positionals().size() != 1) return report(EMBER_ERR_INVALID_ARGUMENT, "expected one MODEL.ember");
   if (!args.has("--key")) return report(EMBER_ERR_INVALID_ARGUMENT, "--key K.pem (a private key) is required");
-  const std::string path = args.positionals()[0];
-  auto key = read_file(args.get("--key"));
-  if (!key.is_ok()) return report(key.status().code(), key.status().message());
-
-  const auto t0 = std::chrono::steady_clock::now();
-  Model::Options mo;
-  mo.verify_digest = true;
-  auto model = Model::open(path, mo);
-  if (!model.is_ok()) {
-    return report(model.status().code(), "refusing to sign: " + model.status().message());
+  r->path = args.positionals()[0];
+  std::string error;
+  if (const ember_status st = read_file(args.get("--key"), &r->key_pem, &error); st != EMBER_OK) {
+    return report(st, error);
   }
-  const ModelFile& file = model.value()->file();
-  const ModelContents& c = file.contents();
-  auto trailer = make_signature_trailer(file.mapping().data(), c.signed_size, key.value());
-  if (!trailer.is_ok()) return report(trailer.status().code(), trailer.status().message());
-  Status s = replace_file(path, file.mapping().data(), c.signed_size, trailer.value());
-  if (!s.is_ok()) return report(s.code(), s.message());
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  auto id = key_id_from_pem(key.value());
-  std::printf("signed %s: ECDSA P-256 over SHA-256 of %llu bytes, key id %s, %s; %.0f ms\n", path.c_str(),
-              static_cast<unsigned long long>(c.signed_size), id.is_ok() ? to_hex(id->data(), 32).c_str() : "?",
-              c.has_signature ? "replaced the previous signature" : "trailer appended", ms);
+  return kRun;
+}
+
+int report_sign(const SignRequest& r, const tools::SignResult& result, double ms) {
+  char id[65];
+  const bool have_id = ember_key_id(r.key_pem.data(), r.key_pem.size(), id) == EMBER_OK;
+  std::printf("signed %s: ECDSA P-256 over SHA-256 of %llu bytes, key id %s, %s; %.0f ms\n", r.path.c_str(),
+              static_cast<unsigned long long>(result.signed_bytes), have_id ? id : "?",
+              result.replaced ? "replaced the previous signature" : "trailer appended", ms);
   return 0;
+}
+
+}  // namespace
+
+int cmd_keygen(int argc, char** argv) {
+  KeygenRequest r;
+  if (const int code = parse_keygen(argc, argv, &r); code != kRun) return code;
+  std::string key_id, error;
+  const ember_status st = run_keygen(r, &key_id, &error);
+  return st == EMBER_OK ? report_keygen(r, key_id) : report(st, error);
+}
+
+int cmd_sign(int argc, char** argv) {
+  SignRequest r;
+  if (const int code = parse_sign(argc, argv, &r); code != kRun) return code;
+  const auto t0 = std::chrono::steady_clock::now();
+  tools::SignResult result;
+  std::string error;
+  const ember_status st = tools::sign_model_file(r.path, r.key_pem, &result, &error);
+  if (st != EMBER_OK) return report(st, error);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return report_sign(r, result, ms);
 }
 
 }  // namespace ember::cli

@@ -13,10 +13,9 @@
 #include <system_error>
 #include <filesystem>
 
-#include "format/model_file.h"
-#include "security/sha256.h"
-#include "tools/convert/importers.h"
 #include "tools/ember/args.h"
+#include "tools/ember/convert_steps.h"
+#include "tools/ember/files.h"
 
 namespace ember::cli {
 namespace {
@@ -63,7 +62,7 @@ std::string env(const char* name) {
 // 7: Q5_K/Q6_K rows16 in schema 2's order; 8: Q3_K rows16; 9: Q2_K rows16).
 constexpr int kConversionRevision = 9;
 std::string cache_tag() {
-  return std::string("v") + ember_version() + "-s" + std::to_string(kSchemaVersion) + "-c" +
+  return std::string("v") + ember_version() + "-s" + std::to_string(conversion_schema_version()) + "-c" +
          std::to_string(kConversionRevision);
 }
 
@@ -83,13 +82,16 @@ bool starts_with_gguf_magic(const std::string& path) {
   return gguf;
 }
 
-Result<std::string> hash_file(const std::string& path) {
+ember_status hash_file(const std::string& path, std::string* digest, std::string* error) {
   FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Status::error(EMBER_ERR_IO, "cannot open '%s': %s", path.c_str(), std::strerror(errno));
+  if (!f) {
+    *error = "cannot open '" + path + "': " + std::strerror(errno);
+    return EMBER_ERR_IO;
+  }
   struct stat st {};
   const uint64_t total = fstat(fileno(f), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   Progress progress("hashing " + path, total);
-  Sha256 sha;
+  Sha256Hash sha;
   std::vector<unsigned char> buf(4 << 20);
   uint64_t done = 0;
   size_t n;
@@ -100,9 +102,12 @@ Result<std::string> hash_file(const std::string& path) {
   }
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) return Status::error(EMBER_ERR_IO, "cannot read '%s'", path.c_str());
-  const Sha256Digest d = sha.finish();
-  return to_hex(d.data(), d.size());
+  if (failed) {
+    *error = "cannot read '" + path + "'";
+    return EMBER_ERR_IO;
+  }
+  *digest = sha.hex();
+  return EMBER_OK;
 }
 
 // The digest of a file is remembered under a key made of its identity and
@@ -118,8 +123,7 @@ std::string digest_memo_path(const std::string& dir, const std::string& path) {
                 static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
                 static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
                 static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
-  const Sha256Digest k = sha256(key, std::strlen(key));
-  return dir + "/" + kDigestFolder + "/" + to_hex(k.data(), k.size());
+  return dir + "/" + kDigestFolder + "/" + sha256_hex(key, std::strlen(key));
 }
 
 std::string read_memo(const std::string& memo) {
@@ -146,10 +150,13 @@ void write_memo(const std::string& memo, const std::string& digest) {
 
 // Writes `bytes` as `dest` so that `dest` is either absent or complete: a
 // temporary file in the same folder, fsync, rename, fsync of the folder.
-Status write_atomically(const std::string& dest, const std::vector<uint8_t>& bytes) {
+ember_status write_atomically(const std::string& dest, const std::vector<uint8_t>& bytes, std::string* error) {
   std::string tmp = dest + ".tmp-XXXXXX";
   const int fd = mkstemp(tmp.data());
-  if (fd < 0) return Status::error(EMBER_ERR_IO, "cannot create a file beside '%s': %s", dest.c_str(), std::strerror(errno));
+  if (fd < 0) {
+    *error = "cannot create a file beside '" + dest + "': " + std::strerror(errno);
+    return EMBER_ERR_IO;
+  }
   Progress progress("writing " + dest, bytes.size());
   size_t done = 0;
   bool ok = true;
@@ -175,8 +182,8 @@ Status write_atomically(const std::string& dest, const std::vector<uint8_t>& byt
   }
   if (!ok) {
     ::unlink(tmp.c_str());
-    return Status::error(EMBER_ERR_IO, "cannot write '%s' (%zu bytes): %s", dest.c_str(), bytes.size(),
-                         std::strerror(err));
+    *error = "cannot write '" + dest + "' (" + std::to_string(bytes.size()) + " bytes): " + std::strerror(err);
+    return EMBER_ERR_IO;
   }
   // The rename itself is durable only once the folder is.
   const std::string dir = dest.substr(0, dest.find_last_of('/') + 1);
@@ -185,28 +192,29 @@ Status write_atomically(const std::string& dest, const std::vector<uint8_t>& byt
     fsync(dfd);
     ::close(dfd);
   }
-  return Status::ok();
+  return EMBER_OK;
 }
 
 // Converts `gguf` with `ember convert`'s defaults (the source's types, the
 // rows16 layout) into `dest`.
-Status convert_into_cache(const std::string& gguf, const std::string& dest) {
+ember_status convert_into_cache(const std::string& gguf, const std::string& dest, std::string* error) {
   std::fprintf(stderr, "converting %s into the cache (once) ...\n", gguf.c_str());
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ImportedModel> imported, import_gguf(gguf));
-  imported->spec.quant_layout = Layout::Rows16;
-  EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_model(imported->spec));
-  EMBER_TRY(write_atomically(dest, bytes));
+  std::vector<uint8_t> bytes;
+  ember_status st = convert_gguf_to_bytes(gguf, &bytes, error);
+  if (st == EMBER_OK) st = write_atomically(dest, bytes, error);
+  if (st != EMBER_OK) return st;
   std::fprintf(stderr,
                "converted %s -> %s (once; clear with `ember cache clear`, list with `ember cache list`)\n",
                gguf.c_str(), dest.c_str());
-  return Status::ok();
+  return EMBER_OK;
 }
 
 // Entries of the same GGUF file made by another ember: never used again.
 void remove_other_versions(const std::string& dir, const std::string& digest, const std::string& keep) {
-  auto entries = list_cache(dir);
-  if (!entries.is_ok()) return;
-  for (const CacheEntry& e : entries.value()) {
+  std::vector<CacheEntry> entries;
+  std::string error;
+  if (list_cache(dir, /*with_sources=*/false, &entries, &error) != EMBER_OK) return;
+  for (const CacheEntry& e : entries) {
     const std::string name = e.path.substr(e.path.find_last_of('/') + 1);
     if (!e.temporary && e.path != keep && name.rfind(digest + ".", 0) == 0) ::unlink(e.path.c_str());
   }
@@ -230,22 +238,47 @@ bool is_bad_file(ember_status st) {
   }
 }
 
-}  // namespace
-
-Result<std::string> model_cache_dir() {
-  if (std::string d = env("EMBER_CACHE_DIR"); !d.empty()) return d;
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return d + "/ember/models";
-  if (std::string d = env("HOME"); !d.empty()) return d + "/.cache/ember/models";
-  return Status::error(EMBER_ERR_INVALID_ARGUMENT,
-                       "no cache folder for converted models: set EMBER_CACHE_DIR (or XDG_CACHE_HOME or HOME)");
+// The GGUF file a cached model was converted from (its provenance); "" when
+// the model does not open.
+std::string source_of(const std::string& path) {
+  ember_model_options o;
+  ember_model_options_default(&o);
+  o.guard_mapping = 0;
+  ember_model* model = nullptr;
+  if (ember_model_open(path.c_str(), &o, &model) != EMBER_OK) return "";
+  ember_model_file_info info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  const std::string source = ember_model_get_file_info(model, &info) == EMBER_OK ? info.source_file : "";
+  ember_model_free(model);
+  return source;
 }
 
-Result<std::vector<CacheEntry>> list_cache(const std::string& dir) {
-  std::vector<CacheEntry> out;
+}  // namespace
+
+ember_status model_cache_dir(std::string* dir, std::string* error) {
+  if (std::string d = env("EMBER_CACHE_DIR"); !d.empty()) {
+    *dir = d;
+  } else if (std::string x = env("XDG_CACHE_HOME"); !x.empty()) {
+    *dir = x + "/ember/models";
+  } else if (std::string h = env("HOME"); !h.empty()) {
+    *dir = h + "/.cache/ember/models";
+  } else {
+    *error = "no cache folder for converted models: set EMBER_CACHE_DIR (or XDG_CACHE_HOME or HOME)";
+    return EMBER_ERR_INVALID_ARGUMENT;
+  }
+  return EMBER_OK;
+}
+
+ember_status list_cache(const std::string& dir, bool with_sources, std::vector<CacheEntry>* entries,
+                        std::string* error) {
+  std::vector<CacheEntry>& out = *entries;
+  out.clear();
   DIR* d = opendir(dir.c_str());
   if (!d) {
-    if (errno == ENOENT) return out;
-    return Status::error(EMBER_ERR_IO, "cannot read the cache folder '%s': %s", dir.c_str(), std::strerror(errno));
+    if (errno == ENOENT) return EMBER_OK;
+    *error = "cannot read the cache folder '" + dir + "': " + std::strerror(errno);
+    return EMBER_ERR_IO;
   }
   std::string current_suffix = ".";  // appended, not "." + ...: GCC 12 warns falsely (-Wrestrict) on that
   current_suffix += cache_tag();
@@ -265,10 +298,7 @@ Result<std::vector<CacheEntry>> list_cache(const std::string& dir) {
     struct stat st {};
     if (::stat(entry.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     entry.bytes = static_cast<uint64_t>(st.st_size);
-    if (!entry.temporary) {
-      auto file = ModelFile::open(entry.path, ModelFile::Options{});
-      if (file.is_ok()) entry.source_file = file.value()->provenance().source_file;
-    }
+    if (!entry.temporary && with_sources) entry.source_file = source_of(entry.path);
     out.push_back(std::move(entry));
   }
   closedir(d);
@@ -289,7 +319,7 @@ Result<std::vector<CacheEntry>> list_cache(const std::string& dir) {
     closedir(m);
   }
   std::sort(out.begin(), out.end(), [](const CacheEntry& a, const CacheEntry& b) { return a.path < b.path; });
-  return out;
+  return EMBER_OK;
 }
 
 int open_model_for_cli(const std::string& path, const ember_model_options* options, ember_model** out_model,
@@ -300,29 +330,28 @@ int open_model_for_cli(const std::string& path, const ember_model_options* optio
     const ember_status st = ember_model_open(path.c_str(), options, out_model);
     return st == EMBER_OK ? 0 : report_last(st);
   }
-  auto dir = model_cache_dir();
-  if (!dir.is_ok()) return report(dir.status().code(), dir.status().message());
+  std::string dir, error;
+  ember_status st = model_cache_dir(&dir, &error);
+  if (st != EMBER_OK) return report(st, error);
   std::error_code ec;
-  std::filesystem::create_directories(dir.value(), ec);
-  if (ec) return report(EMBER_ERR_IO, "cannot create the cache folder '" + dir.value() + "': " + ec.message());
-  const std::string memo = digest_memo_path(dir.value(), path);
-  Result<std::string> digest = read_memo(memo);
-  if (digest->empty()) {
-    digest = hash_file(path);
-    if (!digest.is_ok()) return report(digest.status().code(), digest.status().message());
-    write_memo(memo, digest.value());
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return report(EMBER_ERR_IO, "cannot create the cache folder '" + dir + "': " + ec.message());
+  const std::string memo = digest_memo_path(dir, path);
+  std::string digest = read_memo(memo);
+  if (digest.empty()) {
+    if ((st = hash_file(path, &digest, &error)) != EMBER_OK) return report(st, error);
+    write_memo(memo, digest);
   }
-  const std::string entry = dir.value() + "/" + digest.value() + "." + cache_tag() + ".ember";
+  const std::string entry = dir + "/" + digest + "." + cache_tag() + ".ember";
   if (opened_path) *opened_path = entry;
 
-  struct stat st {};
+  struct stat entry_stat {};
   bool converted = false;
-  if (::stat(entry.c_str(), &st) == 0) {
+  if (::stat(entry.c_str(), &entry_stat) == 0) {
     std::fprintf(stderr, "using the cache for %s: %s (clear with `ember cache clear`)\n", path.c_str(), entry.c_str());
   } else {
-    const Status s = convert_into_cache(path, entry);
-    if (!s.is_ok()) return report(s.code(), s.message());
-    remove_other_versions(dir.value(), digest.value(), entry);
+    if ((st = convert_into_cache(path, entry, &error)) != EMBER_OK) return report(st, error);
+    remove_other_versions(dir, digest, entry);
     converted = true;
   }
   ember_status open_st = ember_model_open(entry.c_str(), options, out_model);
@@ -332,8 +361,7 @@ int open_model_for_cli(const std::string& path, const ember_model_options* optio
     std::fprintf(stderr, "the cached %s fails its checks (%s: %s): converting again\n", entry.c_str(),
                  ember_status_string(open_st), ember_last_error());
     ::unlink(entry.c_str());
-    const Status s = convert_into_cache(path, entry);
-    if (!s.is_ok()) return report(s.code(), s.message());
+    if ((st = convert_into_cache(path, entry, &error)) != EMBER_OK) return report(st, error);
     open_st = ember_model_open(entry.c_str(), options, out_model);
     converted = true;
   }

@@ -8,15 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
 #include "ember.h"
 
 namespace ember::cli {
 
 // The cache folder: $EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember/models,
 // else $HOME/.cache/ember/models (not created here). An error when none of
-// them is set.
-Result<std::string> model_cache_dir();
+// them is set (EMBER_ERR_INVALID_ARGUMENT, the message in *error).
+ember_status model_cache_dir(std::string* dir, std::string* error);
 
 // What the cache holds: converted models (`<sha256>.<tag>.ember`), the
 // temporary files of conversions in progress or interrupted, and the
@@ -28,9 +27,13 @@ struct CacheEntry {
   bool temporary = false;   // an unfinished write (never opened as a model)
   bool memo = false;        // a remembered digest (digests/), not a model
   bool current = false;     // made by this ember (its tag); older ones are never used
-  std::string source_file;  // the GGUF file's name, from the model's provenance ("" if unreadable)
+  std::string source_file;  // the GGUF file's name, from the model's provenance ("" if unreadable
+                            // or not asked for)
 };
-Result<std::vector<CacheEntry>> list_cache(const std::string& dir);
+// Every entry, sorted by path; with_sources: open each model for its
+// source_file. Errors: EMBER_ERR_IO (the folder cannot be read).
+ember_status list_cache(const std::string& dir, bool with_sources, std::vector<CacheEntry>* out,
+                        std::string* error);
 
 // Opens `path` for run, perplexity and bench. A GGUF file (recognised by its
 // magic, not its name) is replaced by its cached conversion, converted first

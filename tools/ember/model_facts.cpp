@@ -1,44 +1,47 @@
 #include "tools/ember/model_facts.h"
 
-#include <algorithm>
-#include <memory>
-
-#include "format/model_file.h"
+#include <cstring>
 
 namespace ember::cli {
 
-Result<ModelFacts> model_facts(const std::string& path) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> file, ModelFile::open(path, ModelFile::Options{}));
+ember_status model_facts(const ember_model* model, ModelFacts* out) {
+  ember_model_file_info file;
+  std::memset(&file, 0, sizeof file);
+  file.struct_size = sizeof file;
+  ember_status st = ember_model_get_file_info(model, &file);
+  if (st != EMBER_OK) return st;
   ModelFacts f;
-  uint64_t by_type[kDTypeCount] = {};
-  int count_by_type[kDTypeCount] = {};
-  for (const TensorView& t : file->tensors()) {
-    f.weight_bytes += t.size;
-    by_type[static_cast<int>(t.dtype)] += t.size;
-    count_by_type[static_cast<int>(t.dtype)]++;
-    // A decode step reads one row of the embedding table (all of it when it
-    // is also the output matrix) and every other tensor whole.
-    if (t.name == "token_embd.weight" && !file->hparams().tied_embeddings) {
-      f.decode_bytes_per_token += t.size / std::max<int64_t>(1, t.rows());
-    } else {
-      f.decode_bytes_per_token += t.size;
-    }
+  f.weight_bytes = file.weight_bytes;
+  f.decode_bytes_per_token = file.decode_weight_bytes;
+  f.recipe = file.quantization;
+  f.sha256 = file.data_sha256;
+  // The type holding the most bytes (the first in the format's order on a
+  // tie), then the others with their tensor counts.
+  uint64_t by_type[EMBER_TYPE_COUNT] = {};
+  int count_by_type[EMBER_TYPE_COUNT] = {};
+  const char* names[EMBER_TYPE_COUNT] = {};
+  for (size_t i = 0; i < file.n_tensors; ++i) {
+    ember_tensor_info t;
+    std::memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    if ((st = ember_model_get_tensor_info(model, i, &t)) != EMBER_OK) return st;
+    by_type[t.type] += t.bytes;
+    count_by_type[t.type]++;
+    names[t.type] = t.type_name;
   }
   int main_type = 0;
-  for (int i = 1; i < kDTypeCount; ++i) {
+  for (int i = 1; i < EMBER_TYPE_COUNT; ++i) {
     if (by_type[i] > by_type[main_type]) main_type = i;
   }
-  f.quantization = dtype_name(static_cast<DType>(main_type));
+  f.quantization = names[main_type] ? names[main_type] : "f32";
   std::string others;
-  for (int i = 0; i < kDTypeCount; ++i) {
+  for (int i = 0; i < EMBER_TYPE_COUNT; ++i) {
     if (i == main_type || !count_by_type[i]) continue;
-    others += std::string(others.empty() ? "" : ", ") + dtype_name(static_cast<DType>(i)) + " x" +
-              std::to_string(count_by_type[i]);
+    others += std::string(others.empty() ? "" : ", ") + names[i] + " x" + std::to_string(count_by_type[i]);
   }
   if (!others.empty()) f.quantization += " (+" + others + ")";
-  f.recipe = file->provenance().quantization;
-  f.sha256 = to_hex(file->contents().data_sha256.data(), file->contents().data_sha256.size());
-  return f;
+  *out = std::move(f);
+  return EMBER_OK;
 }
 
 }  // namespace ember::cli

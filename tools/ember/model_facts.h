@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "ember.h"
 
 namespace ember::cli {
 
@@ -18,7 +18,8 @@ struct ModelFacts {
   std::string sha256;                   // the data segment's digest (metadata)
 };
 
-// `path` is an .ember file (a GGUF file's cached conversion for GGUF).
-Result<ModelFacts> model_facts(const std::string& path);
+// From an open model's file (ember_model_get_file_info and its tensors).
+// Errors: the C API's, with ember_last_error().
+ember_status model_facts(const ember_model* model, ModelFacts* out);
 
 }  // namespace ember::cli
