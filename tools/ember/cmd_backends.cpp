@@ -170,7 +170,7 @@ int cmd_backends(int argc, char** argv) {
                 r.kv_types.c_str(), r.batched ? "yes" : "no");
   }
 #if EMBER_SERVE
-  std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; --parallel slots batched into one step on the CPU, a prefix cache; round-robin where the backend cannot batch)\n");
+  std::printf("ember serve: built in (HTTP/1.1, TLS by mbedTLS; --parallel slots batched into one step on the cpu and vulkan backends, a prefix cache)\n");
 #else
   std::printf("ember serve: not built into this binary (%s)\n", EMBER_SERVE_MISSING);
 #endif
