@@ -45,9 +45,9 @@ std::vector<BackendEntry> make_entries() {
                none, create_cpu});
 #if EMBER_VULKAN
   // Everything lives in device memory; the host arena holds nothing of it.
-  // Every layer keeps the whole context (no rings).
+  // Every layer keeps the whole context (no rings); each sequence its own.
   BackendCaps vulkan;
-  vulkan.batched_sequences = false;
+  vulkan.batched_sequences = true;
   vulkan.kv_types = every_kv_type();
   vulkan.weight_types = every_dtype();
   e.push_back({"vulkan", BackendKind::Vulkan, vulkan, vulkan_probe, vulkan_supports, none, none, vulkan_device_bytes,

@@ -68,7 +68,7 @@ Status KvShift::prepare(Device& dev, Pipelines& pipes, VkDescriptorPool pool, co
   return Status::ok();
 }
 
-void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_pos) const {
+void KvShift::record(VkCommandBuffer cb, int32_t seq, int32_t start, int32_t end, int32_t n_pos) const {
   const VkApi& a = dev_->api();
   const HParams& hp = graph_->hparams;
   const uint32_t kv_dim = hp.kv_dim();
@@ -76,6 +76,8 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
   const uint32_t units = graph_->kv_type_k == KvType::Q8_0 ? (kv_dim / kQuantBlock + 1) / 2 : kv_dim / 2;
   const uint64_t krow = 4ull * bufs_->k_row_words, vrow = 4ull * bufs_->v_row_words;
   const int32_t moved = n_pos - end;
+  // The sequence's rows: its position t is cache row row0 + t.
+  const uint64_t row0 = static_cast<uint64_t>(seq) * static_cast<uint64_t>(graph_->context);
   // The last step's cache writes come before this submit's reads.
   full_barrier(a, cb);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
@@ -85,12 +87,12 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
     const RopeParams rope = key_rope(*graph_, static_cast<int32_t>(l));
     for (int32_t c0 = 0; c0 < moved; c0 += rows_) {
       const int32_t r = std::min(rows_, moved - c0);
-      const VkBufferCopy kout{(end + c0) * krow, 0, r * krow};
-      const VkBufferCopy vout{(end + c0) * vrow, 0, r * vrow};
+      const VkBufferCopy kout{(row0 + end + c0) * krow, 0, r * krow};
+      const VkBufferCopy vout{(row0 + end + c0) * vrow, 0, r * vrow};
       a.vkCmdCopyBuffer(cb, bufs_->k[l].buffer, k_chunk_.buffer, 1, &kout);
       a.vkCmdCopyBuffer(cb, bufs_->v[l].buffer, v_chunk_.buffer, 1, &vout);
       full_barrier(a, cb);
-      const VkBufferCopy vin{0, (start + c0) * vrow, r * vrow};
+      const VkBufferCopy vin{0, (row0 + start + c0) * vrow, r * vrow};
       a.vkCmdCopyBuffer(cb, v_chunk_.buffer, bufs_->v[l].buffer, 1, &vin);
       Push push;
       push.p[0] = kv_dim;
@@ -98,7 +100,7 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
       push.p[2] = bufs_->k_row_words;
       push.p[3] = static_cast<uint32_t>(r) * units;
       push.p[4] = units;
-      push.p[5] = static_cast<uint32_t>(start + c0);
+      push.p[5] = static_cast<uint32_t>(row0 + start + c0);
       push.p[6] = rope.head_dim;
       push.p[7] = rope.style == RopeStyle::Adjacent ? 1 : 0;
       push.p[8] = static_cast<uint32_t>(std::max(0, rope_table_of(*graph_, rope))) * rope.head_dim;
@@ -110,7 +112,7 @@ void KvShift::record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_p
   }
 }
 
-Status KvShift::run(int32_t start, int32_t end, int32_t n_pos) {
+Status KvShift::run(int32_t seq, int32_t start, int32_t end, int32_t n_pos) {
   // The angles of a -d rotation, computed as the CPU's rotate_row does (the
   // rotated pairs only, no mscale: a pure rotation).
   const int32_t delta = -(end - start);
@@ -132,7 +134,7 @@ Status KvShift::run(int32_t start, int32_t end, int32_t n_pos) {
   bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   EMBER_VK_TRY(a.vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
-  record(cb_, start, end, n_pos);
+  record(cb_, seq, start, end, n_pos);
   EMBER_VK_TRY(a.vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
   return dev_->submit_and_wait(cb_);
 }

@@ -1,6 +1,7 @@
-// Context shifting on the device (Backend::remove_positions): the cache rows
-// of positions [end, n_pos) move down to `start` and their keys are rotated
-// by -(end - start) positions, as the CPU backend does (cpu_kv_shift.cpp).
+// Context shifting on the device (Backend::remove_seq_positions): the cache
+// rows of one sequence's positions [end, n_pos) move down to `start` and
+// their keys are rotated by -(end - start) positions, as the CPU backend
+// does (cpu_kv_shift.cpp). The other sequences' rows are not touched.
 //
 // Rows move a chunk at a time through scratch buffers, so no dispatch reads a
 // row that another writes: values by buffer copies (bytes unchanged, like the
@@ -31,12 +32,15 @@ class KvShift {
   // Creates the scratch buffers, the pipeline and the layers' descriptor
   // sets. Lifetime: `dev`, `graph` and `bufs` outlive this object.
   Status prepare(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Graph& graph, const GraphBuffers& bufs);
-  // Removes positions [start, end) of the first n_pos (the caller checked
-  // 0 <= start < end < n_pos <= context). Waits for the device.
-  Status run(int32_t start, int32_t end, int32_t n_pos);
+  // Removes positions [start, end) of sequence `seq`'s first n_pos (the
+  // caller checked 0 <= seq < n_seqs, 0 <= start < end < n_pos <= context).
+  // Waits for the device.
+  Status run(int32_t seq, int32_t start, int32_t end, int32_t n_pos);
+  // Device bytes of its buffers (device_bytes, as allocated).
+  uint64_t bytes() const { return k_chunk_.size + v_chunk_.size + table_.size; }
 
  private:
-  void record(VkCommandBuffer cb, int32_t start, int32_t end, int32_t n_pos) const;
+  void record(VkCommandBuffer cb, int32_t seq, int32_t start, int32_t end, int32_t n_pos) const;
 
   Device* dev_ = nullptr;
   const Graph* graph_ = nullptr;

@@ -26,7 +26,19 @@ void dispatch(const Device& dev, VkPipelineLayout layout, VkCommandBuffer cb, Vk
   record_barrier(dev, cb);
 }
 
+// Rows an op reads of activation `id` this step: the output rows for the
+// logits head's activations (per_output, or one row), else every row (as the
+// cpu backend's one_row).
+uint32_t rows_of(const Graph& graph, int32_t id, uint32_t n, uint32_t n_out) {
+  const ActivationDesc& a = graph.activations[id];
+  return a.per_output || a.rows == 1 ? n_out : n;
+}
+
 }  // namespace
+
+uint64_t step_words(const Graph& graph) {
+  return 4 + 3 * static_cast<uint64_t>(graph.max_batch) + static_cast<uint64_t>(graph.n_seqs);
+}
 
 void dispatch_1d(const Device& dev, VkPipelineLayout layout, VkCommandBuffer cb, VkPipeline pipeline,
                  VkDescriptorSet set, const Push& push, uint64_t count) {
@@ -154,9 +166,9 @@ Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Gr
 }
 
 void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, const GraphBuffers& bufs,
-               const PreparedOp& p, int32_t n, VkCommandBuffer cb) {
+               const PreparedOp& p, int32_t n, int32_t n_out, VkCommandBuffer cb) {
   const Op& op = *p.op;
-  const uint32_t nu = static_cast<uint32_t>(n);
+  const uint32_t nu = static_cast<uint32_t>(n), outs = static_cast<uint32_t>(n_out);
   Push push;
   switch (op.kind) {
     case OpKind::Embed: {
@@ -176,15 +188,16 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       const uint32_t cols = static_cast<uint32_t>(graph.activations[op.a].cols);
       const uint32_t group = op.params.rmsnorm.group ? op.params.rmsnorm.group : cols;
       const uint32_t groups = cols / group;
+      // The logits head's norm gathers the step's output rows.
       push.p[0] = group;
-      push.p[1] = op.last_row ? (nu - 1) * groups : 0;
+      push.p[1] = op.last_row ? 1u : 0u;
       push.p[2] = f32_bits(op.params.rmsnorm.eps);
-      dispatch(dev, layout, cb, p.pipeline[0], p.set[0], push, groups, op.last_row ? 1 : nu, 1);
+      dispatch(dev, layout, cb, p.pipeline[0], p.set[0], push, groups, op.last_row ? outs : nu, 1);
       break;
     }
     case OpKind::MatMul: {
       const WeightRef& w = graph.weights[op.weight];
-      const uint32_t n_in = graph.activations[op.a].rows == 1 ? 1 : nu;
+      const uint32_t n_in = rows_of(graph, op.a, nu, outs);
       const uint32_t rows = static_cast<uint32_t>(w.rows);
       const uint32_t gx = std::min(rows, kMaxGroupsX);
       push.p[0] = rows;
@@ -241,8 +254,7 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       break;
     }
     case OpKind::Softcap: {
-      const uint32_t rows = graph.activations[op.a].rows == 1 ? 1 : nu;
-      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * rows;
+      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * rows_of(graph, op.a, nu, outs);
       push.p[0] = static_cast<uint32_t>(count);
       push.p[1] = f32_bits(op.params.softcap.cap);
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
@@ -251,13 +263,13 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
     case OpKind::Add:
     case OpKind::GeGLU:
     case OpKind::SwiGLU: {
-      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * nu;
+      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * rows_of(graph, op.a, nu, outs);
       push.p[0] = static_cast<uint32_t>(count);
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
       break;
     }
     case OpKind::BiasAdd: {
-      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * nu;
+      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * rows_of(graph, op.a, nu, outs);
       push.p[0] = static_cast<uint32_t>(graph.activations[op.a].cols);
       push.p[1] = static_cast<uint32_t>(count);
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);

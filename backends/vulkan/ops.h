@@ -16,11 +16,13 @@ struct GraphBuffers {
   std::vector<Buffer> weights;        // per Graph::weights entry, device layout
   std::vector<WeightLayout> layouts;
   std::vector<Buffer> acts;           // per activation: rows x cols f32
-  std::vector<Buffer> k, v;           // per layer: context rows (memory.h kv_row_words)
+  // Per layer: n_seqs x context rows (memory.h kv_row_words), sequence s's
+  // position t at row s * context + t.
+  std::vector<Buffer> k, v;
   uint32_t k_row_words = 0, v_row_words = 0;
-  Buffer step;     // host-visible: int pos, int n, int tokens[max_batch]
+  Buffer step;     // host-visible: step_words(graph) ints (shaders/common.glsl StepBuf)
   Buffer rope;     // cos [context][head_dim/2], then sin
-  Buffer logits;   // host-visible: vocab_size floats read back after a step
+  Buffer logits;   // host-visible: n_seqs x vocab_size floats read back after a step
   Buffer dummy;    // bound to the bindings an op does not use
 };
 
@@ -55,10 +57,15 @@ uint32_t descriptor_sets_needed(const Graph& graph);
 Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Graph& graph,
                   const GraphBuffers& bufs, const Op& op, PreparedOp* out);
 
-// Records the op for a step of n tokens (the position is read on the device
-// from the step buffer, so a recording serves every position).
+// The step buffer's words (shaders/common.glsl StepBuf): 4 header words, then
+// token, position and sequence per row (max_batch each), then n_seqs output rows.
+uint64_t step_words(const Graph& graph);
+
+// Records the op for a step of n rows with n_out output rows (positions,
+// sequences, tokens and which rows are output are read on the device from
+// the step buffer, so a recording serves every step of that shape).
 void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, const GraphBuffers& bufs,
-               const PreparedOp& p, int32_t n, VkCommandBuffer cb);
+               const PreparedOp& p, int32_t n, int32_t n_out, VkCommandBuffer cb);
 
 // Compute-to-compute (and to transfer) memory barrier.
 void record_barrier(const Device& dev, VkCommandBuffer cb);

@@ -20,12 +20,14 @@ struct VulkanBackend::State {
   vk::GraphBuffers bufs;
   VkDescriptorPool pool = VK_NULL_HANDLE;
   std::vector<vk::PreparedOp> ops;
-  std::unique_ptr<vk::KvShift> shift;  // remove_positions
-  VkCommandBuffer cb_decode = VK_NULL_HANDLE;  // n = 1, recorded once
-  VkCommandBuffer cb_batch = VK_NULL_HANDLE;   // n > 1, re-recorded when n changes
+  std::unique_ptr<vk::KvShift> shift;  // remove_seq_positions
+  VkCommandBuffer cb_decode = VK_NULL_HANDLE;  // one row, one output: recorded once
+  VkCommandBuffer cb_batch = VK_NULL_HANDLE;   // other shapes: re-recorded when (n, n_out) changes
+  VkCommandBuffer cb_copy = VK_NULL_HANDLE;    // copy_seq
   bool decode_recorded = false;
   uint32_t upload_submits = 0;  // prepare's staging submits (a test hook reads it)
-  int32_t batch_n = 0;
+  int32_t batch_n = 0, batch_out = 0;  // the shape cb_batch holds (0: none)
+  uint32_t batch_records = 0;          // times cb_batch was recorded (a test hook)
   const Graph* graph = nullptr;
 
   ~State() {
@@ -33,7 +35,7 @@ struct VulkanBackend::State {
     const vk::VkApi& a = dev->api();
     a.vkDeviceWaitIdle(dev->device());
     shift.reset();
-    VkCommandBuffer cbs[2] = {cb_decode, cb_batch};
+    VkCommandBuffer cbs[3] = {cb_decode, cb_batch, cb_copy};
     for (VkCommandBuffer cb : cbs) {
       if (cb) a.vkFreeCommandBuffers(dev->device(), dev->command_pool(), 1, &cb);
     }
@@ -46,10 +48,22 @@ struct VulkanBackend::State {
     dev.reset();
   }
 
-  Status record(VkCommandBuffer cb, int32_t n);
+  Status record(VkCommandBuffer cb, int32_t n, int32_t n_out);
+  // Device bytes of every buffer prepare made.
+  uint64_t allocated_bytes() const {
+    uint64_t total = 0;
+    for (const auto* list : {&bufs.weights, &bufs.acts, &bufs.k, &bufs.v}) {
+      for (const Buffer& b : *list) total += b.size;
+    }
+    for (const Buffer* b : {&bufs.step, &bufs.rope, &bufs.logits, &bufs.dummy}) total += b->size;
+    return total + (shift ? shift->bytes() : 0);
+  }
 };
 
 namespace {
+
+// The placeholder bound to the bindings an op does not use.
+constexpr uint64_t kDummyBytes = 16;
 
 struct Sizes {
   uint64_t weights = 0, kv = 0, acts = 0, other = 0;
@@ -66,14 +80,16 @@ Result<Sizes> device_sizes(const Graph& g) {
   }
   EMBER_ASSIGN_OR_RETURN(s.k_row_words, vk::kv_row_words(g.kv_type_k, hp.kv_dim()));
   EMBER_ASSIGN_OR_RETURN(s.v_row_words, vk::kv_row_words(g.kv_type_v, hp.kv_dim()));
-  s.kv = static_cast<uint64_t>(hp.n_layers) * g.context * 4 * (s.k_row_words + s.v_row_words);
+  // Every sequence's rows (n_seqs x context per layer).
+  s.kv = static_cast<uint64_t>(hp.n_layers) * g.n_seqs * g.context * 4 * (s.k_row_words + s.v_row_words);
   for (const ActivationDesc& a : g.activations) s.acts += static_cast<uint64_t>(a.cols) * a.rows * 4;
   const Op* rope = rope_table_op(g);
   const uint64_t rotated = rope ? rope_rotated_dims(rope->params.rope) : hp.head_dim();
   s.other = static_cast<uint64_t>(g.context) * rotated * 4 *  // rope cos + sin (rotated pairs), per table
                 std::max<uint64_t>(1, rope_tables(g).size())
-            + 8 + static_cast<uint64_t>(g.max_batch) * 4          // step
-            + static_cast<uint64_t>(hp.vocab_size) * 4 + 4        // logits + dummy
+            + vk::step_words(g) * 4                                // step
+            + static_cast<uint64_t>(hp.vocab_size) * g.n_seqs * 4  // logits (n_out rows at most)
+            + kDummyBytes
             + vk::KvShift::device_bytes(g, s.k_row_words, s.v_row_words);
   return s;
 }
@@ -157,10 +173,10 @@ Status vulkan_supports(const Graph& graph) {
                            "vulkan backend keeps every position", l, kv_layer_rows(graph, l));
     }
   }
-  if (graph.n_seqs != 1) {
-    return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "vulkan: batched decoding (%d sequences in one session) is not implemented; the cpu runs it",
-                         graph.n_seqs);
+  // Each sequence its own cache rows; the logits head's norm dispatches a
+  // workgroup row per output row (at most 65535).
+  if (graph.n_seqs < 1 || graph.n_seqs > 65535) {
+    return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: %d sequences in one session (1..65535)", graph.n_seqs);
   }
   if (rope_tables(graph).size() > static_cast<size_t>(kMaxRopeTables)) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: rope ops with %zu different theta/scaling (at most %d)",
@@ -286,17 +302,19 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
   }
   s.bufs.k_row_words = sizes.k_row_words;
   s.bufs.v_row_words = sizes.v_row_words;
+  const uint64_t kv_rows = static_cast<uint64_t>(graph.n_seqs) * static_cast<uint64_t>(graph.context);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
-    const uint64_t kb = 4ull * sizes.k_row_words * graph.context, vb = 4ull * sizes.v_row_words * graph.context;
+    const uint64_t kb = 4ull * sizes.k_row_words * kv_rows, vb = 4ull * sizes.v_row_words * kv_rows;
     EMBER_TRY(check_range(std::max(kb, vb), "the kv cache of one layer"));
     EMBER_ASSIGN_OR_RETURN(Buffer k, vk::create_buffer(dev, kb, false, "the key cache"));
     s.bufs.k.push_back(k);
     EMBER_ASSIGN_OR_RETURN(Buffer v, vk::create_buffer(dev, vb, false, "the value cache"));
     s.bufs.v.push_back(v);
   }
-  EMBER_ASSIGN_OR_RETURN(s.bufs.step, vk::create_buffer(dev, 8 + 4ull * graph.max_batch, true, "the step buffer"));
-  EMBER_ASSIGN_OR_RETURN(s.bufs.logits, vk::create_buffer(dev, 4ull * hp.vocab_size, true, "the logits buffer"));
-  EMBER_ASSIGN_OR_RETURN(s.bufs.dummy, vk::create_buffer(dev, 16, false, "a placeholder buffer"));
+  EMBER_ASSIGN_OR_RETURN(s.bufs.step, vk::create_buffer(dev, 4 * vk::step_words(graph), true, "the step buffer"));
+  EMBER_ASSIGN_OR_RETURN(s.bufs.logits, vk::create_buffer(dev, 4ull * hp.vocab_size * graph.n_seqs, true,
+                                                          "the logits buffer"));
+  EMBER_ASSIGN_OR_RETURN(s.bufs.dummy, vk::create_buffer(dev, kDummyBytes, false, "a placeholder buffer"));
 
   const vk::VkApi& a = dev.api();
   const uint32_t sets = vk::descriptor_sets_needed(graph) + vk::KvShift::descriptor_sets(graph);
@@ -321,18 +339,19 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
   cai.commandBufferCount = 1;
   EMBER_VK_TRY(a.vkAllocateCommandBuffers(dev.device(), &cai, &s.cb_decode), "vkAllocateCommandBuffers");
   EMBER_VK_TRY(a.vkAllocateCommandBuffers(dev.device(), &cai, &s.cb_batch), "vkAllocateCommandBuffers");
+  EMBER_VK_TRY(a.vkAllocateCommandBuffers(dev.device(), &cai, &s.cb_copy), "vkAllocateCommandBuffers");
   return Status::ok();
 }
 
-Status VulkanBackend::State::record(VkCommandBuffer cb, int32_t n) {
+Status VulkanBackend::State::record(VkCommandBuffer cb, int32_t n, int32_t n_out) {
   const vk::VkApi& a = dev->api();
   EMBER_VK_TRY(a.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
   VkCommandBufferBeginInfo bi{};
   bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   EMBER_VK_TRY(a.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-  for (const vk::PreparedOp& p : ops) vk::record_op(*dev, pipes->layout(), *graph, bufs, p, n, cb);
-  // The logits row comes back; nothing else leaves the device.
-  VkBufferCopy region{0, 0, 4ull * graph->hparams.vocab_size};
+  for (const vk::PreparedOp& p : ops) vk::record_op(*dev, pipes->layout(), *graph, bufs, p, n, n_out, cb);
+  // The output rows' logits come back; nothing else leaves the device.
+  VkBufferCopy region{0, 0, 4ull * graph->hparams.vocab_size * static_cast<uint64_t>(n_out)};
   a.vkCmdCopyBuffer(cb, bufs.acts[graph->logits].buffer, bufs.logits.buffer, 1, &region);
   VkMemoryBarrier mb{};
   mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
@@ -348,49 +367,121 @@ Status VulkanBackend::execute(const StepArgs& step) {
   State& s = *s_;
   if (!s.graph) return Status::error(EMBER_ERR_INTERNAL, "vulkan: execute before prepare");
   const Graph& g = *s.graph;
-  const int32_t n = step.n_tokens;
-  if (n <= 0 || n > g.max_batch || step.pos < 0 || step.pos > g.context - n || !step.tokens) {
-    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: step of %d tokens at %d outside the plan", n, step.pos);
+  {
+    const Status st = check_step(g, step);
+    if (!st.is_ok()) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: %s", st.message().c_str());
   }
-  int32_t* mapped = static_cast<int32_t*>(s.bufs.step.mapped);
-  mapped[0] = step.pos;
-  mapped[1] = n;
+  const int32_t n = step.n_tokens;
+  if (!step.tokens) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: step of %d tokens without tokens", n);
   for (int32_t i = 0; i < n; ++i) {
     if (step.tokens[i] < 0 || static_cast<uint32_t>(step.tokens[i]) >= g.hparams.vocab_size) {
       return Status::error(EMBER_ERR_TOKEN_OUT_OF_RANGE, "vulkan: tokens[%d] = %d is outside the vocabulary", i,
                            step.tokens[i]);
     }
-    mapped[2 + i] = step.tokens[i];
   }
+  // The step buffer (shaders/common.glsl StepBuf): header, then per row its
+  // token, position and sequence, then the output rows.
+  const int32_t n_out = step.out_rows ? step.n_out : 1;
+  const int32_t stride = g.max_batch;
+  int32_t* w = static_cast<int32_t*>(s.bufs.step.mapped);
+  w[0] = n;
+  w[1] = n_out;
+  w[2] = stride;
+  w[3] = g.context;
+  int32_t* v = w + 4;
+  for (int32_t i = 0; i < n; ++i) {
+    v[i] = step.tokens[i];
+    v[stride + i] = step.positions ? step.positions[i] : step.pos + i;
+    v[2 * stride + i] = step.seqs ? step.seqs[i] : 0;
+  }
+  for (int32_t j = 0; j < n_out; ++j) v[3 * stride + j] = step.out_rows ? step.out_rows[j] : n - 1;
+  // A recording serves every step of its shape (rows, output rows): decode
+  // of one sequence is recorded once; other shapes when they change.
   VkCommandBuffer cb;
-  if (n == 1) {
+  if (n == 1 && n_out == 1) {
     if (!s.decode_recorded) {
-      EMBER_TRY(s.record(s.cb_decode, 1));
+      EMBER_TRY(s.record(s.cb_decode, 1, 1));
       s.decode_recorded = true;
     }
     cb = s.cb_decode;
   } else {
-    if (s.batch_n != n) {
-      s.batch_n = 0;
-      EMBER_TRY(s.record(s.cb_batch, n));
+    if (s.batch_n != n || s.batch_out != n_out) {
+      s.batch_n = s.batch_out = 0;
+      EMBER_TRY(s.record(s.cb_batch, n, n_out));
       s.batch_n = n;
+      s.batch_out = n_out;
+      ++s.batch_records;
     }
     cb = s.cb_batch;
   }
   EMBER_TRY(s.dev->submit_and_wait(cb));
-  if (step.logits) std::memcpy(step.logits, s.bufs.logits.mapped, 4ull * g.hparams.vocab_size);
+  if (step.logits) std::memcpy(step.logits, s.bufs.logits.mapped, 4ull * g.hparams.vocab_size * n_out);
   return Status::ok();
 }
 
 Status VulkanBackend::remove_positions(int32_t start, int32_t end, int32_t n_pos) {
+  return remove_seq_positions(0, start, end, n_pos);
+}
+
+Status VulkanBackend::remove_seq_positions(int32_t seq, int32_t start, int32_t end, int32_t n_pos) {
   State& s = *s_;
   if (!s.graph || !s.shift) return Status::error(EMBER_ERR_INTERNAL, "vulkan: remove_positions before prepare");
   if (start < 0 || end < start || end > n_pos || n_pos > s.graph->context) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: remove [%d, %d) of %d positions", start, end, n_pos);
   }
+  if (seq < 0 || seq >= s.graph->n_seqs) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "vulkan: remove: sequence %d outside 0..%d", seq,
+                         s.graph->n_seqs - 1);
+  }
   if (start == end || end == n_pos) return Status::ok();  // nothing moves
-  return s.shift->run(start, end, n_pos);
+  return s.shift->run(seq, start, end, n_pos);
 }
+
+Status VulkanBackend::copy_seq(int32_t src, int32_t dst, int32_t n_pos, int32_t src_positions) {
+  State& s = *s_;
+  if (!s.graph) return Status::error(EMBER_ERR_INTERNAL, "vulkan: copy_seq before prepare");
+  const Graph& g = *s.graph;
+  if (src < 0 || src >= g.n_seqs || dst < 0 || dst >= g.n_seqs || n_pos < 0 || n_pos > g.context ||
+      n_pos > src_positions) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "vulkan: copy of %d positions from sequence %d (holding %d) to %d (sequences 0..%d)", n_pos,
+                         src, src_positions, dst, g.n_seqs - 1);
+  }
+  if (src == dst || n_pos == 0) return Status::ok();
+  // Every layer's keys and values, rows copied as stored (no re-rotation:
+  // the positions stay), in one submit.
+  const vk::VkApi& a = s.dev->api();
+  EMBER_VK_TRY(a.vkResetCommandBuffer(s.cb_copy, 0), "vkResetCommandBuffer");
+  VkCommandBufferBeginInfo bi{};
+  bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  EMBER_VK_TRY(a.vkBeginCommandBuffer(s.cb_copy, &bi), "vkBeginCommandBuffer");
+  // The last step's cache writes before the copies; the copies before the
+  // next step's reads.
+  VkMemoryBarrier mb{};
+  mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  a.vkCmdPipelineBarrier(s.cb_copy, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  const uint64_t ctx = static_cast<uint64_t>(g.context), rows = static_cast<uint64_t>(n_pos);
+  for (uint32_t l = 0; l < g.hparams.n_layers; ++l) {
+    for (bool values : {false, true}) {
+      const uint64_t row_bytes = 4ull * (values ? s.bufs.v_row_words : s.bufs.k_row_words);
+      const VkBufferCopy region{src * ctx * row_bytes, dst * ctx * row_bytes, rows * row_bytes};
+      const VkBuffer buf = values ? s.bufs.v[l].buffer : s.bufs.k[l].buffer;
+      a.vkCmdCopyBuffer(s.cb_copy, buf, buf, 1, &region);
+    }
+  }
+  a.vkCmdPipelineBarrier(s.cb_copy, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  EMBER_VK_TRY(a.vkEndCommandBuffer(s.cb_copy), "vkEndCommandBuffer");
+  return s.dev->submit_and_wait(s.cb_copy);
+}
+
+uint64_t VulkanBackend::device_bytes_allocated() const { return s_->allocated_bytes(); }
+
+uint32_t VulkanBackend::batch_recordings() const { return s_->batch_records; }
 
 namespace {
 

@@ -5,16 +5,24 @@
 // Memory: weights are uploaded once at prepare (through a staging buffer,
 // several per submit; Q8_0/Q4_0 repacked into 32-bit words, the other GGUF
 // block types as stored, memory.h); the KV cache (f32, f16 or q8_0, rounded
-// as the CPU rounds: shaders/kv.glsl), the activations, a RoPE table and the
-// context shift's scratch (kv_shift.h) live in device memory
-// (vulkan_device_bytes). The session's host arena is not used by this
+// as the CPU rounds: shaders/kv.glsl; n_seqs x context rows per layer, each
+// sequence its own), the activations, a RoPE table and the context shift's
+// scratch (kv_shift.h) live in device memory (vulkan_device_bytes, exactly
+// what prepare allocates). The session's host arena is not used by this
 // backend (its entry's scratch_bytes is 0).
 //
+// Batched decoding (Graph::n_seqs > 1): a step's rows may belong to several
+// sequences at their own positions; each row's keys and values go to its
+// sequence's rows and its attention reads only those; the logits head
+// computes the step's output rows (StepArgs::out_rows), all in the step's
+// one command buffer.
+//
 // Recording: descriptor sets and pipelines are made at prepare. A step's
-// position and token ids are written to a host-visible step buffer the
-// shaders read, so the decode command buffer (one token) is recorded once
-// and resubmitted for every position; a batch of n > 1 tokens re-records a
-// second command buffer only when n changes. Shader variants are chosen
+// token ids, positions, sequences and output rows are written to a
+// host-visible step buffer the shaders read, so the decode command buffer
+// (one row, one output) is recorded once and resubmitted for every
+// position; any other step re-records a second command buffer only when
+// its shape (rows, output rows) changes. Shader variants are chosen
 // once per device from the capability probe (pipelines.h), and compiled
 // pipelines are kept on disk between runs (pipeline_cache.h).
 //
@@ -64,8 +72,14 @@ class VulkanBackend final : public Backend {
   Status execute(const StepArgs& step) override;
   // Context shifting on the device (kv_shift.h), for every KV type; the same
   // cache as the CPU's within rounding. EMBER_ERR_INVALID_ARGUMENT outside
-  // 0 <= start <= end <= n_pos <= context; EMBER_ERR_BACKEND on a lost device.
+  // 0 <= start <= end <= n_pos <= context or 0 <= seq < n_seqs;
+  // EMBER_ERR_BACKEND on a lost device. Sequence 0 for remove_positions.
   Status remove_positions(int32_t start, int32_t end, int32_t n_pos) override;
+  Status remove_seq_positions(int32_t seq, int32_t start, int32_t end, int32_t n_pos) override;
+  // Sequence dst's first n_pos cache rows of every layer become src's (a
+  // copy on the device, one submit). EMBER_ERR_INVALID_ARGUMENT for a
+  // sequence outside 0..n_seqs - 1 or n_pos outside 0..src_positions.
+  Status copy_seq(int32_t src, int32_t dst, int32_t n_pos, int32_t src_positions) override;
   // "vulkan (NAME, discrete, Vulkan 1.3, subgroup 32, fp16 yes, int8 yes,
   // int-dot yes, 8.0 GiB, reduce subgroupAdd, pipeline cache loaded 96 KiB)":
   // the device, what the probe found, which shader variant runs
@@ -81,6 +95,12 @@ class VulkanBackend final : public Backend {
   Status write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in) override;
   // Test hook: the submits prepare used to upload weights and tables.
   uint32_t upload_submits() const;
+  // Test hook: device bytes of every buffer prepare made (the plan's
+  // vulkan_device_bytes must equal it).
+  uint64_t device_bytes_allocated() const;
+  // Test hook: times a step of a new shape (rows, output rows) other than
+  // one-row decode was recorded.
+  uint32_t batch_recordings() const;
 
  private:
   struct State;

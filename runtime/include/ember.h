@@ -356,8 +356,9 @@ typedef struct ember_session_options {
    * them together (ember_session_decode_batch), every weight read once per
    * step for all of them. The KV cache is n_seqs times one sequence's. The
    * single-sequence calls (prefill, decode, generate, remove, tokens, save,
-   * load) work on sequence 0. The CPU backend runs n_seqs > 1; Vulkan
-   * refuses it (EMBER_ERR_UNSUPPORTED). Appended: an older struct_size gets
+   * load) work on sequence 0. Both the CPU and the Vulkan backends run
+   * n_seqs > 1 (on Vulkan every sequence's cache is in device memory: the
+   * plan's device_bytes count them). Appended: an older struct_size gets
    * 1. */
   int32_t n_seqs;
   /* Sliding-window layers (Gemma 2/3) keep every position instead of a

@@ -18,8 +18,18 @@ TEST_CASE("backends --json and --markdown: a row per backend, every column of th
   }
   CHECK(j.out.find("\"backend\": \"cpu\"") != std::string::npos);
   CHECK(j.out.find("\"backend\": \"vulkan\"") != std::string::npos);  // built in, or listed as not built
-  CHECK(j.out.find("\"continuous_batching\": \"no") != std::string::npos);   // vulkan
+  // Both backends run batched sequences (their entries' capabilities); a
+  // vulkan that is not built says no.
   CHECK(j.out.find("\"continuous_batching\": \"yes") != std::string::npos);  // cpu
+#if EMBER_VULKAN
+  CHECK(j.out.find("\"continuous_batching\": \"no") == std::string::npos);
+  const auto text = ember::test::run_ember("backends");
+  CHECK(text.out.find("vulkan: weight types") != std::string::npos);
+  CHECK(text.out.find("batched sequences yes\n") != std::string::npos);
+  CHECK(text.out.find("batched sequences no") == std::string::npos);
+#else
+  CHECK(j.out.find("\"continuous_batching\": \"no") != std::string::npos);
+#endif
   CHECK(j.out.find("q4_k") != std::string::npos);
   // The cpu row says what the probe found: this machine's memory.
   const ember::DeviceInfo cpu = ember::find_backend(ember::BackendKind::Cpu)->probe();

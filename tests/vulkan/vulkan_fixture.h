@@ -17,6 +17,7 @@
 #include "memory/plan.h"
 #include "model/llama_graph.h"
 #include "test_data.h"
+#include "tools/convert/model_writer.h"
 
 #if EMBER_VULKAN
 #include "backends/vulkan/vulkan_backend.h"
@@ -130,6 +131,29 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
   double m = 0;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
   return m;
+}
+
+// The same weights widened to f32, written as a model file.
+inline Status write_widened(const ModelSpec& spec, const std::string& path) {
+  ModelSpec wide = spec;
+  std::vector<std::vector<float>> owned;
+  owned.reserve(wide.tensors.size());
+  for (TensorSource& t : wide.tensors) {
+    if (t.dtype == DType::F32) continue;
+    const int64_t cols = t.shape.back();
+    const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+    uint64_t row_bytes = 0;
+    REQUIRE(dtype_bytes(t.dtype, cols, &row_bytes));
+    owned.emplace_back(rows * cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(t.dtype, static_cast<const uint8_t*>(t.data) + r * row_bytes, owned.back().data() + r * cols,
+                     cols);
+    }
+    t.dtype = DType::F32;
+    t.data = owned.back().data();
+    t.size = owned.back().size() * sizeof(float);
+  }
+  return write_model(wide, path);
 }
 
 // Deterministic values in [-1, 1).

@@ -133,7 +133,7 @@ const char* kBenchHelp =
     "  --probe-mb   buffer of the memory read-bandwidth probe, MB (default 512)\n"
     "  --parallel L streams decoded at once (default 1): N sequences of one session, each step one batch\n"
     "               (every weight read once for all N); aggregate tok/s, per-stream ITL p50/p95 and TTFT.\n"
-    "               A backend without batched decoding (vulkan) runs N independent sessions, T / N threads each\n"
+    "               A backend without batched decoding runs N independent sessions, T / N threads each\n"
     "  --sweep      input lengths (prompt=, replaces -p) and streams (parallel=, as --parallel)\n"
     "  --plot F     an SVG of the sweep: throughput vs parallel sessions, TTFT vs input length, ITL histogram\n"
     "  The context is sized to the workload (longest input + n + 1), beyond the model's own when asked\n"

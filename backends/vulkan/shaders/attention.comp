@@ -1,6 +1,8 @@
 #version 450
-// Causal grouped-query attention for query row i (position pos + i) and head
-// h: one workgroup each. Positions are taken CHUNK at a time with an online
+// Causal grouped-query attention for query row i and head h, one workgroup
+// each: row i sees its own sequence's keys at positions up to its own (those
+// this step stored for earlier rows of the sequence included), nothing of
+// the other sequences. Positions are taken CHUNK at a time with an online
 // softmax (running max and sum), so any context fits in shared memory.
 // Bound by reading the cache: context x head_dim per head per token.
 #include "common.glsl"
@@ -23,13 +25,15 @@ shared float sc[CHUNK];
 
 #include "kv.glsl"
 
+// Element d of cache row t (row0 + position).
 float k_elem(uint t, uint d) { return k_load(KTYPE, K_ROWW, t, d); }
 float v_elem(uint t, uint d) { return v_load(VTYPE, V_ROWW, t, d); }
 
 void main() {
   uint h = gl_WorkGroupID.x, i = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
   uint q_dim = HEAD_DIM * N_HEADS;
-  uint npos = uint(step_buf.pos) + i + 1u;
+  uint npos = step_pos(i) + 1u;
+  uint row0 = step_seq_row0(i);
   // A sliding window sees the last WINDOW positions only (0: all).
   uint t0 = WINDOW != 0u && npos > WINDOW ? npos - WINDOW : 0u;
   uint kvo = (h / GROUP) * HEAD_DIM;
@@ -42,7 +46,7 @@ void main() {
     uint cnt = min(CHUNK, npos - base);
     for (uint t = tid; t < cnt; t += 64u) {
       float s = 0.0;
-      for (uint d = 0u; d < HEAD_DIM; ++d) s += qsh[d] * k_elem(base + t, kvo + d);
+      for (uint d = 0u; d < HEAD_DIM; ++d) s += qsh[d] * k_elem(row0 + base + t, kvo + d);
       s *= SCALE;
       // Gemma 2's soft-capping of the scores (0: none).
       if (pc.p[10] != 0u) s = SOFTCAP * tanh(s / SOFTCAP);
@@ -60,7 +64,7 @@ void main() {
       l += pr;
       for (uint k = 0u; k < 4u; ++k) {
         uint d = tid + 64u * k;
-        if (d < HEAD_DIM) acc[k] += pr * v_elem(base + t, kvo + d);
+        if (d < HEAD_DIM) acc[k] += pr * v_elem(row0 + base + t, kvo + d);
       }
     }
     m = cm;

@@ -13,7 +13,7 @@ void main() {
   if (idx >= COUNT) return;
   uint i = idx / COLS, c = idx % COLS;
   // The host checks token ids; the clamp keeps a bad one inside the buffer.
-  uint tok = min(uint(step_buf.tokens[i]), VOCAB - 1u);
+  uint tok = min(uint(step_token(i)), VOCAB - 1u);
   float v = w_elem(tok * COLS + c, SOFF);
   // Gemma scales the embeddings (bits of a float; 0: none).
   o[idx] = SCALE != 0u ? v * uintBitsToFloat(SCALE) : v;

@@ -1,6 +1,7 @@
 #version 450
-// Stores this step's keys (a) and values (b) at rows pos .. pos + n - 1 of
-// the layer's cache in its type (kv.glsl): one invocation per (row, unit).
+// Stores this step's keys (a) and values (b) in the layer's cache in its
+// type (kv.glsl), row i at its sequence's row for its position: one
+// invocation per (row, unit).
 #include "common.glsl"
 #define KV_DIM pc.p[0]
 #define KTYPE pc.p[1]
@@ -15,7 +16,7 @@ void main() {
   uint idx = flat_index();
   if (idx >= COUNT) return;
   uint i = idx / UNITS, u = idx % UNITS;
-  uint row = uint(step_buf.pos) + i;
+  uint row = step_seq_row0(i) + step_pos(i);
   float x[64];
   if (u < kv_units(KTYPE)) {
     uint first = i * KV_DIM + kv_unit_first(KTYPE, u), cnt = kv_unit_count(KTYPE, u);

@@ -1,22 +1,25 @@
 #version 450
-// out[i] = w * a[i + row0] / rms(a[i + row0]); one workgroup per row of COLS
-// floats. A row may be one group of a wider activation row (Qwen3's per-head
-// norm): the dispatch is (groups per row, rows), and every group is a row of
-// COLS here with the same COLS-long weight. The sum of squares is reduced by
+// out[i] = w * a[i] / rms(a[i]); one workgroup per row of COLS floats. A row
+// may be one group of a wider activation row (Qwen3's per-head norm): the
+// dispatch is (groups per row, rows), and every group is a row of COLS here
+// with the same COLS-long weight. GATHER (the logits head's norm): output
+// row r reads the step's output row r (step_out_row), the dispatch being
+// (groups, n_out). The sum of squares is reduced by
 // subgroupAdd (SUBGROUP) or a shared-memory tree.
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "common.glsl"
 #define COLS pc.p[0]
-#define ROW0 pc.p[1]
+#define GATHER pc.p[1]
 #define EPS uintBitsToFloat(pc.p[2])
 
 shared float red[64];
 
 void main() {
   uint i = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
-  uint in_base = (i + ROW0) * COLS, out_base = i * COLS;
+  uint in_i = GATHER != 0u ? step_out_row(gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x : i;
+  uint in_base = in_i * COLS, out_base = i * COLS;
   float ss = 0.0;
   for (uint c = tid; c < COLS; c += 64u) ss += a[in_base + c] * a[in_base + c];
 #ifdef SUBGROUP

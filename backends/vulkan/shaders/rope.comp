@@ -1,5 +1,5 @@
 #version 450
-// Rotates pairs of a[i] in place for position pos + i. cos/sin come from a
+// Rotates pairs of a[i] in place for row i's position. cos/sin come from a
 // table the host computed exactly as the CPU backend does (aux: cos for
 // [context][half], then sin; one such table per distinct RoPE, TABLE_OFF
 // floats in), so both backends rotate by the same angles. HALF is the
@@ -20,7 +20,7 @@ void main() {
   uint j = idx % HALF, rest = idx / HALF;
   uint heads = COLS / HEAD_DIM;
   uint hh = rest % heads, i = rest / heads;
-  uint p = uint(step_buf.pos) + i;
+  uint p = step_pos(i);
   float c = aux[TABLE_OFF + p * HALF + j], s = aux[TABLE_OFF + SIN_OFF + p * HALF + j];
   uint base = i * COLS + hh * HEAD_DIM;
   uint ia = ADJACENT != 0u ? 2u * j : j;
