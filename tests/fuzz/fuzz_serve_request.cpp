@@ -12,6 +12,7 @@
 
 #include "tools/serve/http_request.h"
 #include "tools/serve/openai_api.h"
+#include "tools/serve/request_reader.h"
 #include "tools/serve/text_stream.h"
 
 using namespace ember::serve;
