@@ -39,7 +39,8 @@ const char* kHelp =
     "                     --max-connections; 0: no cap, for a server behind a proxy); more: 429\n"
     "  --header-timeout S  a request's line and headers (and a TLS handshake) within S s (default 10;\n"
     "                     408 after)\n"
-    "  --min-recv-rate B  a body must arrive at B bytes/s or faster after 5 s (default 1024; 408 after)\n"
+    "  --min-recv-rate B  a body must arrive at B bytes/s or faster after its first --header-timeout\n"
+    "                     seconds (default 1024; 408 after)\n"
     "  --drain-timeout S  on SIGTERM/SIGINT, requests in flight get S s to finish (default 30), then are\n"
     "                     cut (exit status 1); a second signal exits at once\n"
     "  --alias NAME       another name a request's \"model\" may give (repeatable); the served name is\n"
@@ -116,6 +117,7 @@ int serve_main(int argc, char** argv) {
       args.get_int("--max-connections-per-client", std::max(1, config.admission.max_connections / 2), 0, 65536));
   config.header_timeout_ms = static_cast<int>(args.get_float("--header-timeout", 10, 0.1, 3600) * 1000);
   config.min_recv_rate = static_cast<uint64_t>(args.get_int("--min-recv-rate", 1024, 1, int64_t{1} << 40));
+  config.body_grace_ms = config.header_timeout_ms;
   config.drain_timeout_s = args.get_float("--drain-timeout", 30, 0, 1e7);
   config.model_aliases = args.get_all("--alias");
   ember_session_options so;

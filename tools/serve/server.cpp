@@ -201,8 +201,7 @@ bool Server::run() {
       ++connections_;
     }
     std::thread([this, fd, client, admit] {
-      serve_connection(fd, admit);
-      admission_.release(client, admit.slot);
+      serve_connection(fd, client, admit);
       std::lock_guard<std::mutex> l(conn_mutex_);
       --connections_;
       conn_done_.notify_all();
@@ -312,8 +311,16 @@ Server::Got Server::pump(Connection& c, RequestParser& parser, std::string& pend
   }
 }
 
-void Server::serve_connection(int fd, Admission::Admit admit) {
+void Server::serve_connection(int fd, const std::string& client, Admission::Admit admit) {
   Connection c(fd, tls_);
+  // The slot is given back before the connection's lingering close (its
+  // destructor, declared before this): the answer is out by then.
+  struct Release {
+    Admission& admission;
+    const std::string& client;
+    Admission::Slot slot;
+    ~Release() { admission.release(client, slot); }
+  } release{admission_, client, admit.slot};
   c.set_abort(&g_cut);
   const bool spare = admit.slot == Admission::Slot::kSpare;
   const auto accepted = Clock::now();

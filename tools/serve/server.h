@@ -32,8 +32,9 @@ struct ServerConfig {
   int idle_timeout_ms = 5000;     // keep-alive: waiting for a next request's first byte
   int header_timeout_ms = 10000;  // a request's line and headers, from its first byte (and a TLS handshake)
   // The body must keep up with min_recv_rate bytes per second after a grace
-  // of body_grace_ms: its deadline is start + grace + received / rate.
-  int body_grace_ms = 5000;
+  // of body_grace_ms (serve_main: the header timeout): its deadline is
+  // start + grace + received / rate.
+  int body_grace_ms = 10000;
   uint64_t min_recv_rate = 1024;
   double drain_timeout_s = 30;    // on SIGTERM/SIGINT: requests in flight get this long
   HttpLimits limits;
@@ -75,7 +76,7 @@ class Server {
   };
   enum class Got { kHeaders, kComplete, kError, kClosed, kTimeout };
 
-  void serve_connection(int fd, Admission::Admit admit);
+  void serve_connection(int fd, const std::string& client, Admission::Admit admit);
   // Feeds `pending`, then reads, until the parser reports headers or a
   // whole request, the connection ends or `deadline` passes.
   Got pump(Connection& c, RequestParser& parser, std::string& pending, std::vector<char>& buf,
