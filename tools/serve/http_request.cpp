@@ -107,7 +107,7 @@ int RequestParser::on_headers_complete(http_parser* p) {
   if (u.field_set & (1 << UF_PATH)) {
     self->request_.path = self->url_.substr(u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
   } else {
-    self->request_.path = "/";
+    self->request_.path.assign(1, '/');  // (assign: gcc 12 warns falsely on = "/" here)
   }
   // http_parser sets content_length to ULLONG_MAX when there is none.
   const bool has_length = p->content_length != ULLONG_MAX;
@@ -125,7 +125,9 @@ int RequestParser::on_headers_complete(http_parser* p) {
   HttpRequest& r = self->request_;
   r.has_body = chunked || (has_length && p->content_length > 0);
   if (has_length && p->content_length > 0) r.body.reserve(static_cast<size_t>(p->content_length));
-  if (const std::string* e = r.header("expect")) {
+  // (HTTP/1.0 has no Expect: it is ignored there, and no 100 is sent.)
+  const std::string* e = p->http_major == 1 && p->http_minor == 0 ? nullptr : r.header("expect");
+  if (e) {
     std::string v;
     for (char c : *e) v.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     if (v != "100-continue") return self->fail(417, "the only expectation understood is Expect: 100-continue");

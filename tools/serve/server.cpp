@@ -444,7 +444,7 @@ bool Server::admit_request(Reply& reply, const HttpRequest& r, Admission::Admit 
   }
   const bool method_ok = r.method == route->method || (r.method == "HEAD" && std::string(route->method) == "GET");
   if (!method_ok) {
-    respond_error(reply, 405, r.path + " takes " + route->method + ", not " + r.method,
+    respond_error(reply, 405, std::string(route->path) + " takes " + route->method + ", not " + r.method,
                   std::string("Allow: ") + route->method + (std::string(route->method) == "GET" ? ", HEAD" : "") + "\r\n");
     return false;
   }
