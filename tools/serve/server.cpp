@@ -254,7 +254,7 @@ bool Server::respond_error(Reply& reply, int status, const std::string& message,
   e.status = status;
   e.message = message;
   if (status == 401) e.code = "invalid_api_key";
-  if (status == 429 || status == 503) e.code = status == 429 ? "rate_limit_exceeded" : "server_overloaded";
+  if (status == 429) e.code = "rate_limit_exceeded";
   return respond_error(reply, e, extra_headers);
 }
 
