@@ -81,6 +81,14 @@ for b in bodies:
 for i, r in enumerate(reqs):
     for split in (0, 7, 40):
         open(os.path.join(out, "r%d_%d" % (i, split)), "wb").write(bytes([split]) + r)
+# Nested and huge JSON (issue 43): recipes (first byte 0x80; the second: a
+# shape in its low 3 bits, a count above) that the target expands, so small
+# inputs reach 100,000-deep and megabyte bodies.
+frags = [b"", b"[]", b'{"role":"user"}', b"1", b'"a"', b'{"a":[{}]}', b'{"role":"user","content":[{"type":"text","text":"x"}]}']
+for shape in range(8):
+    for k, f in enumerate(frags):
+        for count in (0, 1, 31):
+            open(os.path.join(out, "n%d_%d_%d" % (shape, k, count)), "wb").write(bytes([0x80, (count << 3) | shape]) + f)
 PY
 head -c 512 /dev/urandom > "$SEEDS/fuzz_c_api/random" 2>/dev/null || true
 echo 'seed' > "$SEEDS/fuzz_model_semantic/seed"

@@ -177,8 +177,12 @@ bool Connection::write_all(const char* data, size_t n, int timeout_ms) {
       if (r < 0 && (errno == EAGAIN || errno == EINTR)) r = -2;
     }
     if (r == -2) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || !wait(POLLOUT, static_cast<int>(left.count()))) return false;
+      while (true) {
+        if (abort_ && abort_->load()) return false;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        if (wait(POLLOUT, static_cast<int>(left.count() < 250 ? left.count() : 250))) break;
+      }
       continue;
     }
     if (r <= 0) return false;
@@ -187,16 +191,13 @@ bool Connection::write_all(const char* data, size_t n, int timeout_ms) {
   return true;
 }
 
-bool Connection::peer_gone() {
-  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+bool Connection::reset_by_peer() {
+  // POLLERR: a reset (or another error) is pending; POLLHUP: both
+  // directions are shut, which for a socket we have not shut ourselves means
+  // reset too. A FIN alone gives POLLIN with recv() == 0: not gone.
+  pollfd p{fd_, POLLIN, 0};
   if (::poll(&p, 1, 0) <= 0) return false;
-  if (p.revents & (POLLERR | POLLHUP | POLLRDHUP)) return true;
-  if (p.revents & POLLIN) {
-    char c;
-    const ssize_t r = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR);
-  }
-  return false;
+  return (p.revents & (POLLERR | POLLHUP)) != 0;
 }
 
 }  // namespace ember::serve

@@ -3,6 +3,7 @@
 // has the TLS and X.509 parts as static archives too).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -50,11 +51,18 @@ class Connection {
   // Reads up to n bytes, waiting at most timeout_ms. Returns the count, 0
   // when the peer closed, -1 on an error, -2 on a timeout.
   long read(char* buf, size_t n, int timeout_ms);
-  // Writes everything (or fails: the peer is gone or stalled past timeout_ms).
+  // Writes everything (or fails: the peer is gone, stalled past timeout_ms,
+  // or the abort flag was raised).
   bool write_all(const char* data, size_t n, int timeout_ms = 30000);
   bool write_all(const std::string& s) { return write_all(s.data(), s.size()); }
-  // Without waiting: whether the peer has closed or reset the connection.
-  bool peer_gone();
+  // Without waiting: whether the connection was reset (or failed). A peer
+  // that only closed its sending side (a FIN: `nc -N`, some HTTP/1.0
+  // clients, or one that has gone, which only a write tells apart) still
+  // reads the answer: that is not "gone".
+  bool reset_by_peer();
+  // While *flag is true, write_all gives up (checked every 250 ms). The
+  // flag must outlive the connection.
+  void set_abort(const std::atomic<bool>* flag) { abort_ = flag; }
   int fd() const { return fd_; }
 
  private:
@@ -63,6 +71,7 @@ class Connection {
   bool wait(short events, int timeout_ms);
   int fd_;
   bool tls_ = false;
+  const std::atomic<bool>* abort_ = nullptr;
   mbedtls_ssl_context ssl_;
 };
 

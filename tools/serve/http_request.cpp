@@ -34,6 +34,8 @@ void RequestParser::reset() {
   in_value_ = false;
   started_ = false;
   complete_ = false;
+  paused_at_headers_ = false;
+  headers_reported_ = false;
   error_status_ = 0;
   error_message_.clear();
 }
@@ -105,14 +107,36 @@ int RequestParser::on_headers_complete(http_parser* p) {
   if (u.field_set & (1 << UF_PATH)) {
     self->request_.path = self->url_.substr(u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
   } else {
-    self->request_.path = "/";
+    self->request_.path.assign(1, '/');  // (assign: gcc 12 warns falsely on = "/" here)
   }
   // http_parser sets content_length to ULLONG_MAX when there is none.
-  if (p->content_length != ULLONG_MAX && p->content_length > self->limits_.max_body) {
+  const bool has_length = p->content_length != ULLONG_MAX;
+  const bool chunked = (p->flags & F_CHUNKED) != 0;
+  if (has_length && p->content_length > self->limits_.max_body) {
     return self->fail(413, "the request body (" + std::to_string(p->content_length) + " bytes) exceeds the limit of " +
                                std::to_string(self->limits_.max_body) + " bytes");
   }
-  self->request_.keep_alive = http_should_keep_alive(p) != 0;
+  // A request without either has no body (RFC 9112 6.3): what such a POST
+  // sends after its headers would be read as the next request.
+  if (!has_length && !chunked && (p->method == HTTP_POST || p->method == HTTP_PUT || p->method == HTTP_PATCH)) {
+    return self->fail(411, std::string("a ") + http_method_str(static_cast<http_method>(p->method)) +
+                               " needs a Content-Length header (or Transfer-Encoding: chunked)");
+  }
+  HttpRequest& r = self->request_;
+  r.has_body = chunked || (has_length && p->content_length > 0);
+  if (has_length && p->content_length > 0) r.body.reserve(static_cast<size_t>(p->content_length));
+  // (HTTP/1.0 has no Expect: it is ignored there, and no 100 is sent.)
+  const std::string* e = p->http_major == 1 && p->http_minor == 0 ? nullptr : r.header("expect");
+  if (e) {
+    std::string v;
+    for (char c : *e) v.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (v != "100-continue") return self->fail(417, "the only expectation understood is Expect: 100-continue");
+    r.expect_continue = true;
+  }
+  r.keep_alive = http_should_keep_alive(p) != 0;
+  // Stops here: the server looks at the headers before the body is read.
+  self->paused_at_headers_ = true;
+  http_parser_pause(p, 1);
   return 0;
 }
 
@@ -137,11 +161,19 @@ RequestParser::State RequestParser::feed(const char* data, size_t n, size_t* con
   *consumed = 0;
   if (error_status_) return State::kError;
   if (complete_) return State::kComplete;
+  if (paused_at_headers_ && headers_reported_) {
+    paused_at_headers_ = false;
+    http_parser_pause(&parser_, 0);
+  }
   const size_t used = http_parser_execute(&parser_, &settings_, data, n);
   *consumed = used;
   const http_errno err = HTTP_PARSER_ERRNO(&parser_);
   if (complete_) {
     return State::kComplete;  // HPE_PAUSED, from on_message_complete
+  }
+  if (paused_at_headers_ && !headers_reported_ && error_status_ == 0) {
+    headers_reported_ = true;  // HPE_PAUSED, from on_headers_complete
+    return State::kHeaders;
   }
   if (err != HPE_OK) {
     if (error_status_ == 0) {
@@ -156,6 +188,10 @@ RequestParser::State RequestParser::feed(const char* data, size_t n, size_t* con
 RequestParser::State RequestParser::finish() {
   if (complete_) return State::kComplete;
   if (error_status_) return State::kError;
+  if (paused_at_headers_ && headers_reported_) {
+    paused_at_headers_ = false;
+    http_parser_pause(&parser_, 0);
+  }
   // A request that ends at the connection's end (HTTP/1.0 without a length)
   // is completed by a zero-length execute.
   http_parser_execute(&parser_, &settings_, nullptr, 0);

@@ -2,7 +2,10 @@
 // libhttp-parser-dev: a C callback parser, no exceptions, no allocation of
 // its own). This file adds the server's limits (header count and size, body
 // size, URL length) and collects one request at a time; pipelined bytes
-// after a request stay in the caller's buffer for the next one.
+// after a request stay in the caller's buffer for the next one. It stops
+// once after the headers (State::kHeaders), so that the server can refuse a
+// request (route, method, key, a full server) or answer "Expect:
+// 100-continue" before the body is read.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +32,8 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;
   bool keep_alive = true;
+  bool expect_continue = false;  // "Expect: 100-continue"
+  bool has_body = false;         // a Content-Length above 0, or chunked
 
   // The first header of that (lower-case) name, or nullptr.
   const std::string* header(std::string_view name) const;
@@ -36,16 +41,19 @@ struct HttpRequest {
 
 class RequestParser {
  public:
-  enum class State { kNeedMore, kComplete, kError };
+  enum class State { kNeedMore, kHeaders, kComplete, kError };
 
   explicit RequestParser(const HttpLimits& limits);
   RequestParser(const RequestParser&) = delete;
   RequestParser& operator=(const RequestParser&) = delete;
 
-  // Feeds bytes; *consumed says how many were used (the rest belong to the
-  // next request). kComplete: request() holds a whole request; call reset()
-  // before feeding the next. kError: error_status() (400, 413, 431, 414)
-  // and error_message() say why; the connection should be closed.
+  // Feeds bytes; *consumed says how many were used (the rest must be fed
+  // again: they belong to this request's body after kHeaders, to the next
+  // request after kComplete). kHeaders (once per request): method, path and
+  // headers are set, the body is not read yet. kComplete: request() holds a
+  // whole request; call reset() before feeding the next. kError:
+  // error_status() (400, 411, 413, 414, 417, 431) and error_message() say
+  // why; the connection should be closed.
   State feed(const char* data, size_t n, size_t* consumed);
   // The peer closed the connection: a request in progress is an error.
   State finish();
@@ -56,6 +64,10 @@ class RequestParser {
   const std::string& error_message() const { return error_message_; }
   // True once any byte of a request has arrived (for idle timeouts).
   bool started() const { return started_; }
+  // True once the headers are complete (kHeaders was returned).
+  bool headers_done() const { return headers_reported_; }
+  // Body bytes received so far.
+  size_t body_bytes() const { return request_.body.size(); }
   void reset();
 
  private:
@@ -77,6 +89,8 @@ class RequestParser {
   bool in_value_ = false;
   bool started_ = false;
   bool complete_ = false;
+  bool paused_at_headers_ = false;
+  bool headers_reported_ = false;
   int error_status_ = 0;
   std::string error_message_;
 };

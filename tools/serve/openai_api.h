@@ -1,7 +1,6 @@
-// The OpenAI-compatible request bodies of `ember serve`: JSON field
-// extraction with every error named (field and value), the chat fallback
-// format, and the response and error bodies. nlohmann-json is used with
-// exceptions off: parse(s, nullptr, false) and type checks before every get.
+// The OpenAI-compatible request and response bodies of `ember serve`: what
+// a request asks for (read by request_reader.h), the chat formatting, and
+// the response and error bodies (nlohmann-json, exceptions off).
 #pragma once
 
 #include <cstdint>
@@ -38,9 +37,16 @@ struct CompletionRequest {
   bool echo = false;
 };
 
-// Reads a request body. On failure returns false with *error naming the
-// field and what is wrong (for a 400 response).
-bool parse_completion_request(std::string_view body, bool chat, CompletionRequest* out, std::string* error);
+// A refusal: the HTTP status, the message (naming the field and what is
+// wrong), and OpenAI's error.param and error.code (null when empty).
+struct RequestError {
+  int status = 400;
+  std::string message;
+  std::string param;
+  std::string code;
+};
+
+// Reading a request body: request_reader.h.
 
 // Chat messages to a prompt. FALLBACK until the chat-template engine
 // (ember_chat_format) lands: the integrator replaces this one function. It
@@ -49,8 +55,12 @@ bool parse_completion_request(std::string_view body, bool chat, CompletionReques
 ember_status format_chat(const ember_model* model, const std::vector<ChatMessage>& messages, std::string* out);
 std::string chat_template_name(const ember_model* model);
 
-// {"error":{"message":...,"type":...,"param":null,"code":...}}
-std::string error_body(int http_status, std::string_view message);
+// {"error":{"message":...,"type":...,"param":...,"code":...}}: param and
+// code are strings, or null when empty (OpenAI's clients read code as a
+// string such as "invalid_api_key", never a number).
+std::string error_body(int http_status, std::string_view message, std::string_view param = {},
+                       std::string_view code = {});
+std::string error_body(const RequestError& error);
 
 enum class Finish { kStop, kLength, kCancelled, kTimeout, kError };
 const char* finish_reason_name(Finish f);

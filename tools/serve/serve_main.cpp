@@ -28,8 +28,24 @@ const char* kHelp =
     "  --max-bytes B      the budget of all sequences' private memory: the server refuses to start over it\n"
     "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
     "  --timeout S        seconds a generation request may take (default 600)\n"
-    "  --max-body B       largest request body in bytes (default 8 MiB; larger: 413)\n"
-    "  --max-connections C  open connections (default 64; more: 503)\n"
+    "  --max-body B       largest request body in bytes (larger: 413). Default: what the longest prompt a\n"
+    "                     slot's context holds takes as JSON (6 bytes per byte of its text, escaped),\n"
+    "                     at least 64 KiB, at most 8 MiB. A request holds at most 4x its body + 64 KiB\n"
+    "                     while it is read (JSON parsed into what is kept, nesting at most 64 deep);\n"
+    "                     the plan states what all connections may hold\n"
+    "  --max-connections C  open connections (default 64); beyond them 4 spare slots answer GET/HEAD\n"
+    "                     /health and /metrics, and anything else with 503 and Retry-After\n"
+    "  --max-connections-per-client N   connections one address may hold (default: half of\n"
+    "                     --max-connections; 0: no cap, for a server behind a proxy); more: 429\n"
+    "  --header-timeout S  a request's line and headers (and a TLS handshake) within S s (default 10;\n"
+    "                     408 after)\n"
+    "  --min-recv-rate B  a body must arrive at B bytes/s or faster after its first --header-timeout\n"
+    "                     seconds (default 1024; 408 after)\n"
+    "  --drain-timeout S  on SIGTERM/SIGINT, requests in flight get S s to finish (default 30), then are\n"
+    "                     cut (exit status 1); a second signal exits at once\n"
+    "  --alias NAME       another name a request's \"model\" may give (repeatable); the served name is\n"
+    "                     the model file's name, and its name without the extension is an alias too;\n"
+    "                     any other \"model\": 404 model_not_found\n"
     "  --api-key K | --api-key-file F   require Authorization: Bearer K (except GET /health)\n"
     "  --tls-cert C --tls-key K         serve HTTPS with this PEM certificate chain and key (mbedTLS)\n"
     "  --batch B          rows of one step (default 512): every decoding slot's token, the rest for\n"
@@ -42,6 +58,22 @@ std::string mib(uint64_t b) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f MiB", b / 1048576.0);
   return buf;
+}
+
+// The longest text one token prints as: a prompt longer than the context
+// times this cannot fit.
+uint64_t longest_piece_bytes(const ember_model* model) {
+  ember_model_info info;
+  info.struct_size = sizeof info;
+  ember_model_get_info(model, &info);
+  uint64_t longest = 1;
+  char buf[512];
+  for (int32_t t = 0; t < info.vocab_size; ++t) {
+    size_t len = 0;
+    const ember_status st = ember_token_to_piece(model, -1, t, buf, sizeof buf, &len);
+    if (st == EMBER_OK || st == EMBER_ERR_BUFFER_TOO_SMALL) longest = std::max<uint64_t>(longest, len);
+  }
+  return longest + 1;  // the leading space dropped at the start
 }
 
 ember_status plan_status(ember_model* model, ember_session_options so, int32_t ctx, int32_t n_seqs,
@@ -58,7 +90,9 @@ int serve_main(int argc, char** argv) {
   using cli::report;
   std::vector<std::string> with_value = {"-m",        "--host",    "--port",         "--parallel",  "--api-key",
                                          "--api-key-file", "--tls-cert", "--tls-key", "--max-queue", "--timeout",
-                                         "--max-body", "--max-connections", "--cache-slots"};
+                                         "--max-body", "--max-connections", "--cache-slots",
+                                         "--max-connections-per-client", "--header-timeout", "--min-recv-rate",
+                                         "--drain-timeout", "--alias"};
   std::vector<std::string> known = with_value;
   for (int i = 0; cli::kSessionFlags[i]; ++i) {
     with_value.push_back(cli::kSessionFlags[i]);
@@ -78,7 +112,14 @@ int serve_main(int argc, char** argv) {
   const int32_t max_queue = static_cast<int32_t>(args.get_int("--max-queue", 64, 0, 1 << 20));
   config.timeout_s = args.get_float("--timeout", 600, 0.001, 1e7);
   config.limits.max_body = static_cast<size_t>(args.get_int("--max-body", 8 << 20, 1, 1 << 30));
-  config.max_connections = static_cast<int>(args.get_int("--max-connections", 64, 1, 65536));
+  config.admission.max_connections = static_cast<int>(args.get_int("--max-connections", 64, 1, 65536));
+  config.admission.max_per_client = static_cast<int>(
+      args.get_int("--max-connections-per-client", std::max(1, config.admission.max_connections / 2), 0, 65536));
+  config.header_timeout_ms = static_cast<int>(args.get_float("--header-timeout", 10, 0.1, 3600) * 1000);
+  config.min_recv_rate = static_cast<uint64_t>(args.get_int("--min-recv-rate", 1024, 1, int64_t{1} << 40));
+  config.body_grace_ms = config.header_timeout_ms;
+  config.drain_timeout_s = args.get_float("--drain-timeout", 30, 0, 1e7);
+  config.model_aliases = args.get_all("--alias");
   ember_session_options so;
   cli::session_options_from_args(args, &so);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember serve --help)");
@@ -128,6 +169,8 @@ int serve_main(int argc, char** argv) {
     std::string name = args.get("-m");
     const size_t slash = name.find_last_of('/');
     config.model_name = slash == std::string::npos ? name : name.substr(slash + 1);
+    const size_t dot = config.model_name.find_last_of('.');
+    if (dot != std::string::npos && dot > 0) config.model_aliases.push_back(config.model_name.substr(0, dot));
   }
 
   // The plan against the budget (--max-bytes is for everything the server
@@ -218,6 +261,34 @@ int serve_main(int argc, char** argv) {
   }
   std::fprintf(stderr, "chat template: %s\n", chat_template_name(model).c_str());
 
+  // The HTTP side's share (admission.h): what every connection may hold at
+  // most, beside the sessions' plan above.
+  const uint64_t piece = longest_piece_bytes(model);
+  config.max_prompt_bytes = static_cast<uint64_t>(ctx) * std::max<uint64_t>(piece, 32);
+  if (!args.has("--max-body")) {
+    config.limits.max_body = static_cast<size_t>(
+        std::clamp<uint64_t>(6 * config.max_prompt_bytes + (64 << 10), 64 << 10, 8 << 20));
+  }
+  config.read.max_prompt_tokens = static_cast<size_t>(ctx);
+  config.read.max_messages = static_cast<size_t>(ctx);
+  HttpMemoryInputs hin;
+  hin.http = config.limits;
+  hin.read = config.read;
+  hin.admission = config.admission;
+  hin.read_buffer = kReadBufferBytes;
+  hin.max_prompt_bytes = config.max_prompt_bytes;
+  // The longest answer: the echoed prompt and a context of pieces, each
+  // byte at most 6 when JSON-escaped, and the document built beside it.
+  hin.max_response_bytes = 2 * 6 * (config.max_prompt_bytes + static_cast<uint64_t>(ctx) * piece) + (16 << 10);
+  const HttpMemory http = http_memory_bound(hin);
+  std::fprintf(stderr,
+               "plan: http: %llu connection(s) (%d + %d spare) x %s at most (body %s: the body, the JSON read, "
+               "headers, buffers, the prompt's tokenization, the response) + %s for one long prompt tokenized at a "
+               "time = %s beside the sessions' private %s\n",
+               static_cast<unsigned long long>(http.connections), config.admission.max_connections,
+               config.admission.spare, mib(http.per_connection).c_str(), mib(config.limits.max_body).c_str(),
+               mib(http.gate).c_str(), mib(http.total).c_str(), mib(total(plan)).c_str());
+
   Metrics metrics;
   std::string error;
   std::unique_ptr<Scheduler> scheduler;
@@ -248,9 +319,9 @@ int serve_main(int argc, char** argv) {
   }
   Server server(config, model, scheduler.get(), &metrics, tls.get());
   if (!server.listen(&error)) return report(EMBER_ERR_IO, error);
-  server.run();
+  const bool drained = server.run();
   scheduler.reset();
-  return 0;
+  return drained ? 0 : 1;
 }
 
 }  // namespace ember::serve

@@ -1,5 +1,7 @@
 #include "tools/serve/server.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -22,7 +24,12 @@
 namespace ember::serve {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 std::atomic<bool> g_stop{false};
+// Raised when the drain deadline passes: connections stop reading and
+// writing, generations are cancelled.
+std::atomic<bool> g_cut{false};
 int g_stop_pipe[2] = {-1, -1};
 
 const char* status_text(int status) {
@@ -33,8 +40,10 @@ const char* status_text(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
+    case 411: return "Length Required";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 417: return "Expectation Failed";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
@@ -57,6 +66,14 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+bool iequal_prefix(const std::string& s, const char* prefix) {
+  size_t i = 0;
+  for (; prefix[i]; ++i) {
+    if (i >= s.size() || std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
 // What a generation request's callbacks hand to its connection's thread.
 struct Stream {
   std::mutex mutex;
@@ -66,11 +83,37 @@ struct Stream {
   GenerationResult result;
 };
 
+std::string address_of(const sockaddr_storage& a) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (a.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr, buf, sizeof buf);
+  } else if (a.ss_family == AF_INET6) {
+    const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+      inet_ntop(AF_INET, &v6.s6_addr[12], buf, sizeof buf);
+    } else {
+      inet_ntop(AF_INET6, &v6, buf, sizeof buf);
+    }
+  }
+  return buf;
+}
+
+void on_signal(int sig) {
+  if (g_stop.exchange(true)) {
+    // The second signal: the operator does not want to wait for the drain.
+    static const char kMsg[] = "ember serve: a second signal: exiting now\n";
+    [[maybe_unused]] ssize_t w = ::write(2, kMsg, sizeof kMsg - 1);
+    ::_exit(128 + sig);
+  }
+  Server::request_stop();
+}
+
 }  // namespace
 
 Server::Server(const ServerConfig& config, ember_model* model, Scheduler* scheduler, Metrics* metrics,
                const TlsConfig* tls)
-    : config_(config), model_(model), scheduler_(scheduler), metrics_(metrics), tls_(tls) {}
+    : config_(config), model_(model), scheduler_(scheduler), metrics_(metrics), tls_(tls),
+      admission_(config.admission) {}
 
 void Server::request_stop() {
   g_stop.store(true);
@@ -120,10 +163,10 @@ bool Server::listen(std::string* error) {
   return true;
 }
 
-void Server::run() {
+bool Server::run() {
   if (::pipe2(g_stop_pipe, O_CLOEXEC) != 0) g_stop_pipe[0] = g_stop_pipe[1] = -1;
   struct sigaction sa {};
-  sa.sa_handler = [](int) { Server::request_stop(); };
+  sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
@@ -132,17 +175,20 @@ void Server::run() {
     pollfd p[2] = {{listen_fd_, POLLIN, 0}, {g_stop_pipe[0], POLLIN, 0}};
     const int r = ::poll(p, g_stop_pipe[0] >= 0 ? 2 : 1, 1000);
     if (r <= 0 || !(p[0].revents & POLLIN)) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC);
     if (fd < 0) continue;
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::unique_lock<std::mutex> lock(conn_mutex_);
-    if (connections_ >= config_.max_connections) {
-      lock.unlock();
+    const std::string client = address_of(peer);
+    const Admission::Admit admit = admission_.admit(client);
+    if (admit.slot == Admission::Slot::kRefused) {
+      // Even the spare slots are taken: a best-effort answer on plain HTTP
+      // (nothing is read; TLS would need a handshake), then close.
       if (!tls_) {
-        const std::string body = error_body(503, "the server has " + std::to_string(config_.max_connections) +
-                                                     " connections open (--max-connections): try again later");
-        const std::string msg = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        const std::string body = error_body(503, "the server has every connection slot taken: try again later");
+        const std::string msg = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
                                 "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
         [[maybe_unused]] ssize_t w = ::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       }
@@ -150,193 +196,415 @@ void Server::run() {
       ::close(fd);
       continue;
     }
-    ++connections_;
-    lock.unlock();
-    std::thread([this, fd] {
-      serve_connection(fd);
+    {
+      std::lock_guard<std::mutex> lock(conn_mutex_);
+      ++connections_;
+    }
+    std::thread([this, fd, client, admit] {
+      serve_connection(fd, client, admit);
       std::lock_guard<std::mutex> l(conn_mutex_);
       --connections_;
       conn_done_.notify_all();
     }).detach();
   }
-  // Draining: no new connections; accepted requests run to their end.
+  // Draining: no new connections; accepted requests run to their end, or
+  // to the drain deadline.
   ::close(listen_fd_);
   listen_fd_ = -1;
-  std::fprintf(stderr, "ember serve: stopping: finishing the requests in flight\n");
+  std::fprintf(stderr, "ember serve: stopping: finishing the requests in flight (at most %g s, --drain-timeout)\n",
+               config_.drain_timeout_s);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(config_.drain_timeout_s * 1000));
+  bool drained;
   {
     std::unique_lock<std::mutex> lock(conn_mutex_);
-    conn_done_.wait(lock, [this] { return connections_ == 0; });
+    drained = conn_done_.wait_until(lock, deadline, [this] { return connections_ == 0; });
+    if (!drained) {
+      std::fprintf(stderr, "ember serve: the drain deadline passed with %d connection(s) open: cutting them\n",
+                   connections_);
+      g_cut.store(true);
+      // Every wait of a connection's thread looks at g_cut within 250 ms.
+      if (!conn_done_.wait_for(lock, std::chrono::seconds(2), [this] { return connections_ == 0; })) {
+        std::fprintf(stderr, "ember serve: %d connection(s) did not end: exiting\n", connections_);
+        std::fflush(stderr);
+        ::_exit(1);
+      }
+    }
   }
   scheduler_->drain();
   std::fprintf(stderr, "ember serve: stopped\n");
+  return drained;
 }
 
-bool Server::respond(Connection& c, const std::string& route, int status, const std::string& content_type,
-                     const std::string& body, bool keep_alive, const std::string& extra_headers) {
-  metrics_->on_request(route, status);
+bool Server::respond(Reply& reply, int status, const std::string& content_type, const std::string& body,
+                     const std::string& extra_headers) {
+  metrics_->on_request(reply.route, status);
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) + "\r\nContent-Type: " +
                      content_type + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers +
-                     (keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n") + "\r\n";
-  return c.write_all(head + body) && keep_alive;
+                     (reply.keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n") + "\r\n";
+  if (!reply.head) head += body;
+  return reply.c.write_all(head) && reply.keep_alive;
 }
 
-bool Server::respond_error(Connection& c, const std::string& route, int status, const std::string& message,
-                           bool keep_alive, const std::string& extra_headers) {
-  return respond(c, route, status, "application/json", error_body(status, message), keep_alive, extra_headers);
+bool Server::respond_error(Reply& reply, const RequestError& error, const std::string& extra_headers) {
+  return respond(reply, error.status, "application/json", error_body(error), extra_headers);
+}
+
+bool Server::respond_error(Reply& reply, int status, const std::string& message, const std::string& extra_headers) {
+  RequestError e;
+  e.status = status;
+  e.message = message;
+  if (status == 401) e.code = "invalid_api_key";
+  if (status == 429) e.code = "rate_limit_exceeded";
+  return respond_error(reply, e, extra_headers);
 }
 
 bool Server::authorized(const HttpRequest& r) const {
   if (config_.api_key.empty()) return true;
+  // "Bearer KEY": the scheme is case-insensitive (RFC 9110 11.1), then one
+  // or more spaces.
   const std::string* h = r.header("authorization");
-  static const std::string kBearer = "Bearer ";
-  const std::string given = h && h->compare(0, kBearer.size(), kBearer) == 0 ? h->substr(kBearer.size()) : "";
+  std::string given;
+  if (h && iequal_prefix(*h, "bearer") && h->size() > 6 && (*h)[6] == ' ') {
+    size_t at = 6;
+    while (at < h->size() && (*h)[at] == ' ') ++at;
+    given = h->substr(at);
+    while (!given.empty() && (given.back() == ' ' || given.back() == '\t')) given.pop_back();
+  }
   return constant_time_equal(given, config_.api_key);
 }
 
-void Server::serve_connection(int fd) {
-  Connection c(fd, tls_);
-  if (!c.handshake(10000)) return;
-  RequestParser parser(config_.limits);
-  std::string pending;  // bytes read past the last request
-  std::vector<char> buf(65536);
+Server::Got Server::pump(Connection& c, RequestParser& parser, std::string& pending, std::vector<char>& buf,
+                         Clock::time_point deadline) {
   while (true) {
-    parser.reset();
-    RequestParser::State state = RequestParser::State::kNeedMore;
+    RequestParser::State st = RequestParser::State::kNeedMore;
     if (!pending.empty()) {
       size_t used = 0;
-      state = parser.feed(pending.data(), pending.size(), &used);
+      st = parser.feed(pending.data(), pending.size(), &used);
       pending.erase(0, used);
-    }
-    auto idle_since = std::chrono::steady_clock::now();
-    while (state == RequestParser::State::kNeedMore) {
-      const long n = c.read(buf.data(), buf.size(), 250);
-      const auto now = std::chrono::steady_clock::now();
-      if (n == -2) {
-        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - idle_since).count();
-        if (!parser.started()) {
-          if (g_stop.load() || waited > config_.idle_timeout_ms) return;
-        } else if (waited > config_.read_timeout_ms) {
-          respond_error(c, "other", 408, "the request did not arrive within " +
-                                            std::to_string(config_.read_timeout_ms / 1000) + " s", false);
-          return;
-        }
-        continue;
-      }
-      if (n < 0) return;
+    } else {
+      const auto now = Clock::now();
+      if (g_cut.load()) return Got::kClosed;
+      if (now >= deadline) return Got::kTimeout;
+      if (!parser.started() && g_stop.load()) return Got::kClosed;  // draining: no new requests
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+      const long n = c.read(buf.data(), buf.size(), static_cast<int>(left < 250 ? left + 1 : 250));
+      if (n == -2) continue;
+      if (n < 0) return Got::kClosed;
       if (n == 0) {
-        if (!parser.started()) return;
-        state = parser.finish();
-        if (state != RequestParser::State::kComplete) return;  // nobody to answer
-        break;
+        // The peer closed its sending side: a request already whole is
+        // still answered (half-close), a partial one is not.
+        if (!parser.started()) return Got::kClosed;
+        st = parser.finish();
+        if (st != RequestParser::State::kComplete) return Got::kClosed;
+      } else {
+        size_t used = 0;
+        st = parser.feed(buf.data(), static_cast<size_t>(n), &used);
+        if (used < static_cast<size_t>(n)) pending.append(buf.data() + used, static_cast<size_t>(n) - used);
       }
-      size_t used = 0;
-      state = parser.feed(buf.data(), static_cast<size_t>(n), &used);
-      if (used < static_cast<size_t>(n)) pending.append(buf.data() + used, static_cast<size_t>(n) - used);
     }
-    if (state == RequestParser::State::kError) {
-      respond_error(c, "other", parser.error_status(), parser.error_message(), false);
-      return;
+    switch (st) {
+      case RequestParser::State::kHeaders: return Got::kHeaders;
+      case RequestParser::State::kComplete: return Got::kComplete;
+      case RequestParser::State::kError: return Got::kError;
+      case RequestParser::State::kNeedMore: break;
     }
-    if (!dispatch(c, parser.request()) || !parser.request().keep_alive || g_stop.load()) return;
   }
 }
 
-bool Server::dispatch(Connection& c, const HttpRequest& r) {
-  const bool keep = r.keep_alive && !g_stop.load();
-  struct Route {
-    const char* path;
-    const char* method;
-  };
-  static const Route kRoutes[] = {{"/health", "GET"},          {"/metrics", "GET"},
-                                  {"/v1/models", "GET"},       {"/v1/completions", "POST"},
-                                  {"/v1/chat/completions", "POST"}};
-  const Route* route = nullptr;
+void Server::serve_connection(int fd, const std::string& client, Admission::Admit admit) {
+  Connection c(fd, tls_);
+  // The slot is given back before the connection's lingering close (its
+  // destructor, declared before this): the answer is out by then.
+  struct Release {
+    Admission& admission;
+    const std::string& client;
+    Admission::Slot slot;
+    ~Release() { admission.release(client, slot); }
+  } release{admission_, client, admit.slot};
+  c.set_abort(&g_cut);
+  const bool spare = admit.slot == Admission::Slot::kSpare;
+  const auto accepted = Clock::now();
+  const int header_ms = spare ? kSpareHeaderMs : config_.header_timeout_ms;
+  if (!c.handshake(header_ms)) return;
+  RequestParser parser(config_.limits);
+  std::string pending;  // bytes read past what the parser has taken
+  std::vector<char> buf(kReadBufferBytes);
+  for (bool first = true;; first = false) {
+    parser.reset();
+    // Headers: a new connection's handshake and first request within the
+    // header timeout; a next request's first byte within the idle timeout,
+    // its headers within the header timeout after that.
+    const auto now = Clock::now();
+    const auto idle_end = first ? accepted + std::chrono::milliseconds(header_ms)
+                                : now + std::chrono::milliseconds(config_.idle_timeout_ms);
+    Got got = pump(c, parser, pending, buf, idle_end);
+    if (got == Got::kTimeout && parser.started() && !first) {
+      got = pump(c, parser, pending, buf, idle_end + std::chrono::milliseconds(header_ms));
+    }
+    Reply reply{c, "other", false, false};
+    if (got == Got::kClosed) return;
+    if (got == Got::kTimeout) {
+      if (parser.started()) {
+        respond_error(reply, 408, "the request's headers did not arrive within " + std::to_string(header_ms / 1000) +
+                                      " s (--header-timeout)");
+      }
+      return;
+    }
+    if (got == Got::kError) {
+      respond_error(reply, parser.error_status(), parser.error_message());
+      return;
+    }
+    const HttpRequest& r = parser.request();
+    reply.keep_alive = r.keep_alive && !g_stop.load() && !spare;
+    reply.head = r.method == "HEAD";
+    if (!admit_request(reply, r, admit)) {
+      // Refused: a request without a body may be followed by the next one
+      // (the parser still has the headers' last byte to take).
+      if (!reply.keep_alive) return;
+      if (pump(c, parser, pending, buf, Clock::now() + std::chrono::milliseconds(header_ms)) != Got::kComplete) return;
+      continue;
+    }
+    if (got == Got::kHeaders) {
+      if (r.expect_continue && r.has_body && !c.write_all(std::string("HTTP/1.1 100 Continue\r\n\r\n"))) return;
+      // The body keeps up with --min-recv-rate after a grace period: its
+      // deadline moves on as bytes arrive.
+      const auto body_start = Clock::now();
+      auto body_deadline = [&] {
+        return body_start + std::chrono::milliseconds(config_.body_grace_ms +
+                                                      static_cast<int64_t>(parser.body_bytes() * 1000 /
+                                                                           config_.min_recv_rate));
+      };
+      do {
+        got = pump(c, parser, pending, buf, body_deadline());
+      } while (got == Got::kTimeout && body_deadline() > Clock::now());
+      if (got == Got::kClosed) return;
+      if (got == Got::kTimeout) {
+        reply.keep_alive = false;
+        respond_error(reply, 408, "the request body arrived slower than " + std::to_string(config_.min_recv_rate) +
+                                      " bytes/s (--min-recv-rate)");
+        return;
+      }
+      if (got == Got::kError) {
+        reply.keep_alive = false;
+        respond_error(reply, parser.error_status(), parser.error_message());
+        return;
+      }
+    }
+    reply.keep_alive = r.keep_alive && !g_stop.load() && !spare;
+    if (!dispatch(reply, parser.request()) || g_stop.load()) return;
+  }
+}
+
+namespace {
+
+struct Route {
+  const char* path;
+  const char* method;
+};
+const Route kRoutes[] = {{"/health", "GET"},
+                         {"/metrics", "GET"},
+                         {"/v1/models", "GET"},
+                         {"/v1/completions", "POST"},
+                         {"/v1/chat/completions", "POST"}};
+
+const Route* route_of(const std::string& path) {
   for (const auto& rt : kRoutes) {
-    if (r.path == rt.path) route = &rt;
+    if (path == rt.path) return &rt;
   }
-  if (!route) return respond_error(c, "other", 404, "no route " + r.method + " " + r.path, keep);
-  const std::string name = route->path;
-  if (r.method != route->method) {
-    return respond_error(c, name, 405, r.path + " takes " + route->method + ", not " + r.method, keep,
-                         std::string("Allow: ") + route->method + "\r\n");
+  return nullptr;
+}
+
+}  // namespace
+
+bool Server::admit_request(Reply& reply, const HttpRequest& r, Admission::Admit admit) {
+  // A refusal before the body is read closes the connection when a body
+  // follows (it is not read).
+  const bool keep = reply.keep_alive && !r.has_body;
+  const Route* route = route_of(r.path);
+  if (route) reply.route = route->path;
+  const bool probe = route && !r.has_body && (reply.route == "/health" || reply.route == "/metrics");
+  if (admit.slot == Admission::Slot::kSpare && !(probe && (r.method == "GET" || r.method == "HEAD"))) {
+    reply.keep_alive = false;
+    reply.route = "connection";
+    if (admit.client_cap) {
+      respond_error(reply, 429, "this address holds " + std::to_string(config_.admission.max_per_client) +
+                                    " connections already (--max-connections-per-client): try again later",
+                    "Retry-After: 1\r\n");
+    } else {
+      respond_error(reply, 503, "the server has " + std::to_string(config_.admission.max_connections) +
+                                    " connections open (--max-connections): try again later",
+                    "Retry-After: 1\r\n");
+    }
+    return false;
   }
-  if (name != "/health" && !authorized(r)) {
-    return respond_error(c, name, 401, "a valid API key is required: Authorization: Bearer KEY", keep,
-                         "WWW-Authenticate: Bearer\r\n");
+  reply.keep_alive = keep;
+  if (!route) {
+    respond_error(reply, 404, "no route " + r.method + " " + preview_string(r.path, 80));
+    return false;
   }
+  const bool method_ok = r.method == route->method || (r.method == "HEAD" && std::string(route->method) == "GET");
+  if (!method_ok) {
+    respond_error(reply, 405, std::string(route->path) + " takes " + route->method + ", not " + r.method,
+                  std::string("Allow: ") + route->method + (std::string(route->method) == "GET" ? ", HEAD" : "") + "\r\n");
+    return false;
+  }
+  if (reply.route != "/health" && !authorized(r)) {
+    respond_error(reply, 401, "a valid API key is required: Authorization: Bearer KEY", "WWW-Authenticate: Bearer\r\n");
+    return false;
+  }
+  return true;
+}
+
+bool Server::dispatch(Reply& reply, const HttpRequest& r) {
+  const std::string& name = reply.route;
   if (name == "/health") {
     const SchedulerStats s = scheduler_->stats();
     const std::string body = "{\"status\":\"ok\",\"slots\":" + std::to_string(s.slots) +
                              ",\"active\":" + std::to_string(s.active) + ",\"queued\":" + std::to_string(s.queued) + "}";
-    return respond(c, name, 200, "application/json", body, keep);
+    return respond(reply, 200, "application/json", body);
   }
   if (name == "/metrics") {
-    return respond(c, name, 200, "text/plain; version=0.0.4", metrics_->render(scheduler_->stats()), keep);
+    return respond(reply, 200, "text/plain; version=0.0.4", metrics_->render(scheduler_->stats()));
   }
   if (name == "/v1/models") {
-    return respond(c, name, 200, "application/json", models_body(config_.model_name, std::time(nullptr)), keep);
+    return respond(reply, 200, "application/json", models_body(config_.model_name, std::time(nullptr)));
   }
-  return generate(c, r, name == "/v1/chat/completions", name);
+  return generate(reply, r, name == "/v1/chat/completions");
 }
 
-bool Server::generate(Connection& c, const HttpRequest& r, bool chat, const std::string& route) {
-  const bool keep = r.keep_alive && !g_stop.load();
-  CompletionRequest cr;
-  std::string error;
-  if (!parse_completion_request(r.body, chat, &cr, &error)) return respond_error(c, route, 400, error, keep);
-  std::string prompt_text = cr.prompt;
-  std::vector<int32_t> ids;
+bool Server::serves_model(const std::string& name) const {
+  if (name == config_.model_name) return true;
+  for (const auto& a : config_.model_aliases) {
+    if (name == a) return true;
+  }
+  return false;
+}
+
+bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestError* error) {
+  CompletionRequest& cr = out->request;
+  if (!read_completion_request(r.body, chat, config_.read, &cr, error)) return false;
+  auto refuse = [&](std::string message, const char* param, const char* code = "") {
+    error->status = 400;
+    error->message = std::move(message);
+    error->param = param;
+    error->code = code;
+    return false;
+  };
+  if (!cr.model.empty() && !serves_model(cr.model)) {
+    std::string served = "'" + config_.model_name + "'";
+    for (const auto& a : config_.model_aliases) served += ", '" + a + "'";
+    refuse("the model " + preview_string(cr.model, 80) + " is not served here: 'model' must be one of " + served +
+               " (or absent)",
+           "model", "model_not_found");
+    error->status = 404;
+    return false;
+  }
+  // The sampling values, checked by the sampler itself: what is accepted
+  // here, the scheduler runs (one rule, the runtime's).
+  ember_generate_options check;
+  ember_generate_options_default(&check);
+  check.temperature = cr.temperature;
+  check.top_p = cr.top_p;
+  check.top_k = cr.top_k;
+  check.min_p = cr.min_p;
+  ember_sampler* sampler = nullptr;
+  if (ember_sampler_create(model_, &check, &sampler) != EMBER_OK) {
+    std::string why = ember_last_error();
+    const std::string field = why.substr(0, why.find(' '));
+    return refuse(why, field == "temperature" || field == "top_p" || field == "top_k" || field == "min_p" ? field.c_str()
+                                                                                                        : "");
+  }
+  ember_sampler_free(sampler);
+
   ember_model_info info;
   info.struct_size = sizeof info;
   ember_model_get_info(model_, &info);
-  if (chat && format_chat(model_, cr.messages, &prompt_text) != EMBER_OK) {
-    return respond_error(c, route, 400, std::string("messages: ") + ember_last_error(), keep);
-  }
+  const int32_t ctx = scheduler_->context_length();
+  // Text longer than the context can hold in tokens is refused before it is
+  // tokenized (the tokenizer takes ~40 bytes per byte of text).
+  auto too_long = [&](uint64_t bytes, const char* what, const char* param) {
+    return refuse(std::string(what) + " is " + std::to_string(bytes) + " bytes: more than a context of " +
+                      std::to_string(ctx) + " tokens (--ctx) can hold (at most " +
+                      std::to_string(config_.max_prompt_bytes) + " bytes of text)",
+                  param, "context_length_exceeded");
+  };
+  std::string& prompt_text = out->prompt_text;
+  std::vector<int32_t>& ids = out->ids;
   if (cr.prompt_is_tokens) {
     for (size_t i = 0; i < cr.prompt_tokens.size(); ++i) {
       if (cr.prompt_tokens[i] >= info.vocab_size) {
-        return respond_error(c, route, 400, "'prompt[" + std::to_string(i) + "]' = " +
-                                                std::to_string(cr.prompt_tokens[i]) + " is outside the vocabulary (0.." +
-                                                std::to_string(info.vocab_size - 1) + ")", keep);
+        return refuse("'prompt[" + std::to_string(i) + "]' = " + std::to_string(cr.prompt_tokens[i]) +
+                          " is outside the vocabulary (0.." + std::to_string(info.vocab_size - 1) + ")",
+                      "prompt");
       }
     }
-    ids = cr.prompt_tokens;
+    ids = std::move(cr.prompt_tokens);
+    cr.prompt_tokens.clear();
   } else {
+    uint64_t bytes = cr.prompt.size();
+    if (chat) {
+      bytes = 0;
+      for (const auto& m : cr.messages) bytes += m.content.size();
+    }
+    if (bytes > config_.max_prompt_bytes) return too_long(bytes, chat ? "the messages' text" : "the prompt", chat ? "messages" : "prompt");
+    std::unique_lock<std::mutex> gate(tokenize_gate_, std::defer_lock);
+    if (bytes > kTokenizeGateBytes) gate.lock();
+    if (chat) {
+      if (format_chat(model_, cr.messages, &prompt_text) != EMBER_OK) {
+        return refuse(std::string("messages: ") + ember_last_error(), "messages");
+      }
+      if (prompt_text.size() > config_.max_prompt_bytes) return too_long(prompt_text.size(), "the rendered chat", "messages");
+    } else {
+      prompt_text = std::move(cr.prompt);
+      cr.prompt.clear();
+    }
     // A rendered chat template spells its control tokens ("<|im_start|>")
     // and may write BOS itself: its text is parsed for them, and BOS is
     // added only when the model wants one and the rendering has none. A
     // plain prompt is user text: nothing in it becomes a control token.
     int flags = info.add_bos ? EMBER_TOKENIZE_ADD_BOS : 0;
     if (chat) flags = EMBER_TOKENIZE_PARSE_SPECIAL;
+    // At most one id more than a slot holds: a longer prompt is refused
+    // with its count (ember_tokenize reports it) and nothing larger is held.
+    const size_t cap = std::min<size_t>(prompt_text.size() + 2, static_cast<size_t>(ctx) + 1);
+    ids.resize(cap);
     size_t n = 0;
-    ids.resize(prompt_text.size() + 2);
-    ember_status st = ember_tokenize(model_, prompt_text.data(), prompt_text.size(), flags, ids.data(), ids.size(), &n);
+    const ember_status st = ember_tokenize(model_, prompt_text.data(), prompt_text.size(), flags, ids.data(), ids.size(), &n);
     if (st == EMBER_ERR_BUFFER_TOO_SMALL) {
-      ids.resize(n);
-      st = ember_tokenize(model_, prompt_text.data(), prompt_text.size(), flags, ids.data(), ids.size(), &n);
+      ids.clear();
+      return refuse("the prompt has " + std::to_string(n) + " tokens; the context of a slot is " + std::to_string(ctx) +
+                        " (--ctx), which must also hold the completion",
+                    chat ? "messages" : "prompt", "context_length_exceeded");
     }
-    if (st == EMBER_OK && chat && info.add_bos && (n == 0 || ids[0] != info.bos_id)) {
-      ids.insert(ids.begin(), info.bos_id);
-      ++n;
-    }
-    if (st != EMBER_OK) return respond_error(c, route, 400, std::string("the prompt: ") + ember_last_error(), keep);
+    if (st != EMBER_OK) return refuse(std::string("the prompt: ") + ember_last_error(), chat ? "messages" : "prompt");
     ids.resize(n);
+    if (chat && info.add_bos && (n == 0 || ids[0] != info.bos_id)) ids.insert(ids.begin(), info.bos_id);
   }
-  const int32_t ctx = scheduler_->context_length();
-  if (ids.empty()) return respond_error(c, route, 400, "the prompt is empty (and the model has no BOS)", keep);
+  if (ids.empty()) return refuse("the prompt is empty (and the model has no BOS)", chat ? "messages" : "prompt");
   if (static_cast<int64_t>(ids.size()) >= ctx) {
-    return respond_error(c, route, 400, "the prompt has " + std::to_string(ids.size()) +
-                                            " tokens; the context of a slot is " + std::to_string(ctx) +
-                                            " (--ctx), which must also hold the completion", keep);
+    return refuse("the prompt has " + std::to_string(ids.size()) + " tokens; the context of a slot is " +
+                      std::to_string(ctx) + " (--ctx), which must also hold the completion",
+                  chat ? "messages" : "prompt", "context_length_exceeded");
   }
   const int32_t room = ctx - static_cast<int32_t>(ids.size());
   int32_t max_new = cr.max_tokens >= 0 ? cr.max_tokens : chat ? room : 16;
   if (max_new > room) max_new = room;
+  out->max_new = max_new;
+  return true;
+}
+
+bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
+  Connection& c = reply.c;
+  Prepared prepared;
+  RequestError refusal;
+  if (!prepare(r, chat, &prepared, &refusal)) return respond_error(reply, refusal);
+  const CompletionRequest& cr = prepared.request;
+  const std::string& prompt_text = prepared.prompt_text;
 
   auto req = std::make_shared<GenerationRequest>();
-  req->prompt = ids;
+  req->prompt = std::move(prepared.ids);
   ember_generate_options_default(&req->sampling);
-  req->sampling.max_new_tokens = max_new;
+  req->sampling.max_new_tokens = prepared.max_new;
   req->sampling.temperature = cr.temperature;
   req->sampling.top_p = cr.top_p;
   req->sampling.top_k = cr.top_k;
@@ -360,17 +628,20 @@ bool Server::generate(Connection& c, const HttpRequest& r, bool chat, const std:
   switch (scheduler_->submit(req)) {
     case Scheduler::Submit::kAccepted: break;
     case Scheduler::Submit::kQueueFull:
-      return respond_error(c, route, 429, "every slot is busy and the queue is full (--max-queue): try again later",
-                           keep, "Retry-After: 1\r\n");
+      return respond_error(reply, 429, "every slot is busy and the queue is full (--max-queue): try again later",
+                           "Retry-After: 1\r\n");
     case Scheduler::Submit::kDraining:
-      return respond_error(c, route, 503, "the server is shutting down", false);
+      reply.keep_alive = false;
+      return respond_error(reply, 503, "the server is shutting down");
   }
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
   const int64_t created = std::time(nullptr);
   const std::string& model = config_.model_name;
+  const std::string& route = reply.route;
   bool client_gone = false;
-  // Waits for text or the end; cancels the request when the client leaves
-  // (looked at every 100 ms, also while text keeps coming).
+  // Waits for text or the end; cancels the request when the connection is
+  // reset (looked at every 100 ms, also while text keeps coming) or cut at
+  // the drain deadline. A client that only half-closed still gets its answer.
   auto last_check = std::chrono::steady_clock::now();
   auto next = [&](std::string* text) {
     std::unique_lock<std::mutex> lock(stream->mutex);
@@ -379,7 +650,7 @@ bool Server::generate(Connection& c, const HttpRequest& r, bool chat, const std:
       if (!client_gone && now - last_check >= std::chrono::milliseconds(100)) {
         last_check = now;
         lock.unlock();
-        if (c.peer_gone()) {
+        if (c.reset_by_peer() || g_cut.load()) {
           client_gone = true;
           req->cancelled.store(true);
         }
@@ -408,13 +679,11 @@ bool Server::generate(Connection& c, const HttpRequest& r, bool chat, const std:
       return false;
     }
     const GenerationResult& res = stream->result;
-    if (res.finish == Finish::kError) return respond_error(c, route, 500, "generation failed: " + res.error, keep);
+    if (res.finish == Finish::kError) return respond_error(reply, 500, "generation failed: " + res.error);
     if (res.finish == Finish::kTimeout) {
-      return respond_error(c, route, 504, "the request ran past --timeout (" + std::to_string(config_.timeout_s) + " s)",
-                           keep);
+      return respond_error(reply, 504, "the request ran past --timeout (" + std::to_string(config_.timeout_s) + " s)");
     }
-    return respond(c, route, 200, "application/json",
-                   completion_body(cr, id, created, model, all, res.finish, usage_of()), keep);
+    return respond(reply, 200, "application/json", completion_body(cr, id, created, model, all, res.finish, usage_of()));
   }
 
   // Server-sent events, the body ending with the connection.
@@ -434,9 +703,9 @@ bool Server::generate(Connection& c, const HttpRequest& r, bool chat, const std:
   if (!ok || client_gone) return false;
   const GenerationResult& res = stream->result;
   if (res.finish == Finish::kError || res.finish == Finish::kTimeout) {
-    const std::string msg = res.finish == Finish::kError ? "generation failed: " + res.error
-                                                         : "the request ran past --timeout";
-    c.write_all("data: " + error_body(res.finish == Finish::kError ? 500 : 504, msg) + "\n\n");
+    const bool failed = res.finish == Finish::kError;
+    c.write_all("data: " + error_body(failed ? 500 : 504, failed ? "generation failed: " + res.error
+                                                                 : "the request ran past --timeout") + "\n\n");
   } else {
     c.write_all(stream_chunk(cr, id, created, model, "", &res.finish, false));
     if (cr.include_usage) c.write_all(stream_usage_chunk(cr, id, created, model, usage_of()));

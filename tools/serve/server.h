@@ -2,30 +2,46 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "ember.h"
+#include "tools/serve/admission.h"
 #include "tools/serve/connection.h"
 #include "tools/serve/http_request.h"
 #include "tools/serve/metrics.h"
+#include "tools/serve/request_reader.h"
 #include "tools/serve/scheduler.h"
 
 namespace ember::serve {
+
+// Each connection's receive buffer.
+constexpr size_t kReadBufferBytes = 64 << 10;
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;            // empty: no authentication
   double timeout_s = 600;         // per generation request
-  int max_connections = 64;
-  int idle_timeout_ms = 5000;     // keep-alive between requests
-  int read_timeout_ms = 30000;    // a request's headers and body
+  AdmissionLimits admission;      // --max-connections, --max-connections-per-client
+  int idle_timeout_ms = 5000;     // keep-alive: waiting for a next request's first byte
+  int header_timeout_ms = 10000;  // a request's line and headers, from its first byte (and a TLS handshake)
+  // The body must keep up with min_recv_rate bytes per second after a grace
+  // of body_grace_ms (serve_main: the header timeout): its deadline is
+  // start + grace + received / rate.
+  int body_grace_ms = 10000;
+  uint64_t min_recv_rate = 1024;
+  double drain_timeout_s = 30;    // on SIGTERM/SIGINT: requests in flight get this long
   HttpLimits limits;
+  ReadLimits read;                // the JSON reader's (max_prompt_tokens/max_messages: the context)
   std::string model_name;         // reported by /v1/models and in responses
+  std::vector<std::string> model_aliases;  // also accepted as a request's "model"
+  uint64_t max_prompt_bytes = UINT64_MAX;  // a longer prompt text cannot fit the context
 };
 
 class Server {
@@ -35,20 +51,50 @@ class Server {
   // Binds and listens; prints the address. False with *error on failure.
   bool listen(std::string* error);
   // Serves until stop() (SIGTERM, SIGINT), then drains: stops accepting,
-  // lets every accepted request finish, closes idle connections.
-  void run();
+  // lets every accepted request finish within --drain-timeout, closes idle
+  // connections. True when everything finished in time (false: requests
+  // were cut at the deadline). A second signal exits at once (status 128 +
+  // the signal).
+  bool run();
   // Async-signal-safe.
   static void request_stop();
 
  private:
-  void serve_connection(int fd);
-  // Answers one request; false when the connection must close.
-  bool dispatch(Connection& c, const HttpRequest& r);
-  bool generate(Connection& c, const HttpRequest& r, bool chat, const std::string& route);
-  bool respond(Connection& c, const std::string& route, int status, const std::string& content_type,
-               const std::string& body, bool keep_alive, const std::string& extra_headers = "");
-  bool respond_error(Connection& c, const std::string& route, int status, const std::string& message,
-                     bool keep_alive, const std::string& extra_headers = "");
+  // One request's answer: where it goes and how.
+  struct Reply {
+    Connection& c;
+    std::string route;  // for /metrics: a route's path, or "other"
+    bool keep_alive;
+    bool head;          // HEAD: the headers of the GET answer, no body
+  };
+  // A generation request read and checked, ready to submit.
+  struct Prepared {
+    CompletionRequest request;
+    std::string prompt_text;     // what was tokenized (echo)
+    std::vector<int32_t> ids;
+    int32_t max_new = 0;
+  };
+  enum class Got { kHeaders, kComplete, kError, kClosed, kTimeout };
+
+  void serve_connection(int fd, const std::string& client, Admission::Admit admit);
+  // Feeds `pending`, then reads, until the parser reports headers or a
+  // whole request, the connection ends or `deadline` passes.
+  Got pump(Connection& c, RequestParser& parser, std::string& pending, std::vector<char>& buf,
+           std::chrono::steady_clock::time_point deadline);
+  // Before the body is read: the route, method, key and slot. False when
+  // the request was answered (refused) instead.
+  bool admit_request(Reply& reply, const HttpRequest& r, Admission::Admit admit);
+  // Answers one whole request; false when the connection must close.
+  bool dispatch(Reply& reply, const HttpRequest& r);
+  bool generate(Reply& reply, const HttpRequest& r, bool chat);
+  // Reads, validates and tokenizes a generation request: every refusal is a
+  // 4xx naming the field (what this accepts, the scheduler runs).
+  bool prepare(const HttpRequest& r, bool chat, Prepared* out, RequestError* error);
+  bool serves_model(const std::string& name) const;
+  bool respond(Reply& reply, int status, const std::string& content_type, const std::string& body,
+               const std::string& extra_headers = "");
+  bool respond_error(Reply& reply, const RequestError& error, const std::string& extra_headers = "");
+  bool respond_error(Reply& reply, int status, const std::string& message, const std::string& extra_headers = "");
   bool authorized(const HttpRequest& r) const;
 
   ServerConfig config_;
@@ -58,6 +104,8 @@ class Server {
   const TlsConfig* tls_;
   int listen_fd_ = -1;
   std::atomic<uint64_t> next_id_{1};
+  Admission admission_;
+  std::mutex tokenize_gate_;  // long prompts are rendered and tokenized one at a time
 
   std::mutex conn_mutex_;
   std::condition_variable conn_done_;

@@ -1,0 +1,767 @@
+// Reading a request body: see request_reader.h. A SAX reader (nlohmann's
+// json_sax) that knows where each value lands from a short stack of what
+// the enclosing containers are (the root object, messages, one message, its
+// content parts, one part, the prompt array, the stop array, stream_options,
+// response_format); any other value is skipped, counted but not stored.
+#include "tools/serve/request_reader.h"
+
+#include <array>
+#include <cinttypes>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/serve/json_check.h"
+
+namespace ember::serve {
+namespace {
+
+using json = nlohmann::json;
+
+// The unsupported parameters (see request_reader.h): what counts as asking
+// for nothing.
+enum class Neutral {
+  kOne,          // the number 1 (n, best_of)
+  kZero,         // the number 0 (penalties, top_logprobs)
+  kFalse,        // false (logprobs)
+  kEmpty,        // [] or {} (tools, functions, logit_bias)
+  kNone,         // the string "none" (tool_choice, function_call)
+  kEmptyString,  // "" (suffix)
+  kTextFormat,   // {"type": "text"} (response_format)
+};
+
+struct Unsupported {
+  UnsupportedParameter parameter;
+  Neutral neutral;
+};
+
+// THE table: remove a row when its parameter is honoured.
+const Unsupported kUnsupported[] = {
+    {{"n", "1 (one choice per request)"}, Neutral::kOne},
+    {{"best_of", "1"}, Neutral::kOne},
+    {{"logprobs", "false"}, Neutral::kFalse},
+    {{"top_logprobs", "0"}, Neutral::kZero},
+    {{"logit_bias", "{}"}, Neutral::kEmpty},
+    {{"presence_penalty", "0"}, Neutral::kZero},
+    {{"frequency_penalty", "0"}, Neutral::kZero},
+    {{"tools", "[]"}, Neutral::kEmpty},
+    {{"tool_choice", "\"none\""}, Neutral::kNone},
+    {{"functions", "[]"}, Neutral::kEmpty},
+    {{"function_call", "\"none\""}, Neutral::kNone},
+    {{"response_format", "{\"type\": \"text\"}"}, Neutral::kTextFormat},
+    {{"suffix", "\"\""}, Neutral::kEmptyString},
+};
+constexpr size_t kUnsupportedCount = sizeof kUnsupported / sizeof kUnsupported[0];
+
+// The top-level fields the reader stores; everything else is skipped.
+enum class Field {
+  kOther,
+  kModel,
+  kMessages,
+  kPrompt,
+  kMaxTokens,
+  kMaxCompletionTokens,
+  kTemperature,
+  kTopP,
+  kMinP,
+  kTopK,
+  kSeed,
+  kStop,
+  kStream,
+  kEcho,
+  kStreamOptions,
+  kUnsupported,
+};
+
+struct FieldName {
+  const char* name;
+  Field field;
+};
+const FieldName kFields[] = {
+    {"model", Field::kModel},
+    {"messages", Field::kMessages},
+    {"prompt", Field::kPrompt},
+    {"max_tokens", Field::kMaxTokens},
+    {"max_completion_tokens", Field::kMaxCompletionTokens},
+    {"temperature", Field::kTemperature},
+    {"top_p", Field::kTopP},
+    {"min_p", Field::kMinP},
+    {"top_k", Field::kTopK},
+    {"seed", Field::kSeed},
+    {"stop", Field::kStop},
+    {"stream", Field::kStream},
+    {"echo", Field::kEcho},
+    {"stream_options", Field::kStreamOptions},
+};
+
+// What a container is, for the values inside it.
+enum class Frame { kRoot, kMessages, kMessage, kContent, kPart, kPrompt, kStop, kStreamOptions, kResponseFormat };
+
+// The runtime's limits on stop strings (ember.h): the server checks them
+// here so that what it accepts the scheduler runs.
+constexpr size_t kMaxStop = 16;
+static_assert(kMaxStop <= EMBER_MAX_STOP_STRINGS, "the server's stop strings must fit the runtime's");
+
+// One value as the SAX interface gives it.
+struct Value {
+  enum Kind { kNull, kBool, kInt, kUint, kFloat, kString, kArray, kObject } kind = kNull;
+  bool b = false;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+  std::string* s = nullptr;  // the lexer's buffer: may be moved from
+  bool container() const { return kind == kArray || kind == kObject; }
+  bool number() const { return kind == kInt || kind == kUint || kind == kFloat; }
+  double as_double() const { return kind == kInt ? static_cast<double>(i) : kind == kUint ? static_cast<double>(u) : d; }
+};
+
+std::string describe(const Value& v) {
+  char buf[64];
+  switch (v.kind) {
+    case Value::kNull: return "null";
+    case Value::kBool: return v.b ? "true" : "false";
+    case Value::kInt: std::snprintf(buf, sizeof buf, "%" PRId64, v.i); return buf;
+    case Value::kUint: std::snprintf(buf, sizeof buf, "%" PRIu64, v.u); return buf;
+    case Value::kFloat: return json(v.d).dump();
+    case Value::kString: return preview_string(*v.s);
+    case Value::kArray: return "an array";
+    case Value::kObject: return "an object";
+  }
+  return "?";
+}
+
+std::string quoted(const char* field) { return std::string("'") + field + "'"; }
+
+class Reader final : public nlohmann::json_sax<json> {
+ public:
+  Reader(bool chat, const ReadLimits& limits, size_t body_size, CompletionRequest* out, RequestError* error)
+      : chat_(chat), limits_(limits), out_(out), error_(error) {
+    budget_ = limits.kept_slack;
+    if (body_size > (SIZE_MAX - budget_) / (limits.kept_per_body_byte ? limits.kept_per_body_byte : 1)) {
+      budget_ = SIZE_MAX;
+    } else {
+      budget_ += body_size * limits.kept_per_body_byte;
+    }
+  }
+
+  bool failed() const { return failed_; }
+  bool finished() const { return finished_; }
+
+  bool null() override { return value(Value{}); }
+  bool boolean(bool b) override {
+    Value v;
+    v.kind = Value::kBool;
+    v.b = b;
+    return value(v);
+  }
+  bool number_integer(number_integer_t i) override {
+    Value v;
+    v.kind = Value::kInt;
+    v.i = i;
+    return value(v);
+  }
+  bool number_unsigned(number_unsigned_t u) override {
+    Value v;
+    v.kind = Value::kUint;
+    v.u = u;
+    return value(v);
+  }
+  bool number_float(number_float_t d, const string_t&) override {
+    if (!std::isfinite(d)) return fail(400, "a number in the request is outside the range of a double", top_name());
+    Value v;
+    v.kind = Value::kFloat;
+    v.d = d;
+    return value(v);
+  }
+  bool string(string_t& s) override {
+    Value v;
+    v.kind = Value::kString;
+    v.s = &s;
+    return value(v);
+  }
+  bool binary(binary_t&) override { return fail(400, "the request body is not JSON text"); }
+  bool start_object(std::size_t) override {
+    Value v;
+    v.kind = Value::kObject;
+    return value(v);
+  }
+  bool start_array(std::size_t) override {
+    Value v;
+    v.kind = Value::kArray;
+    return value(v);
+  }
+  bool key(string_t& k) override;
+  bool end_object() override { return end(); }
+  bool end_array() override { return end(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
+    return fail(400, "the request body is not valid JSON (at byte " + std::to_string(position) + ")");
+  }
+
+ private:
+  bool fail(int status, std::string message, std::string param = {}, std::string code = {}) {
+    if (!failed_) {
+      failed_ = true;
+      error_->status = status;
+      error_->message = std::move(message);
+      error_->param = std::move(param);
+      error_->code = std::move(code);
+    }
+    return false;
+  }
+
+  const char* top_name() const { return top_name_; }
+
+  bool charge(size_t bytes) {
+    kept_ += bytes;
+    if (kept_ <= budget_) return true;
+    return fail(400,
+                quoted(top_name_) + ": the request holds more than its size allows: what is kept of it takes over " +
+                    std::to_string(limits_.kept_per_body_byte) + " bytes per byte of body + " +
+                    std::to_string(limits_.kept_slack >> 10) + " KiB (too many small elements)",
+                top_name_);
+  }
+  bool keep_string(std::string* to, std::string* from) {
+    *to = std::move(*from);
+    return charge(to->size());
+  }
+
+  void push(Frame f) {
+    frames_[depth_] = f;
+    keys_[depth_] = 0;
+    ++depth_;
+  }
+
+  // Every value event (a scalar, or the start of an array or object).
+  bool value(const Value& v) {
+    if (skip_ > 0) {
+      if (skip_ == 1) ++skipped_children_;
+      if (v.container()) ++skip_;
+      return true;
+    }
+    if (depth_ == 0) {
+      if (v.kind != Value::kObject) return fail(400, "the request body must be a JSON object, got " + describe(v));
+      push(Frame::kRoot);
+      return true;
+    }
+    switch (frames_[depth_ - 1]) {
+      case Frame::kRoot: return top_value(v);
+      case Frame::kMessages: return message(v);
+      case Frame::kMessage: return message_field(v);
+      case Frame::kContent: return part(v);
+      case Frame::kPart: return part_field(v);
+      case Frame::kPrompt: return prompt_element(v);
+      case Frame::kStop: return stop_element(v);
+      case Frame::kStreamOptions: return stream_option(v);
+      case Frame::kResponseFormat: return response_format_field(v);
+    }
+    return true;
+  }
+
+  // A value that is not read: a container is skipped to its end.
+  bool skip(const Value& v) {
+    if (v.container()) {
+      skip_ = 1;
+      skipped_children_ = 0;
+    }
+    return true;
+  }
+
+  bool end() {
+    if (skip_ > 0) {
+      if (--skip_ == 0 && judge_skipped_) {
+        judge_skipped_ = false;
+        return unsupported_end();
+      }
+      return true;
+    }
+    --depth_;
+    switch (frames_[depth_]) {
+      case Frame::kRoot: return root_end();
+      case Frame::kMessage:
+        if (!has_role_) {
+          return fail(400, "'messages[" + std::to_string(messages_ - 1) + "]' must be an object with a string 'role'",
+                      "messages");
+        }
+        return true;
+      case Frame::kPart:
+        if (part_type_ != 1 || !part_text_) {
+          return fail(400, where_part() + " must be {\"type\":\"text\",\"text\":...} (only text is supported)",
+                      "messages");
+        }
+        return true;
+      case Frame::kPrompt:
+        if (prompt_elements_ == 0) return prompt_shape("an empty array");
+        return true;
+      case Frame::kResponseFormat: return unsupported_end();
+      default: return true;
+    }
+  }
+
+  // ---- the root object ----
+
+  bool top_value(const Value& v) {
+    const Field f = field_;
+    if (f == Field::kOther) return skip(v);
+    if (f == Field::kUnsupported) return unsupported_value(v);
+    // null means absent, as OpenAI takes it.
+    if (v.kind == Value::kNull) {
+      if (f == Field::kMessages && chat_) messages_seen_ = false;
+      if (f == Field::kPrompt && !chat_) prompt_seen_ = false;
+      return true;
+    }
+    switch (f) {
+      case Field::kModel:
+        if (v.kind != Value::kString) return type_error("a string", v);
+        return keep_string(&out_->model, v.s);
+      case Field::kMessages:
+        if (!chat_) return skip(v);
+        if (v.kind != Value::kArray) {
+          return fail(400, "'messages' must be a non-empty array of {role, content}, got " + describe(v), "messages");
+        }
+        out_->messages.clear();
+        messages_ = 0;
+        messages_seen_ = true;
+        push(Frame::kMessages);
+        return true;
+      case Field::kPrompt:
+        if (chat_) return skip(v);
+        prompt_seen_ = true;
+        out_->prompt.clear();
+        out_->prompt_tokens.clear();
+        out_->prompt_is_tokens = false;
+        if (v.kind == Value::kString) return keep_string(&out_->prompt, v.s);
+        if (v.kind != Value::kArray) return prompt_shape(describe(v));
+        prompt_elements_ = 0;
+        push(Frame::kPrompt);
+        return true;
+      case Field::kMaxTokens:
+      case Field::kMaxCompletionTokens: {
+        int64_t n = 0;
+        if (!integer(v, 0, INT32_MAX, &n)) return false;
+        (f == Field::kMaxTokens ? max_tokens_ : max_completion_tokens_) = static_cast<int32_t>(n);
+        return true;
+      }
+      case Field::kTemperature: return real(v, 0.0, 100.0, false, &out_->temperature);
+      case Field::kTopP: return real(v, 0.0, 1.0, true, &out_->top_p);
+      case Field::kMinP: return real(v, 0.0, 1.0, false, &out_->min_p);
+      case Field::kTopK: {
+        int64_t n = 0;
+        if (!integer(v, -1, INT32_MAX, &n)) return false;
+        out_->top_k = n < 0 ? 0 : static_cast<int32_t>(n);  // -1: off, as llama.cpp's server takes it
+        return true;
+      }
+      case Field::kSeed:
+        if (v.kind == Value::kInt) {
+          out_->seed = static_cast<uint64_t>(v.i);
+        } else if (v.kind == Value::kUint) {
+          out_->seed = v.u;
+        } else {
+          return type_error("an integer", v);
+        }
+        out_->has_seed = true;
+        return true;
+      case Field::kStop:
+        out_->stop.clear();
+        if (v.kind == Value::kString) {
+          if (v.s->empty()) return true;
+          if (!stop_fits(*v.s, "'stop'")) return false;
+          out_->stop.emplace_back();
+          return charge(sizeof(std::string)) && keep_string(&out_->stop.back(), v.s);
+        }
+        if (v.kind != Value::kArray) return stop_shape(describe(v));
+        push(Frame::kStop);
+        return true;
+      case Field::kStream:
+      case Field::kEcho:
+        if (v.kind != Value::kBool) return fail(400, quoted(top_name_) + " must be true or false, got " + describe(v), top_name_);
+        (f == Field::kStream ? out_->stream : out_->echo) = v.b;
+        return true;
+      case Field::kStreamOptions:
+        if (v.kind != Value::kObject) return stream_options_shape(describe(v));
+        push(Frame::kStreamOptions);
+        return true;
+      default: return skip(v);
+    }
+  }
+
+  bool root_end() {
+    finished_ = true;
+    if (chat_) {
+      if (!messages_seen_ || out_->messages.empty()) {
+        return fail(400, "'messages' must be a non-empty array of {role, content}", "messages");
+      }
+      if (out_->echo) return fail(400, "'echo' is only for /v1/completions", "echo");
+      if (max_completion_tokens_ >= 0) {
+        out_->max_tokens = max_completion_tokens_;
+      } else if (max_tokens_ >= 0) {
+        out_->max_tokens = max_tokens_;
+      }
+    } else {
+      if (!prompt_seen_) return fail(400, "'prompt' is required", "prompt");
+      if (max_tokens_ >= 0) out_->max_tokens = max_tokens_;
+    }
+    return true;
+  }
+
+  bool type_error(const char* want, const Value& v) {
+    return fail(400, quoted(top_name_) + " must be " + want + ", got " + describe(v), top_name_);
+  }
+
+  bool integer(const Value& v, int64_t lo, int64_t hi, int64_t* out) {
+    const std::string name = quoted(top_name_);
+    if (!v.number() || (v.kind == Value::kFloat && std::floor(v.d) != v.d)) return type_error("an integer", v);
+    const double d = v.as_double();
+    const bool in = v.kind == Value::kInt    ? v.i >= lo && v.i <= hi
+                    : v.kind == Value::kUint ? v.u >= static_cast<uint64_t>(lo < 0 ? 0 : lo) &&
+                                                   v.u <= static_cast<uint64_t>(hi)
+                                             : d >= static_cast<double>(lo) && d <= static_cast<double>(hi);
+    if (!in) {
+      return fail(400, name + " = " + describe(v) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+                  top_name_);
+    }
+    *out = v.kind == Value::kInt ? v.i : v.kind == Value::kUint ? static_cast<int64_t>(v.u) : static_cast<int64_t>(d);
+    return true;
+  }
+
+  // A number in [lo, hi], or (lo, hi] when open_low.
+  bool real(const Value& v, double lo, double hi, bool open_low, float* out) {
+    if (!v.number()) return type_error("a number", v);
+    // Checked as the float the sampler gets (5e-324 is above 0, its float is not).
+    const float d = static_cast<float>(v.as_double());
+    if (!(open_low ? d > lo : d >= lo) || !(d <= hi)) {
+      char range[64];
+      std::snprintf(range, sizeof range, "%c%g, %g]", open_low ? '(' : '[', lo, hi);
+      return fail(400, quoted(top_name_) + " = " + describe(v) + " is outside " + range, top_name_);
+    }
+    *out = d;
+    return true;
+  }
+
+  // ---- unsupported parameters ----
+
+  bool unsupported_value(const Value& v) {
+    if (v.kind == Value::kNull) return true;
+    unsupported_ = unsupported_index_;
+    const Neutral n = kUnsupported[unsupported_].neutral;
+    if (n == Neutral::kTextFormat && v.kind == Value::kObject) {
+      format_type_ = 0;
+      push(Frame::kResponseFormat);
+      return true;
+    }
+    if (v.container()) {  // judged at its end: only an empty one can be neutral
+      skip(v);
+      judge_skipped_ = true;
+      return true;
+    }
+    bool neutral = false;
+    switch (n) {
+      case Neutral::kOne: neutral = v.number() && v.as_double() == 1.0; break;
+      case Neutral::kZero: neutral = v.number() && v.as_double() == 0.0; break;
+      case Neutral::kFalse: neutral = v.kind == Value::kBool && !v.b; break;
+      case Neutral::kNone: neutral = v.kind == Value::kString && *v.s == "none"; break;
+      case Neutral::kEmptyString: neutral = v.kind == Value::kString && v.s->empty(); break;
+      case Neutral::kEmpty:
+      case Neutral::kTextFormat: neutral = false; break;
+    }
+    const int index = unsupported_;
+    unsupported_ = -1;
+    return neutral ? true : refuse_unsupported(index, describe(v));
+  }
+
+  bool unsupported_end() {
+    const int index = unsupported_;
+    unsupported_ = -1;
+    const Neutral n = kUnsupported[index].neutral;
+    if (n == Neutral::kEmpty && skipped_children_ == 0) return true;
+    if (n == Neutral::kTextFormat && format_type_ == 1) return true;
+    return refuse_unsupported(index, n == Neutral::kTextFormat ? "another format" : "a non-empty value");
+  }
+
+  bool refuse_unsupported(int index, const std::string& got) {
+    const UnsupportedParameter& p = kUnsupported[index].parameter;
+    return fail(400, std::string("Unsupported parameter: '") + p.name + "' is not supported by ember serve (got " + got +
+                         "; only " + p.neutral + " or null is accepted)",
+                p.name, "unsupported_parameter");
+  }
+
+  bool response_format_field(const Value& v) {
+    if (keys_[depth_ - 1] != 1) return skip(v);  // not "type"
+    format_type_ = v.kind == Value::kString && *v.s == "text" ? 1 : 2;
+    return skip(v);
+  }
+
+  // ---- messages ----
+
+  std::string where_message() const { return "'messages[" + std::to_string(messages_ - 1) + "]"; }
+  std::string where_part() const {
+    return where_message() + ".content[" + std::to_string(parts_ - 1) + "]'";
+  }
+
+  bool message(const Value& v) {
+    if (v.kind != Value::kObject) {
+      return fail(400, "'messages[" + std::to_string(messages_) + "]' must be an object with a string 'role', got " +
+                           describe(v),
+                  "messages");
+    }
+    if (out_->messages.size() >= limits_.max_messages) {
+      return fail(400, "'messages' holds more than " + std::to_string(limits_.max_messages) +
+                           " messages: more than the context of a slot holds",
+                  "messages");
+    }
+    if (!charge(2 * sizeof(ChatMessage))) return false;  // the vector's spare capacity too
+    out_->messages.emplace_back();
+    ++messages_;
+    has_role_ = false;
+    push(Frame::kMessage);
+    return true;
+  }
+
+  bool message_field(const Value& v) {
+    ChatMessage& m = out_->messages.back();
+    const int key = keys_[depth_ - 1];
+    if (key == 1) {  // role
+      if (v.kind != Value::kString) {
+        return fail(400, where_message() + ".role' must be a string, got " + describe(v), "messages");
+      }
+      const std::string& r = *v.s;
+      if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool") {
+        return fail(400, where_message() + ".role' = " + describe(v) +
+                             " is not one of system, developer, user, assistant, tool",
+                    "messages");
+      }
+      m.role = r;  // short: no allocation (a role is at most 9 bytes)
+      has_role_ = true;
+      return true;
+    }
+    if (key != 2) return skip(v);  // name, tool_call_id, ...: not read
+    m.content.clear();
+    if (v.kind == Value::kNull) return true;
+    if (v.kind == Value::kString) return keep_string(&m.content, v.s);
+    if (v.kind != Value::kArray) {
+      return fail(400, where_message() + ".content' must be a string or an array of text parts, got " + describe(v),
+                  "messages");
+    }
+    parts_ = 0;
+    push(Frame::kContent);
+    return true;
+  }
+
+  bool part(const Value& v) {
+    ++parts_;
+    if (v.kind != Value::kObject) {
+      return fail(400, where_part() + " must be {\"type\":\"text\",\"text\":...} (only text is supported), got " +
+                           describe(v),
+                  "messages");
+    }
+    part_type_ = 0;
+    part_text_ = false;
+    push(Frame::kPart);
+    return true;
+  }
+
+  bool part_field(const Value& v) {
+    const int key = keys_[depth_ - 1];
+    if (key == 1) {  // type
+      if (v.kind != Value::kString || *v.s != "text") {
+        return fail(400, where_part() + ".type = " + describe(v) + ": only text parts are supported", "messages");
+      }
+      part_type_ = 1;
+      return true;
+    }
+    if (key != 2) return skip(v);
+    if (v.kind != Value::kString) {
+      return fail(400, where_part() + ".text must be a string, got " + describe(v), "messages");
+    }
+    part_text_ = true;
+    out_->messages.back().content.append(*v.s);
+    return charge(v.s->size());
+  }
+
+  // ---- prompt, stop, stream_options ----
+
+  bool prompt_shape(const std::string& got) {
+    return fail(400,
+                "'prompt' must be a string, an array of one string, or an array of token ids (one prompt per "
+                "request), got " + got,
+                "prompt");
+  }
+
+  bool prompt_element(const Value& v) {
+    const size_t i = prompt_elements_++;
+    if (v.kind == Value::kString) {
+      if (i > 0) return prompt_shape("an array of more than one string or of strings and numbers");
+      return keep_string(&out_->prompt, v.s);
+    }
+    if (v.number() && (i == 0 || out_->prompt_is_tokens)) {
+      if (v.kind == Value::kFloat || (v.kind == Value::kInt && (v.i < 0 || v.i > INT32_MAX)) ||
+          (v.kind == Value::kUint && v.u > static_cast<uint64_t>(INT32_MAX))) {
+        return fail(400, "'prompt[" + std::to_string(i) + "]' must be a token id (a non-negative integer), got " +
+                             describe(v),
+                    "prompt");
+      }
+      if (out_->prompt_tokens.size() >= limits_.max_prompt_tokens) {
+        return fail(400, "'prompt' has more than " + std::to_string(limits_.max_prompt_tokens) +
+                             " token ids: more than the context of a slot holds",
+                    "prompt", "context_length_exceeded");
+      }
+      if (!charge(2 * sizeof(int32_t))) return false;
+      out_->prompt_is_tokens = true;
+      out_->prompt_tokens.push_back(static_cast<int32_t>(v.kind == Value::kInt ? v.i : static_cast<int64_t>(v.u)));
+      return true;
+    }
+    if (i == 0 && !v.number()) return prompt_shape("an array starting with " + describe(v));
+    if (v.number()) return prompt_shape("an array of strings and numbers");
+    return fail(400, "'prompt[" + std::to_string(i) + "]' must be a token id (a non-negative integer), got " + describe(v),
+                "prompt");
+  }
+
+  bool stop_shape(const std::string& got) {
+    return fail(400, "'stop' must be a string or an array of at most " + std::to_string(kMaxStop) + " strings, got " + got,
+                "stop");
+  }
+
+  bool stop_fits(const std::string& s, const std::string& where) {
+    if (s.size() <= EMBER_MAX_STOP_STRING_BYTES) return true;
+    return fail(400, where + " is " + std::to_string(s.size()) + " bytes long: at most " +
+                         std::to_string(EMBER_MAX_STOP_STRING_BYTES),
+                "stop");
+  }
+
+  bool stop_element(const Value& v) {
+    const size_t i = out_->stop.size();
+    if (i == kMaxStop) return stop_shape("more");
+    const std::string where = "'stop[" + std::to_string(i) + "]'";
+    if (v.kind != Value::kString || v.s->empty()) {
+      return fail(400, where + " must be a non-empty string, got " + describe(v), "stop");
+    }
+    if (!stop_fits(*v.s, where)) return false;
+    out_->stop.emplace_back();
+    return charge(sizeof(std::string)) && keep_string(&out_->stop.back(), v.s);
+  }
+
+  bool stream_options_shape(const std::string& got) {
+    return fail(400, "'stream_options' must be {\"include_usage\": true|false}, got " + got, "stream_options");
+  }
+
+  bool stream_option(const Value& v) {
+    if (keys_[depth_ - 1] != 1) return skip(v);
+    if (v.kind == Value::kNull) return true;
+    if (v.kind != Value::kBool) return stream_options_shape("include_usage " + describe(v));
+    out_->include_usage = v.b;
+    return true;
+  }
+
+  bool chat_;
+  ReadLimits limits_;
+  CompletionRequest* out_;
+  RequestError* error_;
+  bool failed_ = false;
+  bool finished_ = false;
+  size_t budget_ = 0;
+  size_t kept_ = 0;
+
+  // The open containers read into (at most 5 deep), and for an object the
+  // meaning of its current member's name (0: not read).
+  std::array<Frame, 8> frames_{};
+  std::array<int, 8> keys_{};
+  size_t depth_ = 0;
+  size_t skip_ = 0;              // > 0: inside a skipped container, this deep
+  size_t skipped_children_ = 0;  // direct elements of the skipped container
+  bool judge_skipped_ = false;   // the skipped container is an unsupported parameter's value
+
+  Field field_ = Field::kOther;  // the root's current member
+  const char* top_name_ = "";    // its name when it is one the reader knows
+  int unsupported_index_ = -1;   // kUnsupported's row of the current member
+  int unsupported_ = -1;         // the row whose container value is being read
+  int format_type_ = 0;          // response_format.type: 0 absent, 1 "text", 2 other
+
+  bool messages_seen_ = false, prompt_seen_ = false;
+  size_t messages_ = 0, parts_ = 0, prompt_elements_ = 0;
+  bool has_role_ = false, part_text_ = false;
+  int part_type_ = 0;
+  int32_t max_tokens_ = -1, max_completion_tokens_ = -1;
+};
+
+bool Reader::key(string_t& k) {
+  if (skip_ > 0) return true;
+  const size_t level = depth_ - 1;
+  switch (frames_[level]) {
+    case Frame::kRoot:
+      field_ = Field::kOther;
+      top_name_ = "";
+      unsupported_index_ = -1;
+      for (const auto& f : kFields) {
+        if (k == f.name) {
+          field_ = f.field;
+          top_name_ = f.name;
+        }
+      }
+      for (size_t i = 0; i < kUnsupportedCount; ++i) {
+        if (k == kUnsupported[i].parameter.name) {
+          field_ = Field::kUnsupported;
+          top_name_ = kUnsupported[i].parameter.name;
+          unsupported_index_ = static_cast<int>(i);
+        }
+      }
+      return true;
+    case Frame::kMessage: keys_[level] = k == "role" ? 1 : k == "content" ? 2 : 0; return true;
+    case Frame::kPart: keys_[level] = k == "type" ? 1 : k == "text" ? 2 : 0; return true;
+    case Frame::kStreamOptions: keys_[level] = k == "include_usage" ? 1 : 0; return true;
+    case Frame::kResponseFormat: keys_[level] = k == "type" ? 1 : 0; return true;
+    default: return true;
+  }
+}
+
+}  // namespace
+
+const UnsupportedParameter* unsupported_parameters() {
+  static const auto table = [] {
+    std::array<UnsupportedParameter, kUnsupportedCount + 1> t{};
+    for (size_t i = 0; i < kUnsupportedCount; ++i) t[i] = kUnsupported[i].parameter;
+    t[kUnsupportedCount] = {nullptr, nullptr};
+    return t;
+  }();
+  return table.data();
+}
+
+std::string preview_string(std::string_view s, size_t max_bytes) {
+  std::string cut(s.substr(0, max_bytes));
+  std::string q = json(cut).dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > max_bytes) q.insert(q.size() - 1, "...");
+  return q;
+}
+
+bool read_completion_request(std::string_view body, bool chat, const ReadLimits& limits, CompletionRequest* out,
+                             RequestError* error) {
+  *out = CompletionRequest();
+  out->chat = chat;
+  *error = RequestError();
+  JsonLimits jl;
+  jl.max_depth = limits.max_depth;
+  const JsonCheck check = check_json(body, jl);
+  if (!check.ok) {
+    error->message = "the request body is not valid JSON: " + check.what + " (at byte " + std::to_string(check.offset) + ")";
+    return false;
+  }
+  Reader reader(chat, limits, body.size(), out, error);
+  const bool ok = json::sax_parse(body.begin(), body.end(), &reader, json::input_format_t::json, true, false);
+  if (!ok || reader.failed()) {
+    if (!reader.failed()) error->message = "the request body is not valid JSON";
+    *out = CompletionRequest();
+    out->chat = chat;
+    return false;
+  }
+  return true;
+}
+
+bool parse_completion_request(std::string_view body, bool chat, CompletionRequest* out, std::string* error) {
+  RequestError e;
+  if (read_completion_request(body, chat, ReadLimits(), out, &e)) return true;
+  *error = e.message;
+  return false;
+}
+
+}  // namespace ember::serve
