@@ -2,7 +2,7 @@
 // input is split by its first byte into HTTP bytes fed in two pieces (so
 // every split point of a request is reached), then the body of a complete
 // request (or the raw input) goes to the completion and chat readers and the
-// streamed text's stop strings. Nothing may crash, leak or read out of
+// generator's text cutter (engine/text_out.h, stop strings). Nothing may crash, leak or read out of
 // bounds; every refusal carries a status and a short message.
 //
 // Nested and huge JSON (issue 43): when the first byte's top bit is set the
@@ -24,7 +24,7 @@
 #include "tools/serve/json_check.h"
 #include "tools/serve/openai_api.h"
 #include "tools/serve/request_reader.h"
-#include "tools/serve/text_stream.h"
+#include "engine/text_out.h"
 
 using namespace ember::serve;
 
@@ -89,15 +89,21 @@ void read_body(const std::string& body) {
     if (!r.stop.empty() && r.prompt.size() + (r.messages.empty() ? 0 : r.messages[0].content.size()) < (64 << 10)) {
       // The text as pieces of 1..3 bytes: what is streamed is a prefix of it.
       const std::string text = r.prompt.empty() && !r.messages.empty() ? r.messages[0].content : r.prompt;
-      TextStream stream(r.stop);
+      ember::TextOut stream;
+      stream.start(r.stop);
       std::string out;
+      auto sink = [](void* user, int32_t, std::string_view t) {
+        static_cast<std::string*>(user)->append(t);
+        return false;
+      };
       bool stopped = false;
       for (size_t at = 0; at < text.size() && !stopped;) {
         const size_t len = std::min<size_t>(1 + at % 3, text.size() - at);
-        stopped = stream.push(0, text.substr(at, len), &out);
+        stopped = stream.push(0, text.substr(at, len), sink, &out) == ember::TextOut::Step::Matched;
         at += len;
       }
-      if (!stopped) stream.flush(&out);
+      if (!stopped) stream.flush(sink, &out);
+      out.append(stream.take_rest());
       if (out.size() > text.size() || text.compare(0, out.size(), out) != 0) std::abort();
       if (!stopped && out != text) std::abort();
     }

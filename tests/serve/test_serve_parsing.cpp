@@ -8,7 +8,6 @@
 #include "tools/serve/openai_api.h"
 #include "tools/serve/request_reader.h"
 #include "tools/serve/scheduler.h"
-#include "tools/serve/text_stream.h"
 
 using namespace ember::serve;
 
@@ -146,60 +145,6 @@ TEST_CASE("serve: completion fields, and errors that name the field") {
   }
   CHECK_FALSE(parse_completion_request(R"({"messages":[{"role":"robot","content":"x"}]})", true, &r, &error));
   CHECK(error.find("messages[0].role") != std::string::npos);
-}
-
-namespace {
-
-// Pushes pieces through a TextStream; what was released after each, and
-// whether a stop string ended it.
-struct Streamed {
-  std::vector<std::string> after;
-  std::string all;
-  bool stopped = false;
-};
-
-Streamed stream_pieces(const std::vector<std::string>& stop, const std::vector<std::string>& pieces, bool flush) {
-  TextStream t(stop);
-  Streamed r;
-  for (const auto& p : pieces) {
-    std::string out;
-    r.stopped = t.push(0, p, &out);
-    r.all += out;
-    r.after.push_back(r.all);
-    if (r.stopped) return r;
-  }
-  if (flush) t.flush(&r.all);
-  return r;
-}
-
-}  // namespace
-
-TEST_CASE("serve: stop strings (the runtime's rule) and UTF-8 hold back only what they must") {
-  const std::vector<std::string> stop = {"END", "\n\n"};
-  Streamed r = stream_pieces(stop, {"hello", " E", "N", "d"}, false);
-  CHECK(r.after == std::vector<std::string>{"hello", "hello", "hello", "hello ENd"});  // "E", "EN" may begin "END"
-  CHECK_FALSE(r.stopped);
-  // Released by whole tokens: "a\n" waits, as "\n" may begin "\n\n"; the
-  // token where the stop string begins goes with the bytes before it.
-  r = stream_pieces(stop, {"a\n", "\nb"}, false);
-  CHECK(r.after[0] == "");
-  CHECK(r.stopped);
-  CHECK(r.all == "a");
-  r = stream_pieces(stop, {"hi E", "ND there"}, false);
-  CHECK(r.stopped);
-  CHECK(r.all == "hi ");
-  // Held text is passed on when generation ends another way.
-  r = stream_pieces(stop, {"so E"}, true);
-  CHECK(r.all == "so E");
-  // Half a UTF-8 character waits for the rest; at the end it goes as it is.
-  r = stream_pieces({}, {"caf\xC3", "\xA9!"}, false);
-  CHECK(r.after == std::vector<std::string>{"caf", "caf\xC3\xA9!"});
-  r = stream_pieces({}, {"\xE2\x82"}, false);
-  CHECK(r.all.empty());
-  r = stream_pieces({}, {"\xE2\x82"}, true);
-  CHECK(r.all == "\xE2\x82");
-  CHECK(complete_utf8_prefix("ab\xF0\x9F\x98") == 2);
-  CHECK(complete_utf8_prefix("ab\xF0\x9F\x98\x80") == 6);
 }
 
 TEST_CASE("serve: error bodies are OpenAI's shape, invalid UTF-8 included") {

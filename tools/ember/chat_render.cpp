@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
-#include "platforms/linux/mapped_file.h"
 #include "tools/ember/args.h"
+#include "tools/ember/files.h"
 
 namespace ember::cli {
 
@@ -17,9 +17,9 @@ int ChatRenderer::init(const ember_model* model, const std::string& template_arg
     description_ = builtin ? std::string("built-in '") + builtin + "' (the model file has none)"
                            : "the model's own (tokenizer.chat_template)";
   } else if (::stat(template_arg.c_str(), &st) == 0) {
-    auto text = read_file(template_arg);
-    if (!text.is_ok()) return report(text.status().code(), text.status().message());
-    template_ = std::move(text).value();
+    std::string error;
+    const ember_status st = read_file(template_arg, &template_, &error);
+    if (st != EMBER_OK) return report(st, error);
     description_ = "'" + template_arg + "'";
   } else {
     template_ = template_arg;

@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "platforms/linux/mapped_file.h"
 #include "tools/ember/args.h"
 #include "tools/ember/chat_render.h"
 #include "tools/ember/commands.h"
 #include "tools/ember/conversation.h"
+#include "tools/ember/files.h"
 #include "tools/ember/model_cache.h"
 
 namespace ember::cli {
@@ -51,12 +51,9 @@ bool write_messages(const std::string& path, const std::vector<ChatTurn>& messag
 
 // The messages file /save writes: an array of {"role", "content"} strings.
 bool read_messages(const std::string& path, std::vector<ChatTurn>* out, std::string* error) {
-  auto text = read_file(path);
-  if (!text.is_ok()) {
-    *error = text.status().message();
-    return false;
-  }
-  const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  std::string text;
+  if (read_file(path, &text, error) != EMBER_OK) return false;
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_array()) {
     *error = "'" + path + "' is not a JSON array of messages";
     return false;

@@ -100,7 +100,6 @@ class BatchedScheduler final : public Scheduler {
   SchedulerStats stats() const override {
     std::lock_guard<std::mutex> lock(mutex_);
     SchedulerStats s = stats_;
-    s.batched = true;
     s.slots = static_cast<int32_t>(slots_.size());
     s.cache_slots = config_.cache_slots;
     s.active = active_;

@@ -73,12 +73,8 @@ std::string Metrics::render(const SchedulerStats& s) const {
   out += "# HELP ember_time_to_first_token_seconds From a request's acceptance to its first generated token.\n"
          "# TYPE ember_time_to_first_token_seconds histogram\n";
   ttft_.write(&out, "ember_time_to_first_token_seconds");
-  out += s.batched
-             ? "# HELP ember_inter_token_latency_seconds Between a request's consecutive tokens. Batched: one step "
-               "decodes every active slot (and chunks of prompts being prefilled), every weight read once for all.\n"
-             : "# HELP ember_inter_token_latency_seconds Between a request's consecutive tokens. The scheduler is "
-               "round-robin, not batched: each active slot is decoded in turn, every weight read once per sequence, "
-               "so this grows with the active slots.\n";
+  out += "# HELP ember_inter_token_latency_seconds Between a request's consecutive tokens. Batched: one step "
+         "decodes every active slot (and chunks of prompts being prefilled), every weight read once for all.\n";
   out += "# TYPE ember_inter_token_latency_seconds histogram\n";
   itl_.write(&out, "ember_inter_token_latency_seconds");
   std::snprintf(line, sizeof line,
@@ -101,7 +97,7 @@ std::string Metrics::render(const SchedulerStats& s) const {
                 "# TYPE ember_prefix_cache_tokens_total counter\nember_prefix_cache_tokens_total %llu\n"
                 "# HELP ember_prefix_cache_evictions_total Cached sequences overwritten, least recently used first.\n"
                 "# TYPE ember_prefix_cache_evictions_total counter\nember_prefix_cache_evictions_total %llu\n",
-                s.queued, s.batched ? "batched" : "round-robin, not batched", s.active, s.slots, s.cache_slots,
+                s.queued, "batched", s.active, s.slots, s.cache_slots,
                 static_cast<unsigned long long>(s.kv_bytes_in_use), static_cast<unsigned long long>(s.kv_bytes_planned),
                 static_cast<unsigned long long>(s.prefix_cache_hits),
                 static_cast<unsigned long long>(s.prefix_cache_tokens),

@@ -2,30 +2,22 @@
 //
 // The interface is what the HTTP layer needs and no more: submit a request
 // (prompt tokens, sampling, stop strings, a deadline, a cancellation flag,
-// and two callbacks), read counters for /metrics, drain on shutdown. Two
-// implementations:
+// and two callbacks), read counters for /metrics, drain on shutdown.
 //
-//   BatchedScheduler (the default): one session holding --parallel
-//   sequences for running requests plus --cache-slots sequences that keep
-//   finished requests' tokens and KV (the prefix cache). One scheduler
-//   thread; each step is one ember_session_decode_batch with every decoding
-//   slot's next token and, for slots still prefilling, chunks of their
-//   prompts (at most --batch rows in all, so a long prompt delays the others
-//   by one bounded step), every weight read once for all of them. New
-//   requests join between steps and take the sequence holding the longest
-//   prefix of their prompt (docs/decisions.md, "Serving: the batched
-//   scheduler and the prefix cache").
+// BatchedScheduler, the one implementation: one session holding --parallel
+// sequences for running requests plus --cache-slots sequences that keep
+// finished requests' tokens and KV (the prefix cache), on any backend that
+// runs batched sequences (the cpu and vulkan both do). One scheduler thread;
+// each step is one ember_generator_step: every decoding slot's next token
+// and, for slots still prefilling, chunks of their prompts (at most --batch
+// rows in all, so a long prompt delays the others by one bounded step),
+// every weight read once for all of them. New requests join between steps
+// and take the sequence holding the longest prefix of their prompt
+// (docs/decisions.md, "Serving: the batched scheduler and the prefix cache").
 //
-//   RoundRobinScheduler (the fallback, for backends that refuse n_seqs > 1:
-//   Vulkan): N slots, each its own session and KV cache, stepped one token
-//   each in turn. NOT batched: every weight is read once per sequence per
-//   step, so N streams decode at about 1/N the speed each; no prefix cache.
-//
-// The batched scheduler is a client of the generator (ember_generator_*):
-// the per-token rules (sampling, end of generation, stop strings, whole
-// UTF-8 characters, limits) are the runtime's, as for ember_generate. The
-// round-robin fallback cuts text at stop strings by the same rule
-// (text_stream.h) until Vulkan runs batched sequences.
+// The scheduler is a client of the generator (ember_generator_*): the
+// per-token rules (sampling, end of generation, stop strings, whole UTF-8
+// characters, limits) are the runtime's, as for ember_generate.
 //
 // Threading: submit(), stats() and drain() may be called from any thread.
 // The callbacks run on the scheduler's thread, one request's in order; they
@@ -86,7 +78,6 @@ struct GenerationRequest {
 };
 
 struct SchedulerStats {
-  bool batched = false;     // one batched step for all slots (else round-robin)
   int32_t slots = 0;
   int32_t cache_slots = 0;  // sequences beyond the slots kept for the prefix cache
   int32_t active = 0;       // slots running a request
@@ -138,17 +129,5 @@ struct BatchedConfig {
 std::unique_ptr<Scheduler> make_batched_scheduler(ember_model* model, const BatchedConfig& config,
                                                   SchedulerObserver* observer, ember_status* status,
                                                   std::string* error);
-
-struct RoundRobinConfig {
-  int32_t slots = 1;
-  int32_t max_queue = 64;
-  int32_t prefill_chunk = 512;
-  ember_session_options session{};  // per slot; thread_pool is set by the scheduler
-};
-
-// Creates the slots' sessions up front (so a start that does not fit fails
-// before serving). On failure returns nullptr with *error set.
-std::unique_ptr<Scheduler> make_round_robin_scheduler(ember_model* model, const RoundRobinConfig& config,
-                                                      SchedulerObserver* observer, std::string* error);
 
 }  // namespace ember::serve

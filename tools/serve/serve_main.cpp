@@ -50,9 +50,8 @@ const char* kHelp =
     "  --tls-cert C --tls-key K         serve HTTPS with this PEM certificate chain and key (mbedTLS)\n"
     "  --batch B          rows of one step (default 512): every decoding slot's token, the rest for\n"
     "                     prompt chunks, so a long prompt delays the others by one such step\n"
-    "  --threads T, --kv-type T, --kv-type-k T, --kv-type-v T, --backend B: as for ember run.\n"
-    "  A backend that does not run batched sequences (vulkan) gets the round-robin fallback: one session\n"
-    "  per slot stepped in turn (N streams share one stream's speed), no prefix cache.\n";
+    "  --threads T, --kv-type T, --kv-type-k T, --kv-type-v T, --backend B: as for ember run (the cpu\n"
+    "                     and vulkan backends both run the slots batched).\n";
 
 std::string mib(uint64_t b) {
   char buf[64];
@@ -84,9 +83,39 @@ ember_status plan_status(ember_model* model, ember_session_options so, int32_t c
   return ember_plan(model, &so, plan);
 }
 
-}  // namespace
+// What the command line asked for.
+struct ServeArgs {
+  ServerConfig config;
+  std::string model_path;
+  int32_t slots = 1, cache_slots = 0, max_queue = 64;
+  bool ctx_given = false, body_given = false;
+  ember_session_options so;
+  std::unique_ptr<TlsConfig> tls;
+};
 
-int serve_main(int argc, char** argv) {
+// The API key from --api-key or --api-key-file. 0 or the exit code.
+int read_api_key(cli::Args& args, ServerConfig* config) {
+  using cli::report;
+  if (args.has("--api-key") && args.has("--api-key-file")) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--api-key and --api-key-file both give the key: pass one");
+  }
+  config->api_key = args.get("--api-key");
+  if (args.has("--api-key-file")) {
+    std::ifstream f(args.get("--api-key-file"));
+    if (!f) return report(EMBER_ERR_IO, "cannot read --api-key-file '" + args.get("--api-key-file") + "'");
+    std::getline(f, config->api_key);
+    while (!config->api_key.empty() && (config->api_key.back() == '\r' || config->api_key.back() == ' ')) {
+      config->api_key.pop_back();
+    }
+  }
+  if ((args.has("--api-key") || args.has("--api-key-file")) && config->api_key.empty()) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "the API key is empty");
+  }
+  return 0;
+}
+
+// Parses and checks the flags. kRun to go on, else the exit code.
+int parse_serve(int argc, char** argv, ServeArgs* a) {
   using cli::report;
   std::vector<std::string> with_value = {"-m",        "--host",    "--port",         "--parallel",  "--api-key",
                                          "--api-key-file", "--tls-cert", "--tls-key", "--max-queue", "--timeout",
@@ -104,12 +133,12 @@ int serve_main(int argc, char** argv) {
     return 0;
   }
   args.check_known(known);
-  ServerConfig config;
+  ServerConfig& config = a->config;
   config.host = args.get("--host", "127.0.0.1");
   config.port = static_cast<int>(args.get_int("--port", 8080, 0, 65535));
-  const int32_t slots = static_cast<int32_t>(args.get_int("--parallel", 1, 1, 256));
-  int32_t cache_slots = static_cast<int32_t>(args.get_int("--cache-slots", slots, 0, 255));
-  const int32_t max_queue = static_cast<int32_t>(args.get_int("--max-queue", 64, 0, 1 << 20));
+  a->slots = static_cast<int32_t>(args.get_int("--parallel", 1, 1, 256));
+  a->cache_slots = static_cast<int32_t>(args.get_int("--cache-slots", a->slots, 0, 255));
+  a->max_queue = static_cast<int32_t>(args.get_int("--max-queue", 64, 0, 1 << 20));
   config.timeout_s = args.get_float("--timeout", 600, 0.001, 1e7);
   config.limits.max_body = static_cast<size_t>(args.get_int("--max-body", 8 << 20, 1, 1 << 30));
   config.admission.max_connections = static_cast<int>(args.get_int("--max-connections", 64, 1, 65536));
@@ -120,44 +149,139 @@ int serve_main(int argc, char** argv) {
   config.body_grace_ms = config.header_timeout_ms;
   config.drain_timeout_s = args.get_float("--drain-timeout", 30, 0, 1e7);
   config.model_aliases = args.get_all("--alias");
-  ember_session_options so;
-  cli::session_options_from_args(args, &so);
+  a->body_given = args.has("--max-body");
+  cli::session_options_from_args(args, &a->so);
+  a->ctx_given = args.has("--ctx");
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember serve --help)");
-  if (so.kv_type_k < 0 || so.kv_type_v < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
-  if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
+  if (a->so.kv_type_k < 0 || a->so.kv_type_v < 0) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
+  }
+  if (a->so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember serve --help)");
-  if (slots + cache_slots > 256) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "--parallel " + std::to_string(slots) + " + --cache-slots " +
-                                                  std::to_string(cache_slots) + " sequences: at most 256 in all");
+  a->model_path = args.get("-m");
+  if (a->slots + a->cache_slots > 256) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--parallel " + std::to_string(a->slots) + " + --cache-slots " +
+                                                  std::to_string(a->cache_slots) + " sequences: at most 256 in all");
   }
-  if (args.has("--api-key") && args.has("--api-key-file")) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "--api-key and --api-key-file both give the key: pass one");
-  }
-  config.api_key = args.get("--api-key");
-  if (args.has("--api-key-file")) {
-    std::ifstream f(args.get("--api-key-file"));
-    if (!f) return report(EMBER_ERR_IO, "cannot read --api-key-file '" + args.get("--api-key-file") + "'");
-    std::getline(f, config.api_key);
-    while (!config.api_key.empty() && (config.api_key.back() == '\r' || config.api_key.back() == ' ')) {
-      config.api_key.pop_back();
-    }
-  }
-  if ((args.has("--api-key") || args.has("--api-key-file")) && config.api_key.empty()) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "the API key is empty");
-  }
+  if (const int code = read_api_key(args, &config)) return code;
   if (args.has("--tls-cert") != args.has("--tls-key")) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--tls-cert and --tls-key go together");
   }
-  std::unique_ptr<TlsConfig> tls;
   if (args.has("--tls-cert")) {
-    tls = std::make_unique<TlsConfig>();
+    a->tls = std::make_unique<TlsConfig>();
     std::string error;
-    if (!tls->load(args.get("--tls-cert"), args.get("--tls-key"), &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
+    if (!a->tls->load(args.get("--tls-cert"), args.get("--tls-key"), &error)) {
+      return report(EMBER_ERR_INVALID_ARGUMENT, error);
+    }
   }
+  return cli::kRun;
+}
 
+// The refusal when every sequence's plan is over --max-bytes: what fits
+// instead (fewer sequences at this ctx, or all at a smaller one).
+int refuse_plan(ember_model* model, const ServeArgs& a, int32_t ctx, uint64_t budget, const ember_memory_plan& plan,
+                int32_t fitting_ctx) {
+  const int32_t seqs = a.slots + a.cache_slots;
+  std::string what = std::to_string(seqs) + " sequence(s) (" + std::to_string(a.slots) + " slot(s) + " +
+                     std::to_string(a.cache_slots) + " cache) at ctx " + std::to_string(ctx) + " need " +
+                     mib(plan.private_bytes) + ", over --max-bytes " + mib(budget) + ": ";
+  int32_t fit = 0;  // sequences that fit at this ctx
+  for (int32_t n = seqs - 1; n >= 1 && fit == 0; --n) {
+    ember_memory_plan p;
+    if (plan_status(model, a.so, ctx, n, &p) == EMBER_OK && p.private_bytes <= budget) fit = n;
+  }
+  what += std::to_string(fit) + " sequence(s) fit at this ctx";
+  if (fit > a.slots) {
+    what += " (--cache-slots " + std::to_string(fit - a.slots) + ")";
+  } else if (fit > 0) {
+    what += " (--parallel " + std::to_string(fit) + " --cache-slots 0)";
+  }
+  if (fitting_ctx > 0) what += ", or all of them at --ctx " + std::to_string(fitting_ctx);
+  return cli::report(EMBER_ERR_NO_MEMORY, what);
+}
+
+// The plan of the one session (slots + cache-slots sequences) against the
+// budget (--max-bytes is for everything the server holds; the session
+// itself gets no cap of its own): the context capped to fit when not
+// given, the plan printed, a start over the budget refused. Sets a->so's
+// context. 0 or the exit code.
+int plan_session(ember_model* model, const ember_model_info& info, ServeArgs* a, ember_memory_plan* plan) {
+  ember_session_options& so = a->so;
+  const uint64_t budget = so.max_bytes;
+  so.max_bytes = 0;
+  const int32_t seqs = a->slots + a->cache_slots;
+  int32_t ctx = a->ctx_given ? so.context_length : info.max_context;
+  ember_status st = plan_status(model, so, ctx, seqs, plan);
+  if (st != EMBER_OK) return cli::report_last(st);
+  // The largest context at which every sequence fits the budget (0: none).
+  auto fitting_ctx = [&]() {
+    int32_t lo = 0, hi = ctx;
+    while (hi - lo > 1) {
+      const int32_t mid = lo + (hi - lo) / 2;
+      ember_memory_plan p;
+      if (plan_status(model, so, mid, seqs, &p) == EMBER_OK && p.private_bytes <= budget) lo = mid; else hi = mid;
+    }
+    return lo;
+  };
+  if (budget && plan->private_bytes > budget && !a->ctx_given) {
+    const int32_t lo = fitting_ctx();
+    if (lo >= 16) {
+      ctx = lo;
+      plan_status(model, so, ctx, seqs, plan);
+    }
+  }
+  so.context_length = ctx;
+  std::fprintf(stderr,
+               "plan: one session of %d sequence(s) (%d slot(s) + %d cache) x ctx %d: weights mapped %s, "
+               "resident %s, KV %s (%s per sequence), arena %s, private %s%s%s\n",
+               seqs, a->slots, a->cache_slots, ctx, mib(plan->weights_mapped_bytes).c_str(),
+               mib(plan->weights_resident_bytes).c_str(), mib(plan->kv_bytes).c_str(),
+               mib(plan->kv_bytes / static_cast<uint64_t>(seqs)).c_str(), mib(plan->arena_bytes).c_str(),
+               mib(plan->private_bytes).c_str(), budget ? (" of the budget " + mib(budget)).c_str() : "",
+               a->ctx_given || !budget || ctx == info.max_context ? "" : " (--ctx capped to fit)");
+  if (budget && plan->private_bytes > budget) return refuse_plan(model, *a, ctx, budget, *plan, fitting_ctx());
+  return 0;
+}
+
+// The HTTP side's share (admission.h): what every connection may hold at
+// most, beside the session's plan; sets the limits that follow from the
+// context (the longest prompt, the derived --max-body) and prints the bound.
+void plan_http(const ember_model* model, int32_t ctx, uint64_t session_bytes, bool body_given, ServerConfig* config) {
+  const uint64_t piece = longest_piece_bytes(model);
+  config->max_prompt_bytes = static_cast<uint64_t>(ctx) * std::max<uint64_t>(piece, 32);
+  if (!body_given) {
+    config->limits.max_body = static_cast<size_t>(
+        std::clamp<uint64_t>(6 * config->max_prompt_bytes + (64 << 10), 64 << 10, 8 << 20));
+  }
+  config->read.max_prompt_tokens = static_cast<size_t>(ctx);
+  config->read.max_messages = static_cast<size_t>(ctx);
+  HttpMemoryInputs hin;
+  hin.http = config->limits;
+  hin.read = config->read;
+  hin.admission = config->admission;
+  hin.read_buffer = kReadBufferBytes;
+  hin.max_prompt_bytes = config->max_prompt_bytes;
+  // The longest answer: the echoed prompt and a context of pieces, each
+  // byte at most 6 when JSON-escaped, and the document built beside it.
+  hin.max_response_bytes = 2 * 6 * (config->max_prompt_bytes + static_cast<uint64_t>(ctx) * piece) + (16 << 10);
+  const HttpMemory http = http_memory_bound(hin);
+  std::fprintf(stderr,
+               "plan: http: %llu connection(s) (%d + %d spare) x %s at most (body %s: the body, the JSON read, "
+               "headers, buffers, the prompt's tokenization, the response) + %s for one long prompt tokenized at a "
+               "time = %s beside the sessions' private %s\n",
+               static_cast<unsigned long long>(http.connections), config->admission.max_connections,
+               config->admission.spare, mib(http.per_connection).c_str(), mib(config->limits.max_body).c_str(),
+               mib(http.gate).c_str(), mib(http.total).c_str(), mib(session_bytes).c_str());
+}
+
+}  // namespace
+
+int serve_main(int argc, char** argv) {
+  ServeArgs a;
+  if (const int code = parse_serve(argc, argv, &a); code != cli::kRun) return code;
   ember_model* model = nullptr;
   std::string opened;
-  if (const int code = cli::open_model_for_cli(args.get("-m"), nullptr, &model, &opened)) return code;
+  if (const int code = cli::open_model_for_cli(a.model_path, nullptr, &model, &opened)) return code;
   struct ModelGuard {
     ember_model* m;
     ~ModelGuard() { ember_model_free(m); }
@@ -165,160 +289,38 @@ int serve_main(int argc, char** argv) {
   ember_model_info info;
   info.struct_size = sizeof info;
   ember_model_get_info(model, &info);
+  ServerConfig& config = a.config;
   {
-    std::string name = args.get("-m");
-    const size_t slash = name.find_last_of('/');
-    config.model_name = slash == std::string::npos ? name : name.substr(slash + 1);
+    const size_t slash = a.model_path.find_last_of('/');
+    config.model_name = slash == std::string::npos ? a.model_path : a.model_path.substr(slash + 1);
     const size_t dot = config.model_name.find_last_of('.');
     if (dot != std::string::npos && dot > 0) config.model_aliases.push_back(config.model_name.substr(0, dot));
   }
-
-  // The plan against the budget (--max-bytes is for everything the server
-  // holds; the sessions themselves get no cap of their own). Batched: one
-  // session of slots + cache-slots sequences. A backend that refuses
-  // sequences (vulkan) gets the round-robin fallback: one session per slot.
-  const uint64_t budget = so.max_bytes;
-  so.max_bytes = 0;
-  const bool ctx_given = args.has("--ctx");
-  int32_t ctx = ctx_given ? so.context_length : info.max_context;
   ember_memory_plan plan;
-  bool batched = true;
-  ember_status st = plan_status(model, so, ctx, slots + cache_slots, &plan);
-  if (st == EMBER_ERR_UNSUPPORTED) {
-    // Sequences refused; is it the backend at all (no device, ...)?
-    const std::string why = ember_last_error();
-    st = plan_status(model, so, ctx, 1, &plan);
-    if (st != EMBER_OK) return cli::report_last(st);
-    std::fprintf(stderr, "batched decoding: not on this backend (%s): round-robin fallback, no prefix cache\n",
-                 why.c_str());
-    batched = false;
-    cache_slots = 0;
-  }
-  if (st != EMBER_OK) return cli::report_last(st);
-  const int32_t seqs = batched ? slots + cache_slots : 1;     // per session
-  const uint64_t sessions = batched ? 1 : static_cast<uint64_t>(slots);
-  auto total = [&](const ember_memory_plan& p) { return p.private_bytes * sessions; };
-  // The largest context at which n_seqs sequences fit the budget (0: none).
-  auto fitting_ctx = [&](int32_t n_seqs) {
-    int32_t lo = 0, hi = ctx;
-    while (hi - lo > 1) {
-      const int32_t mid = lo + (hi - lo) / 2;
-      ember_memory_plan p;
-      if (plan_status(model, so, mid, n_seqs, &p) == EMBER_OK && total(p) <= budget) lo = mid; else hi = mid;
-    }
-    return lo;
-  };
-  if (budget && total(plan) > budget && !ctx_given) {
-    const int32_t lo = fitting_ctx(seqs);
-    if (lo >= 16) {
-      ctx = lo;
-      plan_status(model, so, ctx, seqs, &plan);
-    }
-  }
-  so.context_length = ctx;
-  if (batched) {
-    std::fprintf(stderr,
-                 "plan: one session of %d sequence(s) (%d slot(s) + %d cache) x ctx %d: weights mapped %s, "
-                 "resident %s, KV %s (%s per sequence), arena %s, private %s%s%s\n",
-                 seqs, slots, cache_slots, ctx, mib(plan.weights_mapped_bytes).c_str(),
-                 mib(plan.weights_resident_bytes).c_str(), mib(plan.kv_bytes).c_str(),
-                 mib(plan.kv_bytes / static_cast<uint64_t>(seqs)).c_str(), mib(plan.arena_bytes).c_str(),
-                 mib(plan.private_bytes).c_str(), budget ? (" of the budget " + mib(budget)).c_str() : "",
-                 ctx_given || !budget || ctx == info.max_context ? "" : " (--ctx capped to fit)");
-  } else {
-    std::fprintf(stderr,
-                 "plan: %d slot(s) x ctx %d: per slot weights mapped %s, resident %s, KV %s, arena %s, private %s; "
-                 "all slots private %s%s%s\n",
-                 slots, ctx, mib(plan.weights_mapped_bytes).c_str(), mib(plan.weights_resident_bytes).c_str(),
-                 mib(plan.kv_bytes).c_str(), mib(plan.arena_bytes).c_str(), mib(plan.private_bytes).c_str(),
-                 mib(total(plan)).c_str(), budget ? (" of the budget " + mib(budget)).c_str() : "",
-                 ctx_given || !budget || ctx == info.max_context ? "" : " (--ctx capped to fit)");
-  }
-  if (budget && total(plan) > budget) {
-    const int32_t lo = fitting_ctx(seqs);
-    std::string what = (batched ? std::to_string(seqs) + " sequence(s) (" + std::to_string(slots) + " slot(s) + " +
-                                      std::to_string(cache_slots) + " cache)"
-                                : std::to_string(slots) + " slot(s)") +
-                       " at ctx " + std::to_string(ctx) + " need " + mib(total(plan)) + ", over --max-bytes " +
-                       mib(budget) + ": ";
-    if (batched) {
-      int32_t fit = 0;  // sequences that fit at this ctx
-      for (int32_t n = seqs - 1; n >= 1 && fit == 0; --n) {
-        ember_memory_plan p;
-        if (plan_status(model, so, ctx, n, &p) == EMBER_OK && p.private_bytes <= budget) fit = n;
-      }
-      what += std::to_string(fit) + " sequence(s) fit at this ctx";
-      if (fit > slots) {
-        what += " (--cache-slots " + std::to_string(fit - slots) + ")";
-      } else if (fit > 0) {
-        what += " (--parallel " + std::to_string(fit) + " --cache-slots 0)";
-      }
-    } else {
-      what += std::to_string(plan.private_bytes ? budget / plan.private_bytes : 0) + " slot(s) fit at this ctx";
-    }
-    if (lo > 0) what += ", or all of them at --ctx " + std::to_string(lo);
-    return report(EMBER_ERR_NO_MEMORY, what);
-  }
+  if (const int code = plan_session(model, info, &a, &plan)) return code;
   std::fprintf(stderr, "chat template: %s\n", chat_template_name(model).c_str());
-
-  // The HTTP side's share (admission.h): what every connection may hold at
-  // most, beside the sessions' plan above.
-  const uint64_t piece = longest_piece_bytes(model);
-  config.max_prompt_bytes = static_cast<uint64_t>(ctx) * std::max<uint64_t>(piece, 32);
-  if (!args.has("--max-body")) {
-    config.limits.max_body = static_cast<size_t>(
-        std::clamp<uint64_t>(6 * config.max_prompt_bytes + (64 << 10), 64 << 10, 8 << 20));
-  }
-  config.read.max_prompt_tokens = static_cast<size_t>(ctx);
-  config.read.max_messages = static_cast<size_t>(ctx);
-  HttpMemoryInputs hin;
-  hin.http = config.limits;
-  hin.read = config.read;
-  hin.admission = config.admission;
-  hin.read_buffer = kReadBufferBytes;
-  hin.max_prompt_bytes = config.max_prompt_bytes;
-  // The longest answer: the echoed prompt and a context of pieces, each
-  // byte at most 6 when JSON-escaped, and the document built beside it.
-  hin.max_response_bytes = 2 * 6 * (config.max_prompt_bytes + static_cast<uint64_t>(ctx) * piece) + (16 << 10);
-  const HttpMemory http = http_memory_bound(hin);
-  std::fprintf(stderr,
-               "plan: http: %llu connection(s) (%d + %d spare) x %s at most (body %s: the body, the JSON read, "
-               "headers, buffers, the prompt's tokenization, the response) + %s for one long prompt tokenized at a "
-               "time = %s beside the sessions' private %s\n",
-               static_cast<unsigned long long>(http.connections), config.admission.max_connections,
-               config.admission.spare, mib(http.per_connection).c_str(), mib(config.limits.max_body).c_str(),
-               mib(http.gate).c_str(), mib(http.total).c_str(), mib(total(plan)).c_str());
+  plan_http(model, a.so.context_length, plan.private_bytes, a.body_given, &config);
 
   Metrics metrics;
   std::string error;
-  std::unique_ptr<Scheduler> scheduler;
-  if (batched) {
-    BatchedConfig bc;
-    bc.slots = slots;
-    bc.cache_slots = cache_slots;
-    bc.max_queue = max_queue;
-    bc.session = so;
-    ember_status created = EMBER_OK;
-    scheduler = make_batched_scheduler(model, bc, &metrics, &created, &error);
-    if (!scheduler) return report(created, "creating the session of " + std::to_string(seqs) + " sequences: " + error);
-    std::fprintf(stderr,
-                 "scheduler: batched, %d slot(s) decoded as one step (every weight read once for all), steps of at "
-                 "most %d rows (prompts chunked into what the decoding slots leave), prefix cache over %d extra "
-                 "sequence(s), queue %d\n",
-                 slots, std::min(so.max_batch, ctx), cache_slots, max_queue);
-  } else {
-    RoundRobinConfig rc;
-    rc.slots = slots;
-    rc.max_queue = max_queue;
-    rc.prefill_chunk = so.max_batch;
-    rc.session = so;
-    scheduler = make_round_robin_scheduler(model, rc, &metrics, &error);
-    if (!scheduler) return report(EMBER_ERR_NO_MEMORY, "creating the slots' sessions: " + error);
-    std::fprintf(stderr, "scheduler: round-robin over %d slot(s), one token per slot per step (not batched: every "
-                 "weight is read once per sequence), queue %d\n", slots, max_queue);
+  BatchedConfig bc;
+  bc.slots = a.slots;
+  bc.cache_slots = a.cache_slots;
+  bc.max_queue = a.max_queue;
+  bc.session = a.so;
+  ember_status created = EMBER_OK;
+  std::unique_ptr<Scheduler> scheduler = make_batched_scheduler(model, bc, &metrics, &created, &error);
+  if (!scheduler) {
+    return cli::report(created, "creating the session of " + std::to_string(a.slots + a.cache_slots) +
+                                    " sequences: " + error);
   }
-  Server server(config, model, scheduler.get(), &metrics, tls.get());
-  if (!server.listen(&error)) return report(EMBER_ERR_IO, error);
+  std::fprintf(stderr,
+               "scheduler: batched, %d slot(s) decoded as one step (every weight read once for all), steps of at "
+               "most %d rows (prompts chunked into what the decoding slots leave), prefix cache over %d extra "
+               "sequence(s), queue %d\n",
+               a.slots, std::min(a.so.max_batch, a.so.context_length), a.cache_slots, a.max_queue);
+  Server server(config, model, scheduler.get(), &metrics, a.tls.get());
+  if (!server.listen(&error)) return cli::report(EMBER_ERR_IO, error);
   const bool drained = server.run();
   scheduler.reset();
   return drained ? 0 : 1;
