@@ -169,6 +169,38 @@ async function mainTests() {
     eq(role, 'assistant', 'streamed chat role');
     eq(usage && usage.completion_tokens, 20, 'streamed chat usage');
 
+    // Log-probabilities (chat and completions shapes), logit bias and the
+    // presence / frequency penalties, honoured through the client.
+    const lp = await client.chat.completions.create({ model: modelName, messages, max_tokens: 6, temperature: 0,
+                                                      logprobs: true, top_logprobs: 3 });
+    const content = lp.choices[0].logprobs && lp.choices[0].logprobs.content;
+    check(Array.isArray(content) && content.length === 6, `chat logprobs: one entry per token, got ${JSON.stringify(content)}`);
+    eq(content.map((t) => t.token).join(''), lp.choices[0].message.content, 'chat logprobs: the tokens spell the reply');
+    for (const t of content) {
+      check(t.logprob <= 0 && t.top_logprobs.length === 3, `chat logprobs entry ${JSON.stringify(t)}`);
+      eq(t.top_logprobs[0].token, t.token, 'greedy: the token is the most likely one');
+      check(t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob, 'top_logprobs most likely first');
+    }
+    const clp = await client.completions.create({ model: modelName, prompt, max_tokens: 5, temperature: 0, logprobs: 2 });
+    const legacy = clp.choices[0].logprobs;
+    check(legacy && legacy.tokens.length === 5 && legacy.token_logprobs.length === 5 && legacy.top_logprobs.length === 5,
+          `completions logprobs: ${JSON.stringify(legacy)}`);
+    eq(legacy.text_offset[0], 0, 'completions logprobs: the first offset');
+    eq(legacy.tokens.join(''), clp.choices[0].text, 'completions logprobs: the tokens spell the text');
+    // A bias of +100 on the greedy run's second token makes it every token.
+    const forcedToken = legacy.tokens[1];
+    // (`ember tokenize` prints ids separated by spaces; the piece's own id is the last.)
+    const ids = execFileSync(ember, ['tokenize', model, '--text', `x${forcedToken}`], { encoding: 'utf8' })
+      .trim().split(/\s+/).map(Number);
+    const forcedId = ids[ids.length - 1];
+    const biased = await client.completions.create({ model: modelName, prompt, max_tokens: 4, temperature: 0,
+                                                     logit_bias: { [forcedId]: 100 }, logprobs: 0 });
+    eq(biased.choices[0].logprobs.tokens, Array(4).fill(forcedToken), 'a +100 logit bias makes the token every token');
+    const plain60 = await client.completions.create({ model: modelName, prompt, max_tokens: 60, temperature: 0 });
+    const penalized = await client.completions.create({ model: modelName, prompt, max_tokens: 60, temperature: 0,
+                                                        presence_penalty: 2, frequency_penalty: 2 });
+    check(penalized.choices[0].text !== plain60.choices[0].text, 'the penalties change the greedy text');
+
     // The prefix cache: a prompt that begins as an earlier one reuses its
     // positions (usage.prompt_tokens_details.cached_tokens) and gives the
     // text `ember run` gives it from scratch.

@@ -73,18 +73,53 @@ json usage_json(const Usage& u) {
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+// OpenAI's two shapes: chat's {"content": [{token, logprob, bytes,
+// top_logprobs}]}, the completions API's parallel arrays.
+json logprobs_json(bool chat, const std::vector<TokenLogprobs>* lp) {
+  if (!lp) return nullptr;
+  if (chat) {
+    json content = json::array();
+    for (const TokenLogprobs& t : *lp) {
+      json top = json::array();
+      for (const auto& [tok, l] : t.top) top.push_back({{"token", tok}, {"logprob", l}, {"bytes", bytes_of(tok)}});
+      content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes_of(t.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), logprobs = json::array(), tops = json::array(), offsets = json::array();
+  for (const TokenLogprobs& t : *lp) {
+    tokens.push_back(t.token);
+    logprobs.push_back(t.logprob);
+    json top = json::object();
+    for (const auto& [tok, l] : t.top) top[tok] = l;
+    tops.push_back(top);
+    offsets.push_back(t.text_offset);
+  }
+  return {{"tokens", tokens}, {"token_logprobs", logprobs}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
 }  // namespace
 
 std::string completion_body(const CompletionRequest& r, const std::string& id, int64_t created,
-                            const std::string& model, const std::string& text, Finish finish, const Usage& usage) {
+                            const std::string& model, const std::string& text, Finish finish, const Usage& usage,
+                            const std::vector<TokenLogprobs>* logprobs) {
   json choice;
   if (r.chat) {
     choice = {{"index", 0},
               {"message", {{"role", "assistant"}, {"content", text}}},
-              {"logprobs", nullptr},
+              {"logprobs", logprobs_json(true, logprobs)},
               {"finish_reason", finish_reason_name(finish)}};
   } else {
-    choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason_name(finish)}};
+    choice = {{"index", 0},
+              {"text", text},
+              {"logprobs", logprobs_json(false, logprobs)},
+              {"finish_reason", finish_reason_name(finish)}};
   }
   json j = {{"id", id},
             {"object", r.chat ? "chat.completion" : "text_completion"},
@@ -96,8 +131,9 @@ std::string completion_body(const CompletionRequest& r, const std::string& id, i
 }
 
 std::string stream_chunk(const CompletionRequest& r, const std::string& id, int64_t created, const std::string& model,
-                         const std::string& text, const Finish* finish, bool first) {
-  json choice = {{"index", 0}, {"logprobs", nullptr}};
+                         const std::string& text, const Finish* finish, bool first,
+                         const std::vector<TokenLogprobs>* logprobs) {
+  json choice = {{"index", 0}, {"logprobs", logprobs_json(r.chat, logprobs)}};
   if (r.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";

@@ -32,6 +32,11 @@ struct CompletionRequest {
   bool has_seed = false;
   uint64_t seed = 0;
   std::vector<std::string> stop;
+  float presence_penalty = 0.0f;    // [-2, 2]
+  float frequency_penalty = 0.0f;   // [-2, 2]
+  std::vector<ember_logit_bias> logit_bias;  // token id -> bias in [-100, 100]
+  bool logprobs = false;            // report each token's log-probability
+  int32_t top_logprobs = 0;         // and the n most likely (0..EMBER_MAX_TOP_LOGPROBS)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;
@@ -71,13 +76,25 @@ struct Usage {
   int32_t cached_tokens = 0;
 };
 
-// Non-streaming response bodies.
+// One generated token's log-probabilities as a response reports them (the
+// request asked for logprobs): its text, and the most likely tokens'.
+struct TokenLogprobs {
+  std::string token;      // the bytes it prints as (JSON shows bad UTF-8 as U+FFFD; chat adds "bytes")
+  float logprob = 0.0f;
+  std::vector<std::pair<std::string, float>> top;  // the most likely first
+  size_t text_offset = 0;  // where its text starts in the choice's text (the completions API)
+};
+
+// Non-streaming response bodies. logprobs: null for "logprobs": null.
 std::string completion_body(const CompletionRequest& r, const std::string& id, int64_t created,
-                            const std::string& model, const std::string& text, Finish finish, const Usage& usage);
-// One server-sent event ("data: {...}\n\n"): a text delta (finish null), the
-// final chunk with the finish reason (text empty), or the usage chunk.
+                            const std::string& model, const std::string& text, Finish finish, const Usage& usage,
+                            const std::vector<TokenLogprobs>* logprobs = nullptr);
+// One server-sent event ("data: {...}\n\n"): a text delta (finish null) with
+// its tokens' log-probabilities when asked, the final chunk with the finish
+// reason (text empty), or the usage chunk.
 std::string stream_chunk(const CompletionRequest& r, const std::string& id, int64_t created, const std::string& model,
-                         const std::string& text, const Finish* finish, bool first);
+                         const std::string& text, const Finish* finish, bool first,
+                         const std::vector<TokenLogprobs>* logprobs = nullptr);
 std::string stream_usage_chunk(const CompletionRequest& r, const std::string& id, int64_t created,
                                const std::string& model, const Usage& usage);
 

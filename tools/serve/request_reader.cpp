@@ -25,9 +25,7 @@ using json = nlohmann::json;
 // for nothing.
 enum class Neutral {
   kOne,          // the number 1 (n, best_of)
-  kZero,         // the number 0 (penalties, top_logprobs)
-  kFalse,        // false (logprobs)
-  kEmpty,        // [] or {} (tools, functions, logit_bias)
+  kEmpty,        // [] or {} (tools, functions)
   kNone,         // the string "none" (tool_choice, function_call)
   kEmptyString,  // "" (suffix)
   kTextFormat,   // {"type": "text"} (response_format)
@@ -42,11 +40,6 @@ struct Unsupported {
 const Unsupported kUnsupported[] = {
     {{"n", "1 (one choice per request)"}, Neutral::kOne},
     {{"best_of", "1"}, Neutral::kOne},
-    {{"logprobs", "false"}, Neutral::kFalse},
-    {{"top_logprobs", "0"}, Neutral::kZero},
-    {{"logit_bias", "{}"}, Neutral::kEmpty},
-    {{"presence_penalty", "0"}, Neutral::kZero},
-    {{"frequency_penalty", "0"}, Neutral::kZero},
     {{"tools", "[]"}, Neutral::kEmpty},
     {{"tool_choice", "\"none\""}, Neutral::kNone},
     {{"functions", "[]"}, Neutral::kEmpty},
@@ -73,6 +66,11 @@ enum class Field {
   kStream,
   kEcho,
   kStreamOptions,
+  kPresencePenalty,
+  kFrequencyPenalty,
+  kLogitBias,
+  kLogprobs,
+  kTopLogprobs,
   kUnsupported,
 };
 
@@ -95,10 +93,20 @@ const FieldName kFields[] = {
     {"stream", Field::kStream},
     {"echo", Field::kEcho},
     {"stream_options", Field::kStreamOptions},
+    {"presence_penalty", Field::kPresencePenalty},
+    {"frequency_penalty", Field::kFrequencyPenalty},
+    {"logit_bias", Field::kLogitBias},
+    {"logprobs", Field::kLogprobs},
+    {"top_logprobs", Field::kTopLogprobs},
 };
 
 // What a container is, for the values inside it.
-enum class Frame { kRoot, kMessages, kMessage, kContent, kPart, kPrompt, kStop, kStreamOptions, kResponseFormat };
+enum class Frame {
+  kRoot, kMessages, kMessage, kContent, kPart, kPrompt, kStop, kStreamOptions, kResponseFormat, kLogitBias
+};
+
+// The most logit_bias entries a request may give (OpenAI's own limit is 300).
+constexpr size_t kMaxLogitBias = 1024;
 
 // The runtime's limits on stop strings (ember.h): the server checks them
 // here so that what it accepts the scheduler runs.
@@ -256,6 +264,7 @@ class Reader final : public nlohmann::json_sax<json> {
       case Frame::kStop: return stop_element(v);
       case Frame::kStreamOptions: return stream_option(v);
       case Frame::kResponseFormat: return response_format_field(v);
+      case Frame::kLogitBias: return logit_bias_entry(v);
     }
     return true;
   }
@@ -383,12 +392,43 @@ class Reader final : public nlohmann::json_sax<json> {
         if (v.kind != Value::kObject) return stream_options_shape(describe(v));
         push(Frame::kStreamOptions);
         return true;
+      case Field::kPresencePenalty: return real(v, -2.0, 2.0, false, &out_->presence_penalty);
+      case Field::kFrequencyPenalty: return real(v, -2.0, 2.0, false, &out_->frequency_penalty);
+      case Field::kLogitBias:
+        if (v.kind != Value::kObject) {
+          return fail(400, "'logit_bias' must be an object of token id -> bias, got " + describe(v), "logit_bias");
+        }
+        out_->logit_bias.clear();
+        push(Frame::kLogitBias);
+        return true;
+      case Field::kLogprobs:
+        // Chat's true/false, or the completions API's count of alternatives.
+        if (v.kind == Value::kBool) {
+          out_->logprobs = v.b;
+          return true;
+        } else {
+          int64_t n = 0;
+          if (!integer(v, 0, EMBER_MAX_TOP_LOGPROBS, &n)) return false;
+          out_->logprobs = true;
+          logprobs_count_ = static_cast<int32_t>(n);
+          return true;
+        }
+      case Field::kTopLogprobs: {
+        int64_t n = 0;
+        if (!integer(v, 0, EMBER_MAX_TOP_LOGPROBS, &n)) return false;
+        top_logprobs_ = static_cast<int32_t>(n);
+        return true;
+      }
       default: return skip(v);
     }
   }
 
   bool root_end() {
     finished_ = true;
+    if (top_logprobs_ > 0 && !out_->logprobs) {
+      return fail(400, "'top_logprobs' = " + std::to_string(top_logprobs_) + " needs 'logprobs' on", "top_logprobs");
+    }
+    out_->top_logprobs = top_logprobs_ >= 0 ? top_logprobs_ : out_->logprobs ? logprobs_count_ : 0;
     if (chat_) {
       if (!messages_seen_ || out_->messages.empty()) {
         return fail(400, "'messages' must be a non-empty array of {role, content}", "messages");
@@ -459,8 +499,6 @@ class Reader final : public nlohmann::json_sax<json> {
     bool neutral = false;
     switch (n) {
       case Neutral::kOne: neutral = v.number() && v.as_double() == 1.0; break;
-      case Neutral::kZero: neutral = v.number() && v.as_double() == 0.0; break;
-      case Neutral::kFalse: neutral = v.kind == Value::kBool && !v.b; break;
       case Neutral::kNone: neutral = v.kind == Value::kString && *v.s == "none"; break;
       case Neutral::kEmptyString: neutral = v.kind == Value::kString && v.s->empty(); break;
       case Neutral::kEmpty:
@@ -642,6 +680,28 @@ class Reader final : public nlohmann::json_sax<json> {
     return charge(sizeof(std::string)) && keep_string(&out_->stop.back(), v.s);
   }
 
+  // One "token id": bias member; the id was read from its name (key()).
+  bool logit_bias_entry(const Value& v) {
+    if (bias_token_ < 0) {
+      return fail(400, "'logit_bias' keys must be token ids (decimal integers), got " + bias_key_, "logit_bias");
+    }
+    const std::string where = "'logit_bias[\"" + std::to_string(bias_token_) + "\"]'";
+    if (!v.number()) return fail(400, where + " must be a number, got " + describe(v), "logit_bias");
+    const double d = v.as_double();
+    if (!(d >= -100.0 && d <= 100.0)) {
+      return fail(400, where + " = " + describe(v) + " is outside [-100, 100]", "logit_bias");
+    }
+    if (out_->logit_bias.size() >= kMaxLogitBias) {
+      return fail(400, "'logit_bias' has more than " + std::to_string(kMaxLogitBias) + " entries", "logit_bias");
+    }
+    for (const ember_logit_bias& b : out_->logit_bias) {
+      if (b.token == bias_token_) return fail(400, where + " is given twice", "logit_bias");
+    }
+    if (!charge(2 * sizeof(ember_logit_bias))) return false;
+    out_->logit_bias.push_back({bias_token_, static_cast<float>(d)});
+    return true;
+  }
+
   bool stream_options_shape(const std::string& got) {
     return fail(400, "'stream_options' must be {\"include_usage\": true|false}, got " + got, "stream_options");
   }
@@ -683,6 +743,24 @@ class Reader final : public nlohmann::json_sax<json> {
   bool has_role_ = false, part_text_ = false;
   int part_type_ = 0;
   int32_t max_tokens_ = -1, max_completion_tokens_ = -1;
+  int32_t logprobs_count_ = 0;   // logprobs given as a count (the completions API)
+  int32_t top_logprobs_ = -1;    // -1: not given
+  int32_t bias_token_ = -1;      // logit_bias: the current member's token id, -1 when its name is not one
+  std::string bias_key_;         // that name, cut, for the message
+
+ public:
+  // The current logit_bias member's name as a token id (key()).
+  void set_bias_key(const std::string& k) {
+    bias_token_ = -1;
+    bias_key_ = preview_string(k, 24);
+    if (k.empty() || k.size() > 10) return;
+    int64_t id = 0;
+    for (char c : k) {
+      if (c < '0' || c > '9') return;
+      id = id * 10 + (c - '0');
+    }
+    if (id <= INT32_MAX) bias_token_ = static_cast<int32_t>(id);
+  }
 };
 
 bool Reader::key(string_t& k) {
@@ -711,6 +789,7 @@ bool Reader::key(string_t& k) {
     case Frame::kPart: keys_[level] = k == "type" ? 1 : k == "text" ? 2 : 0; return true;
     case Frame::kStreamOptions: keys_[level] = k == "include_usage" ? 1 : 0; return true;
     case Frame::kResponseFormat: keys_[level] = k == "type" ? 1 : 0; return true;
+    case Frame::kLogitBias: set_bias_key(k); return true;
     default: return true;
   }
 }

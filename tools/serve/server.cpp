@@ -78,9 +78,63 @@ bool iequal_prefix(const std::string& s, const char* prefix) {
 struct Stream {
   std::mutex mutex;
   std::condition_variable changed;
-  std::string text;  // not yet sent
+  std::string text;              // not yet sent
+  std::vector<TokenOut> tokens;  // their tokens, when log-probabilities are asked for
   bool done = false;
   GenerationResult result;
+};
+
+// A request's sampling fields as the runtime's options (the logit bias
+// pointing into the request).
+void sampling_of(const CompletionRequest& cr, ember_generate_options* o) {
+  ember_generate_options_default(o);
+  o->temperature = cr.temperature;
+  o->top_p = cr.top_p;
+  o->top_k = cr.top_k;
+  o->min_p = cr.min_p;
+  o->presence_penalty = cr.presence_penalty;
+  o->frequency_penalty = cr.frequency_penalty;
+  o->logit_bias = cr.logit_bias.data();
+  o->n_logit_bias = cr.logit_bias.size();
+  o->logprobs = cr.logprobs ? 1 : 0;
+  o->top_logprobs = cr.top_logprobs;
+}
+
+// Released tokens as a response reports their log-probabilities: each one's
+// text (its piece after the token before it) and where it starts in the
+// choice's text.
+class LogprobsWriter {
+ public:
+  LogprobsWriter(const ember_model* model, int32_t prev, size_t offset) : model_(model), prev_(prev), offset_(offset) {}
+  void add(const std::vector<TokenOut>& tokens, std::vector<TokenLogprobs>* out) {
+    out->clear();
+    for (const TokenOut& t : tokens) {
+      TokenLogprobs l;
+      l.token = piece(t.token);
+      l.logprob = t.logprob;
+      for (const ember_token_logprob& a : t.top) l.top.emplace_back(piece(a.token), a.logprob);
+      l.text_offset = offset_;
+      offset_ += l.token.size();
+      prev_ = t.token;
+      out->push_back(std::move(l));
+    }
+  }
+
+ private:
+  std::string piece(int32_t token) const {
+    char buf[256];
+    size_t len = 0;
+    ember_status st = ember_token_to_piece(model_, prev_, token, buf, sizeof buf, &len);
+    if (st == EMBER_OK) return std::string(buf, len);
+    if (st != EMBER_ERR_BUFFER_TOO_SMALL) return {};
+    std::string p(len, '\0');
+    if (ember_token_to_piece(model_, prev_, token, p.data(), p.size(), &len) != EMBER_OK) return {};
+    p.resize(len);
+    return p;
+  }
+  const ember_model* model_;
+  int32_t prev_;
+  size_t offset_;
 };
 
 std::string address_of(const sockaddr_storage& a) {
@@ -499,22 +553,27 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
     error->status = 404;
     return false;
   }
-  // The sampling values, checked by the sampler itself: what is accepted
-  // here, the scheduler runs (one rule, the runtime's).
+  // The sampling values (and logit bias), checked by the sampler itself:
+  // what is accepted here, the scheduler runs (one rule, the runtime's).
   ember_generate_options check;
-  ember_generate_options_default(&check);
-  check.temperature = cr.temperature;
-  check.top_p = cr.top_p;
-  check.top_k = cr.top_k;
-  check.min_p = cr.min_p;
+  sampling_of(cr, &check);
   ember_sampler* sampler = nullptr;
   if (ember_sampler_create(model_, &check, &sampler) != EMBER_OK) {
     std::string why = ember_last_error();
-    const std::string field = why.substr(0, why.find(' '));
-    return refuse(why, field == "temperature" || field == "top_p" || field == "top_k" || field == "min_p" ? field.c_str()
-                                                                                                        : "");
+    const std::string field = why.substr(0, why.find_first_of(" ["));
+    static const char* const kFields[] = {"temperature", "top_p", "top_k", "min_p", "presence_penalty",
+                                          "frequency_penalty", "logit_bias"};
+    const char* param = "";
+    for (const char* f : kFields) {
+      if (field == f) param = f;
+    }
+    return refuse(why, param);
   }
   ember_sampler_free(sampler);
+  if (cr.echo && cr.logprobs) {
+    return refuse("'logprobs' with 'echo': the prompt's log-probabilities are not computed (ask for one or the other)",
+                  "logprobs");
+  }
 
   ember_model_info info;
   info.struct_size = sizeof info;
@@ -558,18 +617,18 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
       prompt_text = std::move(cr.prompt);
       cr.prompt.clear();
     }
-    // A rendered chat template spells its control tokens ("<|im_start|>")
-    // and may write BOS itself: its text is parsed for them, and BOS is
-    // added only when the model wants one and the rendering has none. A
-    // plain prompt is user text: nothing in it becomes a control token.
-    int flags = info.add_bos ? EMBER_TOKENIZE_ADD_BOS : 0;
-    if (chat) flags = EMBER_TOKENIZE_PARSE_SPECIAL;
+    // The prompt rule every generation uses (ember_tokenize_prompt): a
+    // rendered chat template spells its control tokens ("<|im_start|>") and
+    // may write BOS itself, so its text is parsed for them; a plain prompt
+    // is user text, nothing in it becomes a control token; BOS as the model
+    // asks, unless the text begins with it.
     // At most one id more than a slot holds: a longer prompt is refused
-    // with its count (ember_tokenize reports it) and nothing larger is held.
+    // with its count (the call reports it) and nothing larger is held.
     const size_t cap = std::min<size_t>(prompt_text.size() + 2, static_cast<size_t>(ctx) + 1);
     ids.resize(cap);
     size_t n = 0;
-    const ember_status st = ember_tokenize(model_, prompt_text.data(), prompt_text.size(), flags, ids.data(), ids.size(), &n);
+    const ember_status st = ember_tokenize_prompt(model_, prompt_text.data(), prompt_text.size(), chat ? 1 : 0, -1,
+                                                  ids.data(), ids.size(), &n);
     if (st == EMBER_ERR_BUFFER_TOO_SMALL) {
       ids.clear();
       return refuse("the prompt has " + std::to_string(n) + " tokens; the context of a slot is " + std::to_string(ctx) +
@@ -578,7 +637,6 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
     }
     if (st != EMBER_OK) return refuse(std::string("the prompt: ") + ember_last_error(), chat ? "messages" : "prompt");
     ids.resize(n);
-    if (chat && info.add_bos && (n == 0 || ids[0] != info.bos_id)) ids.insert(ids.begin(), info.bos_id);
   }
   if (ids.empty()) return refuse("the prompt is empty (and the model has no BOS)", chat ? "messages" : "prompt");
   if (static_cast<int64_t>(ids.size()) >= ctx) {
@@ -603,14 +661,16 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
 
   auto req = std::make_shared<GenerationRequest>();
   req->prompt = std::move(prepared.ids);
-  ember_generate_options_default(&req->sampling);
+  sampling_of(cr, &req->sampling);
+  req->sampling.logit_bias = nullptr;  // the scheduler points it at req->logit_bias
+  req->sampling.n_logit_bias = 0;
+  req->logit_bias = cr.logit_bias;
   req->sampling.max_new_tokens = prepared.max_new;
-  req->sampling.temperature = cr.temperature;
-  req->sampling.top_p = cr.top_p;
-  req->sampling.top_k = cr.top_k;
-  req->sampling.min_p = cr.min_p;
   req->sampling.seed = cr.has_seed ? cr.seed : std::random_device{}();
   req->stop = cr.stop;
+  LogprobsWriter logprobs(model_, req->prompt.back(), cr.echo ? prompt_text.size() : 0);
+  std::vector<TokenLogprobs> lp;
+  std::vector<TokenOut> tokens;
   req->deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(config_.timeout_s * 1000));
   auto stream = std::make_shared<Stream>();
@@ -619,6 +679,12 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
     stream->text.append(text);
     stream->changed.notify_one();
   };
+  if (cr.logprobs) {
+    req->on_token = [stream](const TokenOut& t) {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      stream->tokens.push_back(t);
+    };
+  }
   req->on_done = [stream](const GenerationResult& res) {
     std::lock_guard<std::mutex> lock(stream->mutex);
     stream->done = true;
@@ -661,6 +727,8 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
     }
     text->swap(stream->text);
     stream->text.clear();
+    tokens.swap(stream->tokens);
+    stream->tokens.clear();
     return !text->empty() || !stream->done;
   };
   auto usage_of = [&]() {
@@ -673,7 +741,12 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
 
   if (!cr.stream) {
     std::string all = cr.echo ? prompt_text : "", text;
-    while (next(&text)) all += text;
+    std::vector<TokenLogprobs> all_lp;
+    while (next(&text)) {
+      all += text;
+      logprobs.add(tokens, &lp);
+      for (auto& l : lp) all_lp.push_back(std::move(l));
+    }
     if (client_gone) {
       metrics_->on_request(route, 499);  // nginx's "client closed request"
       return false;
@@ -683,7 +756,8 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
     if (res.finish == Finish::kTimeout) {
       return respond_error(reply, 504, "the request ran past --timeout (" + std::to_string(config_.timeout_s) + " s)");
     }
-    return respond(reply, 200, "application/json", completion_body(cr, id, created, model, all, res.finish, usage_of()));
+    return respond(reply, 200, "application/json",
+                   completion_body(cr, id, created, model, all, res.finish, usage_of(), cr.logprobs ? &all_lp : nullptr));
   }
 
   // Server-sent events, the body ending with the connection.
@@ -694,7 +768,10 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   if (ok && cr.echo) ok = c.write_all(stream_chunk(cr, id, created, model, prompt_text, nullptr, false));
   std::string text;
   while (next(&text)) {
-    if (ok && !text.empty()) ok = c.write_all(stream_chunk(cr, id, created, model, text, nullptr, false));
+    logprobs.add(tokens, &lp);
+    if (ok && (!text.empty() || !lp.empty())) {
+      ok = c.write_all(stream_chunk(cr, id, created, model, text, nullptr, false, cr.logprobs ? &lp : nullptr));
+    }
     if (!ok && !client_gone) {
       client_gone = true;
       req->cancelled.store(true);
