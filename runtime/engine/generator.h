@@ -1,5 +1,5 @@
 // The generation engine: the one place where a sequence turns logits into
-// tokens and text (ARCHITECTURE.md, "Generation"). A Generator drives the
+// tokens and text (ARCHITECTURE.md, "Generation: one engine"). A Generator drives the
 // sequences of one Session: each started with a prompt and its own rules
 // (the sampling chain, end-of-generation tokens, stop strings, token and
 // context limits, log-probabilities), and each step() advances every active
