@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Every `decisions.md ... "Title"` and `ARCHITECTURE.md "Section"` citation in the
-# tree (code comments, docs) must name (a prefix of) an existing section title:
+# Every citation of a docs/decisions.md or ARCHITECTURE.md section by its
+# quoted title, in the tree (code comments, docs), must name (a prefix of) an existing section title:
 # code cites decisions by title, so a renamed section must take its citations
 # along. usage: check_doc_citations.py [ROOT]; exit 1 on a broken one.
 import re, subprocess, sys, os
