@@ -34,7 +34,8 @@ struct Generator::Seq {
   Sampler sampler;
   TextOut text;
   std::vector<float> logits;  // vocab_size: this step's output for the sequence
-  std::vector<float> work;    // the sampler's copy when log-probabilities are reported
+  std::vector<float> work;    // the sampler's copy (log-probabilities, a constraint)
+  uint32_t grammar_state = 0; // the constraint's matcher state (params.grammar)
   // Log-probabilities of sampled tokens not yet released (held back by the
   // stop strings), oldest at `pending_head`.
   struct Pending {
@@ -143,6 +144,9 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
       return Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop string %zu is empty", i);
     }
   }
+  if (params.grammar && &params.grammar->tokenizer() != &model.tokenizer()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "the grammar was compiled for another model's vocabulary");
+  }
   auto sampler = Sampler::create(params.sampling, vocab);
   if (!sampler.is_ok()) return sampler.status();
 
@@ -202,7 +206,8 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
   q.text.start(std::move(q.params.stop_strings), params.whole_characters);
   q.params.stop_strings.clear();
   q.logits.resize(static_cast<size_t>(vocab));
-  if (params.logprobs) q.work.resize(static_cast<size_t>(vocab));
+  if (params.logprobs || params.grammar) q.work.resize(static_cast<size_t>(vocab));
+  if (params.grammar) q.grammar_state = params.grammar->initial_state();
   q.pending.clear();
   q.pending_head = 0;
   q.stats = SequenceStats();
@@ -334,11 +339,31 @@ void Generator::after_step(Seq& q, GenSink sink, void* user) {
     if (q.params.prompt_logits) std::memcpy(q.params.prompt_logits, q.logits.data(), q.logits.size() * sizeof(float));
     if (q.params.max_new_tokens == 0) return finish(q, StopReason::MaxTokens, sink, user);
   }
-  // The constraint stage (structured output) will mask q.logits here.
   const int32_t* history = session_.seq_history(q.index);
   const size_t history_len = static_cast<size_t>(session_.seq_position(q.index));
   int32_t token;
-  if (q.params.logprobs) {
+  if (q.params.grammar) {
+    // The constraint: the chain runs over the tokens the grammar allows
+    // (the log-probabilities stay the model's, from q.logits).
+    CompiledGrammar& g = *q.params.grammar;
+    std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
+    const Result<int32_t> allowed = g.apply_mask(q.grammar_state, q.work.data(), static_cast<int32_t>(q.work.size()));
+    if (!allowed.is_ok()) return finish(q, StopReason::Error, sink, user, &allowed.status());
+    if (allowed.value() == 0) {
+      const Status none = Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                                        "grammar: no token of the vocabulary can continue the text here");
+      return finish(q, StopReason::Error, sink, user, &none);
+    }
+    token = q.sampler.sample(q.work.data(), history, history_len);
+    const Result<uint32_t> next = g.advance(q.grammar_state, token);
+    if (!next.is_ok()) return finish(q, StopReason::Error, sink, user, &next.status());
+    if (next.value() == CompiledGrammar::kDead) {
+      const Status bad = Status::error(EMBER_ERR_INTERNAL, "grammar: the sampler chose token %d, which the mask excluded",
+                                       token);
+      return finish(q, StopReason::Error, sink, user, &bad);
+    }
+    q.grammar_state = next.value();
+  } else if (q.params.logprobs) {
     std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
     token = q.sampler.sample(q.work.data(), history, history_len);
   } else {
@@ -383,6 +408,8 @@ void Generator::take_token(Seq& q, int32_t token, GenSink sink, void* user) {
     return finish(q, step == TextOut::Step::Matched ? StopReason::StopString : StopReason::Callback, sink, user);
   }
   q.prev = token;
+  // A finished grammar allows nothing but an end: the sequence ends here.
+  if (q.params.grammar && q.params.grammar->finished(q.grammar_state)) return finish(q, StopReason::End, sink, user);
   // The last token needs no forward pass.
   if (q.stats.sampled_tokens >= q.params.max_new_tokens) return finish(q, StopReason::MaxTokens, sink, user);
   // It runs at the sequence's next position: there must be one.

@@ -10,9 +10,9 @@
 //
 // ember_generate (one sequence, a callback), the C API's ember_generator_*,
 // and through them `ember run`, `ember chat` and `ember serve` all run this.
-// Two stages have room to grow here: a constraint that masks the logits
-// before the sampler (structured output), and drafted tokens verified in
-// the same step (speculative decoding).
+// A constraint (SequenceParams::grammar) masks the logits before the
+// sampler; drafted tokens verified in the same step (speculative decoding)
+// have room to grow here.
 //
 // Threading: one thread at a time, like the session (whose other
 // sequences the host may use directly between steps).
@@ -27,6 +27,7 @@
 
 #include "core/status.h"
 #include "engine/text_out.h"
+#include "grammar/matcher.h"
 #include "model/session.h"
 #include "sampling/sampler.h"
 
@@ -79,6 +80,12 @@ struct SequenceParams {
   // Text released in whole UTF-8 characters (false: each token's piece as
   // it is, which ember_generate's callback promises).
   bool whole_characters = true;
+  // The constraint (structured output): when set, each step's tokens the
+  // grammar rejects are masked before the sampling chain, and the sequence
+  // ends (StopReason::End) once the grammar is finished; shared, the
+  // compiled grammar's caches serve every sequence using it. Made for this
+  // session's model's vocabulary.
+  std::shared_ptr<CompiledGrammar> grammar;
 };
 
 // What one sequence produced, as the sink sees it. A token event releases

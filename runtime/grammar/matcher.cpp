@@ -1,0 +1,363 @@
+#include "grammar/matcher.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace ember {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+}  // namespace
+
+CompiledGrammar::CompiledGrammar(Grammar grammar, const Tokenizer& tokenizer, const MatcherLimits& limits)
+    : grammar_(std::move(grammar)), tokenizer_(&tokenizer), limits_(limits) {}
+
+Result<std::shared_ptr<CompiledGrammar>> CompiledGrammar::create(Grammar grammar, const Tokenizer& tokenizer,
+                                                                 const MatcherLimits& limits) {
+  EMBER_TRY(check_grammar(grammar));
+  std::shared_ptr<CompiledGrammar> g(new CompiledGrammar(std::move(grammar), tokenizer, limits));
+  EMBER_TRY(g->prepare_vocabulary());
+  std::vector<uint32_t> stacks;
+  for (uint32_t a : g->grammar_.alts[g->grammar_.root]) EMBER_TRY(g->close(a, kNone, &stacks));
+  EMBER_ASSIGN_OR_RETURN(g->initial_, g->intern(stacks, 0, 0, 0, 0));
+  if (g->initial_ == kDead) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "grammar: the root rule matches nothing");
+  return g;
+}
+
+Status CompiledGrammar::prepare_vocabulary() {
+  const int32_t n = tokenizer_->size();
+  text_.assign(static_cast<size_t>(n), std::string());
+  for (int32_t id = 0; id < n; ++id) {
+    if (tokenizer_->is_eog(id)) {
+      eog_.push_back(id);
+      continue;
+    }
+    EMBER_TRY(tokenizer_->decode_token(-1, id, &text_[static_cast<size_t>(id)]));
+    if (!text_[static_cast<size_t>(id)].empty()) order_.push_back(id);
+  }
+  std::sort(order_.begin(), order_.end(), [this](int32_t a, int32_t b) {
+    return text_[static_cast<size_t>(a)] < text_[static_cast<size_t>(b)];
+  });
+  shared_.assign(order_.size(), 0);
+  for (size_t k = 1; k < order_.size(); ++k) {
+    const std::string& a = text_[static_cast<size_t>(order_[k - 1])];
+    const std::string& b = text_[static_cast<size_t>(order_[k])];
+    size_t s = 0;
+    while (s < a.size() && s < b.size() && a[s] == b[s] && s < 0xffff) ++s;
+    shared_[k] = static_cast<uint16_t>(s);
+  }
+  return Status::ok();
+}
+
+Result<uint32_t> CompiledGrammar::node(uint32_t pos, uint32_t parent) {
+  const uint64_t key = (uint64_t{pos} << 32) | parent;
+  auto it = node_ids_.find(key);
+  if (it != node_ids_.end()) return it->second;
+  if (nodes_.size() >= limits_.max_nodes) {
+    return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u parse-stack nodes", limits_.max_nodes);
+  }
+  const uint32_t id = static_cast<uint32_t>(nodes_.size());
+  nodes_.push_back({pos, parent});
+  node_ids_.emplace(key, id);
+  return id;
+}
+
+Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_t>* out) {
+  const std::vector<GrammarElem>& el = grammar_.elems;
+  work_.clear();
+  work_.push_back(pos);
+  work_.push_back(parent);
+  std::vector<uint64_t> seen;  // (pos, parent) pairs this closure visited
+  while (!work_.empty()) {
+    const uint32_t par = work_.back();
+    work_.pop_back();
+    const uint32_t p = work_.back();
+    work_.pop_back();
+    const uint64_t key = (uint64_t{p} << 32) | par;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    if (seen.size() > 4 * size_t{limits_.max_stacks}) {
+      return Status::error(EMBER_ERR_NO_MEMORY, "grammar: expanding a position reaches more than %u alternatives",
+                           4 * limits_.max_stacks);
+    }
+    const GrammarElem& e = el[p];
+    if (e.kind == GrammarElem::End) {
+      if (par == kNone) {
+        out->push_back(kAccept);
+      } else {
+        work_.push_back(nodes_[par].pos);
+        work_.push_back(nodes_[par].parent);
+      }
+    } else if (e.kind == GrammarElem::Chars) {
+      EMBER_ASSIGN_OR_RETURN(const uint32_t id, node(p, par));
+      out->push_back(id);
+    } else {
+      // A rule: its alternatives, each going on to what follows the
+      // reference (nothing to keep when the reference ends its alternative).
+      uint32_t next_parent = par;
+      if (el[p + 1].kind != GrammarElem::End) {
+        EMBER_ASSIGN_OR_RETURN(next_parent, node(p + 1, par));
+      }
+      for (uint32_t a : grammar_.alts[e.value]) {
+        work_.push_back(a);
+        work_.push_back(next_parent);
+      }
+    }
+  }
+  if (out->size() > limits_.max_stacks) {
+    return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u parse stacks at once (an ambiguous grammar)",
+                         limits_.max_stacks);
+  }
+  return Status::ok();
+}
+
+Result<uint32_t> CompiledGrammar::intern(std::vector<uint32_t>& stacks, uint32_t partial, uint8_t need, uint32_t lo,
+                                         uint32_t hi) {
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+  if (stacks.empty()) return kDead;
+  if (stacks.size() > limits_.max_stacks) {
+    return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u parse stacks at once (an ambiguous grammar)",
+                         limits_.max_stacks);
+  }
+  uint64_t h = mix(partial, need);
+  for (uint32_t s : stacks) h = mix(h, s);
+  std::vector<uint32_t>& bucket = state_ids_[h];
+  for (uint32_t id : bucket) {
+    const State& s = states_[id];
+    if (s.partial == partial && s.need == need && s.stacks == stacks) return id;
+  }
+  if (states_.size() >= limits_.max_states) {
+    return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u matcher states", limits_.max_states);
+  }
+  const uint32_t id = static_cast<uint32_t>(states_.size());
+  states_.emplace_back();
+  State& s = states_.back();
+  s.stacks = stacks;
+  s.partial = partial;
+  s.need = need;
+  s.lo = lo;
+  s.hi = hi;
+  s.next.reset(new uint32_t[256]);
+  std::fill(s.next.get(), s.next.get() + 256, kUnknown);
+  bucket.push_back(id);
+  return id;
+}
+
+bool CompiledGrammar::accepts(uint32_t pos, uint32_t cp) const {
+  const CharSet& cs = grammar_.char_sets[grammar_.elems[pos].value];
+  bool in = false;
+  for (const CharRange& r : cs.ranges) {
+    if (cp >= r.lo && cp <= r.hi) {
+      in = true;
+      break;
+    }
+  }
+  return in != cs.negated;
+}
+
+bool CompiledGrammar::accepts_any(uint32_t pos, uint32_t lo, uint32_t hi) const {
+  const CharSet& cs = grammar_.char_sets[grammar_.elems[pos].value];
+  if (!cs.negated) {
+    for (const CharRange& r : cs.ranges) {
+      if (r.lo <= hi && r.hi >= lo) return true;
+    }
+    return false;
+  }
+  // Negated: some code point of [lo, hi] in none of the ranges.
+  uint32_t cur = lo;
+  for (;;) {
+    bool moved = false;
+    for (const CharRange& r : cs.ranges) {
+      if (cur >= r.lo && cur <= r.hi) {
+        if (r.hi >= hi) return false;
+        cur = r.hi + 1;
+        moved = true;
+      }
+    }
+    if (!moved) return true;
+  }
+}
+
+Result<uint32_t> CompiledGrammar::step_code_point(uint32_t state, uint32_t cp) {
+  std::vector<uint32_t> next;
+  const std::vector<uint32_t> stacks = states_[state].stacks;  // close() may grow states_' storage
+  for (uint32_t s : stacks) {
+    if (s == kAccept) continue;
+    const Node n = nodes_[s];
+    if (accepts(n.pos, cp)) EMBER_TRY(close(n.pos + 1, n.parent, &next));
+  }
+  return intern(next, 0, 0, 0, 0);
+}
+
+Result<uint32_t> CompiledGrammar::step_byte(uint32_t state, uint8_t b) {
+  {
+    const uint32_t known = states_[state].next[b];
+    if (known != kUnknown) return known;
+  }
+  uint32_t result = kDead;
+  const State& s = states_[state];
+  uint32_t partial = 0, lo = 0, hi = 0;
+  uint8_t need = 0;
+  bool decided = false;
+  if (s.need > 0) {
+    if ((b & 0xc0) != 0x80) {
+      decided = true;
+    } else {
+      partial = (s.partial << 6) | (b & 0x3fu);
+      need = static_cast<uint8_t>(s.need - 1);
+      if (need == 0) {
+        EMBER_ASSIGN_OR_RETURN(result, step_code_point(state, partial));
+        decided = true;
+      } else {
+        lo = std::max(s.lo, partial << (6 * need));
+        hi = std::min(s.hi, (partial << (6 * need)) | ((1u << (6 * need)) - 1));
+      }
+    }
+  } else if (b < 0x80) {
+    EMBER_ASSIGN_OR_RETURN(result, step_code_point(state, b));
+    decided = true;
+  } else if (b >= 0xc2 && b <= 0xdf) {
+    partial = b & 0x1fu, need = 1, lo = partial << 6, hi = lo | 0x3f;
+  } else if (b >= 0xe0 && b <= 0xef) {
+    partial = b & 0x0fu, need = 2, lo = std::max(partial << 12, 0x800u), hi = (partial << 12) | 0xfff;
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    partial = b & 0x07u, need = 3, lo = std::max(partial << 18, 0x10000u), hi = std::min((partial << 18) | 0x3ffff, 0x10ffffu);
+  } else {
+    decided = true;  // not a UTF-8 lead byte
+  }
+  if (!decided && lo <= hi) {
+    // The same stacks, waiting for the rest of the character: alive only if
+    // some stack can take a code point it may become.
+    std::vector<uint32_t> keep;
+    for (uint32_t st : states_[state].stacks) {
+      if (st != kAccept && accepts_any(nodes_[st].pos, lo, hi)) keep.push_back(st);
+    }
+    EMBER_ASSIGN_OR_RETURN(result, intern(keep, partial, need, lo, hi));
+  }
+  states_[state].next[b] = result;
+  return result;
+}
+
+Result<uint32_t> CompiledGrammar::advance_text(uint32_t state, std::string_view text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (char c : text) {
+    if (state == kDead) return kDead;
+    EMBER_ASSIGN_OR_RETURN(state, step_byte(state, static_cast<uint8_t>(c)));
+  }
+  return state;
+}
+
+Result<uint32_t> CompiledGrammar::advance(uint32_t state, int32_t token) {
+  if (state == kDead || token < 0 || static_cast<size_t>(token) >= text_.size()) return kDead;
+  if (std::binary_search(eog_.begin(), eog_.end(), token)) return complete(state) ? state : kDead;
+  const std::string& t = text_[static_cast<size_t>(token)];
+  if (t.empty()) return kDead;
+  return advance_text(state, t);
+}
+
+bool CompiledGrammar::complete(uint32_t state) const {
+  if (state == kDead) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  const State& s = states_[state];
+  return s.need == 0 && std::binary_search(s.stacks.begin(), s.stacks.end(), kAccept);
+}
+
+bool CompiledGrammar::finished(uint32_t state) const {
+  if (state == kDead) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  const State& s = states_[state];
+  return s.need == 0 && s.stacks.size() == 1 && s.stacks[0] == kAccept;
+}
+
+Status CompiledGrammar::compute_mask(uint32_t state) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<uint64_t> mask((text_.size() + 63) / 64, 0);
+  // at[d]: the state after the first d bytes of the current token; valid
+  // for d <= alive.
+  std::vector<uint32_t> at(1, state);
+  size_t alive = 0;
+  for (size_t k = 0; k < order_.size(); ++k) {
+    const int32_t id = order_[k];
+    const std::string& t = text_[static_cast<size_t>(id)];
+    const size_t s = shared_[k];
+    if (s > alive) continue;  // shares the prefix that died
+    size_t d = s;
+    if (at.size() < t.size() + 1) at.resize(t.size() + 1);
+    while (d < t.size()) {
+      EMBER_ASSIGN_OR_RETURN(const uint32_t nx, step_byte(at[d], static_cast<uint8_t>(t[d])));
+      if (nx == kDead) break;
+      at[++d] = nx;
+    }
+    alive = d;
+    if (d == t.size()) mask[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+  }
+  const State& st = states_[state];
+  if (st.need == 0 && std::binary_search(st.stacks.begin(), st.stacks.end(), kAccept)) {
+    for (int32_t id : eog_) mask[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+  }
+  const uint64_t bytes = mask.size() * sizeof(uint64_t);
+  // Over the budget: the oldest masks go (recomputed when needed again).
+  size_t drop = 0;
+  while (mask_bytes_ + bytes > limits_.max_mask_bytes && drop < mask_order_.size()) {
+    State& old = states_[mask_order_[drop++]];
+    mask_bytes_ -= old.mask.size() * sizeof(uint64_t);
+    std::vector<uint64_t>().swap(old.mask);
+  }
+  mask_order_.erase(mask_order_.begin(), mask_order_.begin() + static_cast<std::ptrdiff_t>(drop));
+  states_[state].mask = std::move(mask);
+  mask_bytes_ += bytes;
+  mask_order_.push_back(state);
+  stats_.masks_computed++;
+  stats_.mask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return Status::ok();
+}
+
+Result<int32_t> CompiledGrammar::apply_mask(uint32_t state, float* logits, int32_t n_vocab) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state == kDead || state >= states_.size()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "grammar: no such matcher state %u", state);
+  }
+  if (states_[state].mask.empty()) {
+    EMBER_TRY(compute_mask(state));
+  } else {
+    stats_.masks_reused++;
+  }
+  const std::vector<uint64_t>& mask = states_[state].mask;
+  const int32_t covered = std::min<int32_t>(n_vocab, static_cast<int32_t>(text_.size()));
+  int32_t allowed = 0;
+  for (int32_t w = 0; w * 64 < covered; ++w) {
+    const uint64_t bits = mask[static_cast<size_t>(w)];
+    const int32_t end = std::min(covered, (w + 1) * 64);
+    if (bits == ~uint64_t{0} && end - w * 64 == 64) {
+      allowed += 64;
+      continue;
+    }
+    for (int32_t t = w * 64; t < end; ++t) {
+      if (bits >> (t % 64) & 1) {
+        ++allowed;
+      } else {
+        logits[t] = -INFINITY;
+      }
+    }
+  }
+  for (int32_t t = covered; t < n_vocab; ++t) logits[t] = -INFINITY;
+  return allowed;
+}
+
+CompiledGrammar::Stats CompiledGrammar::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats s = stats_;
+  s.states = static_cast<uint32_t>(states_.size());
+  s.nodes = static_cast<uint32_t>(nodes_.size());
+  return s;
+}
+
+}  // namespace ember

@@ -1,0 +1,136 @@
+// The matcher: a grammar (grammar.h) run against one vocabulary, as the
+// constraint stage of the generator (engine/generator.h): before sampling,
+// the tokens whose text the grammar cannot continue with are masked out;
+// after it, the sequence's state follows the chosen token.
+//
+// How it stays cheap. A matcher state is the set of parse stacks the text so
+// far leaves (each stack a list of grammar positions, hash-consed into
+// shared nodes, so equal stacks are one id) plus an unfinished UTF-8
+// character; states are interned, so a sequence's whole constraint state is
+// one integer. Transitions by a byte are built lazily and memoized (a DFA
+// grows as the grammar is used), and each state's token mask — a bit per
+// vocabulary entry — is computed once, by walking the vocabulary in sorted
+// byte order (a token sharing a dead prefix with the previous one costs
+// nothing), and then reused by every sequence and request of this compiled
+// grammar. A JSON string's content, a number's digits, or a repeated item
+// return to states already seen, so after the first tokens most steps are a
+// cached mask applied to the logits.
+//
+// Bounds: the states, the nodes and the masks' bytes are capped
+// (MatcherLimits); past the node or state cap a transition fails with
+// EMBER_ERR_NO_MEMORY (the sequence ends with that error), past the mask
+// budget older masks are dropped and recomputed when needed. A set of more
+// than max_stacks stacks (a highly ambiguous grammar) is refused the same way.
+//
+// Threading: a CompiledGrammar may be shared by sequences, generators and
+// threads; its caches are guarded by one mutex.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "grammar/grammar.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ember {
+
+struct MatcherLimits {
+  uint32_t max_states = 1u << 18;
+  uint32_t max_nodes = 1u << 22;
+  uint32_t max_stacks = 4096;                 // per state
+  uint64_t max_mask_bytes = uint64_t{256} << 20;
+};
+
+class CompiledGrammar {
+ public:
+  static constexpr uint32_t kDead = 0xffffffffu;
+
+  // The grammar (checked: check_grammar) against `tokenizer`'s vocabulary.
+  // The tokenizer must outlive the compiled grammar.
+  static Result<std::shared_ptr<CompiledGrammar>> create(Grammar grammar, const Tokenizer& tokenizer,
+                                                         const MatcherLimits& limits = {});
+
+  // The state before any text.
+  uint32_t initial_state() const { return initial_; }
+  // The state after `token`'s text, or kDead when the grammar rejects it.
+  // An end-of-generation token is accepted (the state unchanged) only where
+  // the grammar is complete.
+  Result<uint32_t> advance(uint32_t state, int32_t token);
+  // The state after `text` (bytes), or kDead.
+  Result<uint32_t> advance_text(uint32_t state, std::string_view text);
+  // Whether the text so far is a whole sentence of the grammar, and whether
+  // nothing may follow it (then only an end of generation may).
+  bool complete(uint32_t state) const;
+  bool finished(uint32_t state) const;
+  // Sets logits[t] = -inf for every token the grammar rejects in `state`;
+  // returns how many tokens remain allowed.
+  Result<int32_t> apply_mask(uint32_t state, float* logits, int32_t n_vocab);
+
+  const Grammar& grammar() const { return grammar_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // Counters for tests and reports.
+  struct Stats {
+    uint32_t states = 0, nodes = 0, masks_computed = 0, masks_reused = 0;
+    double mask_ms = 0;  // time spent computing masks
+  };
+  Stats stats() const;
+
+ private:
+  CompiledGrammar(Grammar grammar, const Tokenizer& tokenizer, const MatcherLimits& limits);
+  struct Node {
+    uint32_t pos;     // index in grammar_.elems: a Chars element to match next
+    uint32_t parent;  // the rest of the stack (a node whose pos is where to go on), or kNone
+  };
+  struct State {
+    std::vector<uint32_t> stacks;  // sorted node ids; kAccept: the empty stack (complete)
+    uint32_t partial = 0;          // an unfinished UTF-8 character: bits so far
+    uint8_t need = 0;              // its continuation bytes still to come
+    uint32_t lo = 0, hi = 0;       // the code points it can still become
+    std::unique_ptr<uint32_t[]> next;  // 256 transitions, kUnknown until built
+    std::vector<uint64_t> mask;        // a bit per token, when computed
+  };
+  static constexpr uint32_t kNone = 0xffffffffu;
+  static constexpr uint32_t kAccept = 0xfffffffeu;
+  static constexpr uint32_t kUnknown = 0xfffffffdu;
+
+  Status prepare_vocabulary();
+  Result<uint32_t> node(uint32_t pos, uint32_t parent);
+  // Adds to `out` the stacks that continuing at `pos` over `parent` leaves,
+  // with every leading rule reference expanded (tops are Chars elements).
+  Status close(uint32_t pos, uint32_t parent, std::vector<uint32_t>* out);
+  Result<uint32_t> intern(std::vector<uint32_t>& stacks, uint32_t partial, uint8_t need, uint32_t lo, uint32_t hi);
+  Result<uint32_t> step_byte(uint32_t state, uint8_t byte);
+  Result<uint32_t> step_code_point(uint32_t state, uint32_t cp);
+  bool accepts(uint32_t pos, uint32_t cp) const;
+  bool accepts_any(uint32_t pos, uint32_t lo, uint32_t hi) const;
+  Status compute_mask(uint32_t state);
+
+  Grammar grammar_;
+  const Tokenizer* tokenizer_;
+  MatcherLimits limits_;
+  uint32_t initial_ = kDead;
+
+  // The vocabulary in byte order: each token's text and how many leading
+  // bytes it shares with the one before it.
+  std::vector<int32_t> order_;
+  std::vector<std::string> text_;   // per token id (empty: never allowed)
+  std::vector<uint16_t> shared_;    // per position in order_
+  std::vector<int32_t> eog_;
+
+  mutable std::mutex mu_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> node_ids_;
+  std::vector<State> states_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> state_ids_;  // by hash
+  std::vector<uint32_t> mask_order_;  // states holding masks, oldest first
+  uint64_t mask_bytes_ = 0;
+  Stats stats_;
+  std::vector<uint32_t> work_;  // close()'s scratch: (pos, parent) pairs
+};
+
+}  // namespace ember

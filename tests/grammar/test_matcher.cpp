@@ -1,0 +1,256 @@
+// The matcher (runtime/grammar/matcher.h) against independent oracles: its
+// token masks equal "the text so far plus this token's text can still
+// become a sentence" decided by std::regex, on the real stories260K
+// vocabulary; sampled output at temperature 1 through the generator always
+// stays in the language (a sentence when it ends, a viable prefix when the
+// token limit cuts it); UTF-8 built from byte tokens; hostile grammars end
+// in errors, not crashes.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+#include "grammar/matcher.h"
+#include "model/model.h"
+#include "model/session.h"
+#include "model/stories_fixture.h"
+
+namespace ember {
+namespace {
+
+// A grammar written by hand (the GBNF reader is tested on its own).
+struct Builder {
+  Grammar g;
+  uint32_t rule(const std::string& name) {
+    g.alts.emplace_back();
+    g.names.push_back(name);
+    return static_cast<uint32_t>(g.alts.size() - 1);
+  }
+  GrammarElem chars(uint32_t lo, uint32_t hi, bool negated = false) {
+    g.char_sets.push_back(CharSet{negated, {{lo, hi}}});
+    return {GrammarElem::Chars, static_cast<uint32_t>(g.char_sets.size() - 1)};
+  }
+  static GrammarElem ref(uint32_t r) { return {GrammarElem::Ref, r}; }
+  void alt(uint32_t r, const std::vector<GrammarElem>& elems) {
+    g.alts[r].push_back(static_cast<uint32_t>(g.elems.size()));
+    for (const GrammarElem& e : elems) g.elems.push_back(e);
+    g.elems.push_back({GrammarElem::End, 0});
+  }
+};
+
+// root ::= word ("," " "? word)* "."   word ::= [a-z]+
+Grammar word_list() {
+  Builder b;
+  const uint32_t root = b.rule("root"), word = b.rule("word"), tail = b.rule("tail"), sp = b.rule("sp");
+  b.alt(root, {Builder::ref(word), Builder::ref(tail), b.chars('.', '.')});
+  const GrammarElem az = b.chars('a', 'z');
+  b.alt(word, {az, Builder::ref(word)});
+  b.alt(word, {az});
+  b.alt(tail, {b.chars(',', ','), Builder::ref(sp), Builder::ref(word), Builder::ref(tail)});
+  b.alt(tail, {});
+  b.alt(sp, {b.chars(' ', ' ')});
+  b.alt(sp, {});
+  b.g.root = root;
+  return b.g;
+}
+
+const std::regex kWordList("[a-z]+(, ?[a-z]+)*\\.");
+bool sentence(const std::string& s) { return std::regex_match(s, kWordList); }
+bool viable(const std::string& s) {
+  for (const char* tail : {"", ".", "a.", " a."}) {
+    if (sentence(s + tail)) return true;
+  }
+  return false;
+}
+
+struct Stories {
+  std::unique_ptr<Model> model;
+  Stories() {
+    const std::string path = test::stories_model("llama2c");
+    REQUIRE(!path.empty());
+    auto m = Model::open(path, Model::Options{});
+    REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+    model = std::move(m).value();
+  }
+};
+
+std::string piece(const Tokenizer& t, int32_t id) {
+  std::string s;
+  REQUIRE(t.decode_token(-1, id, &s).is_ok());
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("grammar matcher: masks equal a regex oracle over the stories vocabulary") {
+  Stories st;
+  const Tokenizer& tok = st.model->tokenizer();
+  auto made = CompiledGrammar::create(word_list(), tok);
+  REQUIRE_MESSAGE(made.is_ok(), made.status().message());
+  CompiledGrammar& g = *made.value();
+  const int32_t n = tok.size();
+  std::vector<std::string> texts(static_cast<size_t>(n));
+  for (int32_t id = 0; id < n; ++id) texts[static_cast<size_t>(id)] = piece(tok, id);
+  // Texts the matcher is asked about: grown token by token from the empty
+  // text, each time by the first allowed token after a rotating offset.
+  std::string text;
+  uint32_t state = g.initial_state();
+  std::vector<float> logits(static_cast<size_t>(n));
+  int checked = 0;
+  for (int step = 0; step < 40; ++step) {
+    std::fill(logits.begin(), logits.end(), 0.0f);
+    auto allowed = g.apply_mask(state, logits.data(), n);
+    REQUIRE(allowed.is_ok());
+    int32_t count = 0, pick = -1, first = -1;
+    for (int32_t id = 0; id < n; ++id) {
+      const std::string& t = texts[static_cast<size_t>(id)];
+      const bool eog = tok.is_eog(id);
+      const bool expect = eog ? sentence(text) : (!t.empty() && viable(text + t));
+      const bool got = logits[static_cast<size_t>(id)] == 0.0f;
+      if (got != expect) FAIL_CHECK("text '" << text << "' token " << id << " '" << t << "': mask " << got);
+      count += got;
+      if (got && !eog && pick < 0 && id >= (step * 37) % n) pick = id;
+      if (got && !eog && first < 0) first = id;
+      ++checked;
+    }
+    CHECK(count == allowed.value());
+    if (pick < 0) pick = first;
+    if (pick < 0) break;
+    auto next = g.advance(state, pick);
+    REQUIRE(next.is_ok());
+    REQUIRE(next.value() != CompiledGrammar::kDead);
+    state = next.value();
+    text += texts[static_cast<size_t>(pick)];
+    CHECK(g.complete(state) == sentence(text));
+  }
+  CHECK(checked > 20 * n);
+  CHECK(g.stats().masks_computed > 0);
+}
+
+TEST_CASE("grammar matcher: sampled output at temperature 1 stays in the language") {
+  Stories st;
+  auto made = CompiledGrammar::create(word_list(), st.model->tokenizer());
+  REQUIRE(made.is_ok());
+  SessionOptions so;
+  so.context_length = 256;
+  so.n_seqs = 4;
+  auto session = Session::create(*st.model, so);
+  REQUIRE_MESSAGE(session.is_ok(), session.status().message());
+  auto gen = Generator::create(*session.value(), GeneratorOptions{});
+  REQUIRE(gen.is_ok());
+  struct Out {
+    std::string text[4];
+    StopReason stop[4] = {};
+  } out;
+  int ended = 0, cut = 0;
+  for (int round = 0; round < 6; ++round) {
+    for (int s = 0; s < 4; ++s) {
+      SequenceParams p;
+      p.sampling.temperature = 1.0f;
+      p.sampling.seed = static_cast<uint64_t>(round * 4 + s + 1);
+      p.max_new_tokens = 24;
+      p.grammar = made.value();
+      PromptSpec spec;
+      spec.text = "Once upon a time";
+      spec.reuse_prefix = true;
+      out.text[s].clear();
+      REQUIRE(gen.value()->start(s, spec, p).is_ok());
+    }
+    while (gen.value()->n_active() > 0) {
+      REQUIRE(gen.value()->step(
+                  [](void* u, const GenEvent& e) {
+                    Out& o = *static_cast<Out*>(u);
+                    o.text[e.seq] += std::string(e.text);
+                    if (e.finish != StopReason::None) o.stop[e.seq] = e.finish;
+                    return false;
+                  },
+                  &out)
+                  .is_ok());
+    }
+    for (int s = 0; s < 4; ++s) {
+      INFO("output '" << out.text[s] << "' stop " << static_cast<int>(out.stop[s]));
+      if (out.stop[s] == StopReason::End) {
+        CHECK(sentence(out.text[s]));
+        ++ended;
+      } else {
+        CHECK(out.stop[s] == StopReason::MaxTokens);
+        CHECK(viable(out.text[s]));
+        ++cut;
+      }
+    }
+  }
+  CHECK(ended + cut == 24);
+}
+
+TEST_CASE("grammar matcher: characters beyond ASCII from byte tokens, and bounds") {
+  Stories st;
+  const Tokenizer& tok = st.model->tokenizer();
+  {
+    // root ::= [à-ÿ] [α-ω] "!"
+    Builder b;
+    const uint32_t root = b.rule("root");
+    b.alt(root, {b.chars(0xe0, 0xff), b.chars(0x3b1, 0x3c9), b.chars('!', '!')});
+    b.g.root = root;
+    auto made = CompiledGrammar::create(b.g, tok);
+    REQUIRE(made.is_ok());
+    CompiledGrammar& g = *made.value();
+    auto s = g.advance_text(g.initial_state(), "\xc3\xa9\xce\xb2!");  // é β !
+    REQUIRE(s.is_ok());
+    CHECK(g.finished(s.value()));
+    CHECK(g.advance_text(g.initial_state(), "\xc3\x80").value() == CompiledGrammar::kDead);  // À: below the range
+    CHECK(g.advance_text(g.initial_state(), "\xc3").value() != CompiledGrammar::kDead);      // may become é
+    CHECK(g.advance_text(g.initial_state(), "\xc2").value() == CompiledGrammar::kDead);      // U+0080..BF: none
+    CHECK(g.advance_text(g.initial_state(), "\xff").value() == CompiledGrammar::kDead);      // never UTF-8
+    // The mask after "é" allows exactly the byte tokens that start a Greek
+    // letter (0xCE, 0xCF) among single-byte pieces.
+    std::vector<float> logits(static_cast<size_t>(tok.size()), 0.0f);
+    auto after = g.advance_text(g.initial_state(), "\xc3\xa9");
+    REQUIRE(g.apply_mask(after.value(), logits.data(), tok.size()).is_ok());
+    for (int32_t id = 0; id < tok.size(); ++id) {
+      const std::string t = piece(tok, id);
+      if (t.size() != 1) continue;
+      const uint8_t c = static_cast<uint8_t>(t[0]);
+      CHECK_MESSAGE((logits[static_cast<size_t>(id)] == 0.0f) == (c == 0xce || c == 0xcf), "byte " << int(c));
+    }
+  }
+  {
+    // Ambiguity past the stack limit: root ::= x x x x x x x x, x ::= "a" | "a" "a" ... (all
+    // ways of splitting a run of a's) — a NO_MEMORY error, not a crash.
+    Builder b;
+    const uint32_t root = b.rule("root"), x = b.rule("x");
+    const GrammarElem a = b.chars('a', 'a');
+    std::vector<GrammarElem> body(12, Builder::ref(x));
+    b.alt(root, body);
+    b.alt(x, {a});
+    b.alt(x, {a, a});
+    b.alt(x, {a, a, a});
+    b.alt(x, {});
+    b.g.root = root;
+    MatcherLimits small;
+    small.max_stacks = 64;
+    auto made = CompiledGrammar::create(b.g, tok, small);
+    if (made.is_ok()) {
+      auto s = made.value()->advance_text(made.value()->initial_state(), "aaaaaaaa");
+      CHECK(!s.is_ok());
+      if (!s.is_ok()) CHECK(s.status().code() == EMBER_ERR_NO_MEMORY);
+    } else {
+      CHECK(made.status().code() == EMBER_ERR_NO_MEMORY);
+    }
+  }
+  {
+    // Left recursion is refused before anything runs.
+    Builder b;
+    const uint32_t root = b.rule("root");
+    b.alt(root, {Builder::ref(root), b.chars('a', 'a')});
+    b.alt(root, {b.chars('b', 'b')});
+    auto made = CompiledGrammar::create(b.g, tok);
+    REQUIRE(!made.is_ok());
+    CHECK(made.status().code() == EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(made.status().message().find("left-recursive") != std::string::npos);
+  }
+}
+
+}  // namespace ember
