@@ -8,7 +8,8 @@
 //   schema: `patternProperties` (keys the pattern matches), or
 //   `additionalProperties: {schema}` (keys, without escapes, that differ from
 //   every declared name); after the declared ones. `additionalProperties`
-//   absent or true adds no extra keys.
+//   absent or true adds no extra keys, except to an object that declares
+//   none (no properties, required or patternProperties): any object.
 // - No `type`: the types the keywords present imply (properties -> object,
 //   items -> array, ...); none -> any JSON value.
 // - Numbers: at most 16 integer and 16 fraction digits (exponents, of up to
@@ -1012,7 +1013,11 @@ class Translator {
       if (closed) return never();
       props[name] = additional;
     }
-    std::vector<rx::Regex> patterns;
+    // No declared keys and nothing said of others: a free-form object.
+    const bool open = !additional.is_boolean() ? additional.empty() : additional.get<bool>();
+    if (props.empty() && open && (!s.contains("patternProperties") || s["patternProperties"].empty())) {
+      return Expr{use("object")};
+    }
     const json* pattern_schema = nullptr;
     std::string pattern_keys;
     if (s.contains("patternProperties") && !s["patternProperties"].empty()) {

@@ -155,6 +155,8 @@ TEST_CASE("json schema grammar: objects in declaration order, required always, o
   // No required: any subset in order, including none.
   accepts(R"({"properties":{"a":{"type":"integer"},"b":{"type":"integer"}}})", {"{}", R"({"a":1})", R"({"b":2})", R"({"a":1,"b":2})"},
           {R"({"b":2,"a":1})", R"({,})"});
+  // An object that declares no keys is free-form.
+  accepts(R"({"type":"object"})", {"{}", R"({"any":[1],"keys":null})"}, {"[]"});
   // Required names the schema does not declare take any value.
   accepts(R"({"type":"object","required":["x"]})", {R"({"x":[1,{}]})"}, {"{}"});
   refused(R"({"type":"object","required":["x"],"additionalProperties":false})", EMBER_ERR_INVALID_ARGUMENT,
