@@ -16,7 +16,7 @@ SAN_OPT=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_REL
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api fuzz_serve_request fuzz_session_state fuzz_chat_template)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api fuzz_serve_request fuzz_session_state fuzz_chat_template fuzz_grammar)
 BUILD=${BUILD:-build-fuzz}
 JOBS=${JOBS:-2}
 DATA=${EMBER_TEST_DATA:-$(pwd)/../shared}
@@ -30,7 +30,7 @@ cmake --build "$BUILD" -j"$JOBS" --target ember_cli "${TARGETS[@]}"
 # Seed corpora, generated here (never committed).
 SEEDS=$BUILD/seeds
 rm -rf "$SEEDS"
-mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api,fuzz_serve_request,fuzz_session_state,fuzz_chat_template} "$BUILD/artifacts"
+mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api,fuzz_serve_request,fuzz_session_state,fuzz_chat_template,fuzz_grammar} "$BUILD/artifacts"
 EMBER=$BUILD/ember
 if [ -f "$DATA/models/stories260K.bin" ]; then
   ASAN_OPTIONS=detect_leaks=0 "$EMBER" convert "$DATA/models/stories260K.bin" --tokenizer "$DATA/models/tok512.bin" \
@@ -103,6 +103,41 @@ printf '%s' "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['co
 printf '%s' "{%- set ns = namespace(x=0) -%}{% macro f(a, b=2) %}{{ a ~ b }}{% endmacro %}{% for k, v in {'a': [1, 2]}.items() if v %}{{ f(k) }}{{ v | tojson(indent=2) }}{{ loop.index }}{% set ns.x = ns.x + 1 %}{% endfor %}{{ messages[1:][::-1] | map(attribute='role') | join(', ') }}{{ ns.x is defined and 'a b'.split()[0].upper() }}" \
   > "$SEEDS/fuzz_chat_template/constructs"
 for f in "${EMBER_LLAMA_VOCAB_DIR:-build/_deps/llama-vocab}"/templates/*.jinja; do [ -f "$f" ] && cp "$f" "$SEEDS/fuzz_chat_template/"; done
+# Grammar seeds: GBNF of every construct (comments, continuation lines,
+# escapes, classes, groups, each repetition, UTF-8 literals), and one of
+# errors.
+G=$SEEDS/fuzz_grammar
+cat > "$G/json" <<'GBNF'
+root ::= ws value ws
+value ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws ( string ws ":" ws value ( ws "," ws string ws ":" ws value )* )? ws "}"
+array ::= "[" ws ( value ( ws "," ws value )* )? ws "]"
+string ::= "\"" ( [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
+number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
+ws ::= [ \t\n]*
+GBNF
+cat > "$G/arith" <<'GBNF'
+root ::= expr
+expr ::= term ( [-+] term )*
+term ::= factor ( [*/] factor )*
+factor ::= [0-9]+ | "(" expr ")" # parenthesised
+GBNF
+cat > "$G/lines" <<'GBNF'
+# a list
+root ::= item{1,5}
+  | "none" | 
+item ::= (
+  "- " [^\n]+
+) "\n" .?
+GBNF
+cat > "$G/utf8" <<'GBNF'
+root ::= ("こんにちは" | "😀" | [\u3040-\u309F\U0001F300-\U0001F5FF])+ "\xe9\u00e9\U000000e9"{2,} [a-z]{0,3}
+GBNF
+cat > "$G/errors" <<'GBNF'
+root ::= a
+a ::= "x" |
+root ::= [z-a] "\q" (( "
+GBNF
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
