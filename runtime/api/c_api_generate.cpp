@@ -97,6 +97,7 @@ bool sequence_from_c(const char* prompt, const ember_generate_options& o, Prompt
   params->logprobs = o.logprobs != 0;
   params->top_logprobs = o.top_logprobs;
   params->prompt_logits = o.prompt_logits;
+  params->grammar = o.grammar ? o.grammar->grammar : nullptr;
   if (prompt) spec->text = prompt;
   spec->tokens = o.prompt_tokens;
   spec->n_tokens = o.n_prompt_tokens;

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "ember.h"
 #include "engine/generator.h"
+#include "grammar/matcher.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "sampling/sampler.h"
@@ -29,6 +30,10 @@ struct ember_session {
   // kept (its buffers are reused); the stats of the last call.
   std::unique_ptr<ember::Generator> generator;
   ember::SequenceStats last_stats;
+};
+
+struct ember_grammar {
+  std::shared_ptr<ember::CompiledGrammar> grammar;  // generations using it hold references too
 };
 
 struct ember_sampler {

@@ -541,6 +541,31 @@ EMBER_API ember_status ember_session_load_buffer(ember_session* session, const v
 
 /* ---- Generation ----------------------------------------------------------- */
 
+/* Structured output. A grammar is compiled once for a model's vocabulary
+ * and then constrains any number of generations (ember_generate_options
+ * .grammar); its caches (each state's token mask) are shared by them.
+ *
+ * ember_grammar_create: GBNF text, llama.cpp's grammar syntax (rules
+ * `name ::= ...`, literals, [classes], ( ) * + ? {m,n}), starting at rule
+ * `root` (NULL: "root"). EMBER_ERR_INVALID_ARGUMENT with "grammar:LINE:COL:
+ * ..." for malformed text, left recursion, or a grammar past the limits.
+ *
+ * ember_grammar_create_json_schema: a JSON Schema (text); NULL or "" for
+ * any JSON object (OpenAI's json_object mode). EMBER_ERR_UNSUPPORTED names a
+ * validation keyword ember cannot honour and where ("schema keyword
+ * 'uniqueItems' at /properties/tags"); annotations are ignored. */
+typedef struct ember_grammar ember_grammar;
+EMBER_API ember_status ember_grammar_create(const ember_model* model, const char* gbnf, const char* root,
+                                            ember_grammar** out);
+EMBER_API ember_status ember_grammar_create_json_schema(const ember_model* model, const char* schema,
+                                                        ember_grammar** out);
+/* The GBNF text a JSON Schema becomes (NULL or "": any JSON object), as
+ * ember_grammar_create_json_schema compiles it: copied into buf (with its
+ * terminating NUL) when buf_size is enough; *needed (may be NULL) is the
+ * size it takes. EMBER_ERR_BUFFER_TOO_SMALL otherwise. */
+EMBER_API ember_status ember_json_schema_to_gbnf(const char* schema, char* buf, size_t buf_size, size_t* needed);
+EMBER_API void ember_grammar_free(ember_grammar* grammar);
+
 /* One entry of ember_generate_options.logit_bias. */
 typedef struct ember_logit_bias {
   int32_t token;
@@ -620,6 +645,14 @@ typedef struct ember_generate_options {
    * callback does not carry them. Default 0, 0. */
   int logprobs;
   int32_t top_logprobs;
+  /* Structured output: the text must follow this grammar
+   * (ember_grammar_create / ember_grammar_create_json_schema, made for this
+   * model). Each step the tokens it rejects are masked before the sampling
+   * chain; the generation ends (EMBER_STOP_END) when the grammar allows
+   * nothing more, and a token limit leaves a prefix of a valid text. Not
+   * owned: it must outlive the generation (it is shared; one grammar may
+   * serve many sequences and threads). Default NULL. */
+  const struct ember_grammar* grammar;
 } ember_generate_options;
 
 

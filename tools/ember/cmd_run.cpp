@@ -11,6 +11,7 @@
 #include "tools/ember/args.h"
 #include "tools/ember/chat_render.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/files.h"
 #include "tools/ember/model_cache.h"
 
 namespace ember::cli {
@@ -105,6 +106,9 @@ const char* kRunHelp =
     "  --context-shift    when the context is full, drop the older half and go on\n"
     "  --stop S           stop when the generated text contains S (repeatable; matched across\n"
     "                     tokens, never printed; S is taken literally: in bash, --stop $'\\n\\n')\n"
+    "  --grammar-file F   the output follows the GBNF grammar in F (llama.cpp's syntax, rule root)\n"
+    "  --json-schema F    the output is JSON valid under the JSON Schema in F\n"
+    "  --json-object      the output is a JSON object\n"
     "  --backend B        cpu|vulkan|auto (default cpu)\n"
     "  --dump-logits FILE write the logits after the last prompt token, one per line (works with -n 0)\n"
     "  --verify-digest    check the data segment's SHA-256 before running (integrity policy DIGEST)\n"
@@ -114,6 +118,8 @@ const char* kRunHelp =
 // What the command line asked for.
 struct RunConfig {
   std::string model, prompt, system, template_arg, dump_logits, signature_key;
+  std::string grammar_file, schema_file;  // --grammar-file, --json-schema
+  bool json_object = false;
   std::vector<int32_t> ids;  // --tokens
   std::vector<std::string> stops;
   bool chat = false, has_system = false, exact = false, print_ids = false, verify_digest = false;
@@ -126,9 +132,10 @@ struct RunConfig {
 int parse_run(int argc, char** argv, RunConfig* c) {
   std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
                                          "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
-                                         "--require-signature", "--tokens", "--stop", "--system", "--template"};
+                                         "--require-signature", "--tokens", "--stop", "--system", "--template",
+                                         "--grammar-file", "--json-schema"};
   std::vector<std::string> known = with_value;
-  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids", "--chat"});
+  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids", "--chat", "--json-object"});
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -181,7 +188,30 @@ int parse_run(int argc, char** argv, RunConfig* c) {
   c->dump_logits = args.get("--dump-logits");
   c->verify_digest = args.has("--verify-digest");
   c->signature_key = args.get("--require-signature");
+  c->grammar_file = args.get("--grammar-file");
+  c->schema_file = args.get("--json-schema");
+  c->json_object = args.has("--json-object");
+  if (!c->grammar_file.empty() + !c->schema_file.empty() + c->json_object > 1) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--grammar-file, --json-schema and --json-object: pass one");
+  }
   return -1;
+}
+
+// --grammar-file, --json-schema, --json-object: the constraint, compiled
+// for the model (null when none was asked for). 0 or the exit code.
+int make_run_grammar(const ember_model* model, const RunConfig& c, ember_grammar** grammar) {
+  *grammar = nullptr;
+  if (c.grammar_file.empty() && c.schema_file.empty() && !c.json_object) return 0;
+  std::string text, error;
+  const std::string& file = c.grammar_file.empty() ? c.schema_file : c.grammar_file;
+  if (!file.empty()) {
+    const ember_status st = read_file(file, &text, &error);
+    if (st != EMBER_OK) return report(st, error);
+  }
+  const ember_status st = c.grammar_file.empty() ? ember_grammar_create_json_schema(model, text.c_str(), grammar)
+                                                 : ember_grammar_create(model, text.c_str(), "root", grammar);
+  if (st != EMBER_OK) return report(st, file + ": " + ember_last_error());
+  return 0;
 }
 
 // Opens the model with the integrity policy asked for. 0 or the exit code.
@@ -320,9 +350,16 @@ int cmd_run(int argc, char** argv) {
     ember_model_free(model);
     return code;
   }
+  ember_grammar* grammar = nullptr;
+  if (const int code = make_run_grammar(model, c, &grammar)) {
+    ember_model_free(model);
+    return code;
+  }
+  c.g.grammar = grammar;
   ember_session* session = nullptr;
   ember_status st = ember_session_create(model, &c.so, &session);
   if (st != EMBER_OK) {
+    ember_grammar_free(grammar);
     ember_model_free(model);
     return report_last(st);
   }
@@ -349,6 +386,7 @@ int cmd_run(int argc, char** argv) {
   ember_generate_last_stats(session, &stats);
   const int code = report_run(c, st, generate_error, tokenized, stats, prompt_logits, t_loaded - t0);
   ember_session_free(session);
+  ember_grammar_free(grammar);
   ember_model_free(model);
   return code;
 }
