@@ -6,7 +6,8 @@
 # Vulkan headers/loader, glslc and SPIR-V tools, Mesa's lavapipe (a CPU
 # Vulkan device for tests), XNNPACK (the CPU backend's second float-matmul
 # provider; its xnnpack.h includes pthreadpool.h, hence libpthreadpool-dev),
-# doctest, nlohmann-json (the CLI's JSON input),
+# doctest, nlohmann-json (the CLI's JSON input), python3-jsonschema (the
+# structured-output test validates sampled JSON with it),
 # and clang for the sanitizer/fuzz builds;
 # for ARM boards, Debian's cross compilers (aarch64, armhf: with their own
 # glibc and libstdc++, static archives included) and qemu-user to run the
@@ -21,7 +22,7 @@ packages=(
   libhttp-parser-dev nlohmann-json3-dev openssl
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
   libxnnpack-dev libpthreadpool-dev
-  doctest-dev clang libclang-rt-14-dev nlohmann-json3-dev
+  doctest-dev clang libclang-rt-14-dev nlohmann-json3-dev python3-jsonschema
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 )
 
