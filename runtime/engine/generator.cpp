@@ -343,26 +343,46 @@ void Generator::after_step(Seq& q, GenSink sink, void* user) {
   const size_t history_len = static_cast<size_t>(session_.seq_position(q.index));
   int32_t token;
   if (q.params.grammar) {
-    // The constraint: the chain runs over the tokens the grammar allows
-    // (the log-probabilities stay the model's, from q.logits).
     CompiledGrammar& g = *q.params.grammar;
-    std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
-    const Result<int32_t> allowed = g.apply_mask(q.grammar_state, q.work.data(), static_cast<int32_t>(q.work.size()));
-    if (!allowed.is_ok()) return finish(q, StopReason::Error, sink, user, &allowed.status());
-    if (allowed.value() == 0) {
-      const Status none = Status::error(EMBER_ERR_INVALID_ARGUMENT,
-                                        "grammar: no token of the vocabulary can continue the text here");
-      return finish(q, StopReason::Error, sink, user, &none);
+    // The constraint: the chain runs over the tokens the grammar allows
+    // (the log-probabilities stay the model's, from q.logits). First, where
+    // the chain truncates nothing (greedy, or temperature alone), a draw
+    // from all the logits that the grammar accepts is already a draw from
+    // the allowed ones (rejection sampling: exact), and no mask is needed.
+    const SamplerParams& sp = q.sampler.params();
+    const bool exact_first = sp.temperature == 0.0f || (sp.top_k == 0 && sp.top_p >= 1.0f && sp.min_p <= 0.0f);
+    token = -1;
+    if (exact_first) {
+      std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
+      const int32_t first = q.sampler.sample(q.work.data(), history, history_len);
+      const Result<uint32_t> next = g.advance(q.grammar_state, first);
+      if (!next.is_ok()) return finish(q, StopReason::Error, sink, user, &next.status());
+      if (next.value() != CompiledGrammar::kDead) {
+        token = first;
+        q.grammar_state = next.value();
+      }
     }
-    token = q.sampler.sample(q.work.data(), history, history_len);
-    const Result<uint32_t> next = g.advance(q.grammar_state, token);
-    if (!next.is_ok()) return finish(q, StopReason::Error, sink, user, &next.status());
-    if (next.value() == CompiledGrammar::kDead) {
-      const Status bad = Status::error(EMBER_ERR_INTERNAL, "grammar: the sampler chose token %d, which the mask excluded",
-                                       token);
-      return finish(q, StopReason::Error, sink, user, &bad);
+    if (token < 0) {
+      std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
+      const Result<int32_t> allowed =
+          g.apply_mask(q.grammar_state, q.work.data(), static_cast<int32_t>(q.work.size()));
+      if (!allowed.is_ok()) return finish(q, StopReason::Error, sink, user, &allowed.status());
+      if (allowed.value() == 0) {
+        const Status none = Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                                          "grammar: no token of the vocabulary can continue the text here");
+        return finish(q, StopReason::Error, sink, user, &none);
+      }
+      token = q.sampler.sample(q.work.data(), history, history_len);
+      const Result<uint32_t> next = g.advance(q.grammar_state, token);
+      if (!next.is_ok()) return finish(q, StopReason::Error, sink, user, &next.status());
+      if (next.value() == CompiledGrammar::kDead) {
+        // Only when every allowed token's logit is -inf (a logit bias).
+        const Status banned = Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                                            "grammar: every token the grammar allows here is banned (logit_bias)");
+        return finish(q, StopReason::Error, sink, user, &banned);
+      }
+      q.grammar_state = next.value();
     }
-    q.grammar_state = next.value();
   } else if (q.params.logprobs) {
     std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
     token = q.sampler.sample(q.work.data(), history, history_len);

@@ -254,3 +254,115 @@ TEST_CASE("grammar matcher: characters beyond ASCII from byte tokens, and bounds
 }
 
 }  // namespace ember
+
+// ---- cost per token on real vocabularies (reported, not asserted) ----
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "test_data.h"
+#include "tools/convert/gguf.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+#include "tools/convert/vocab_import.h"
+
+#ifndef EMBER_LLAMA_VOCAB_DIR
+#define EMBER_LLAMA_VOCAB_DIR ""
+#endif
+
+namespace ember {
+namespace {
+
+Result<Tokenizer> vocab_tokenizer(const std::string& name) {
+  std::string dir = EMBER_LLAMA_VOCAB_DIR;
+  if (const char* d = std::getenv("EMBER_LLAMA_VOCAB_DIR"); d && *d) dir = d;
+  const std::string bytes = test::read_text_file(dir + "/" + name);
+  EMBER_ASSIGN_OR_RETURN(GgufFile g, GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  EMBER_ASSIGN_OR_RETURN(Vocab v, vocab_from_gguf(g));
+  return Tokenizer::create(std::move(v));
+}
+
+// An order: nested objects, arrays, enums, bounded integers, strings.
+const char* kOrderSchema = R"({"type":"object","properties":{
+  "id":{"type":"integer","minimum":1,"maximum":100000},
+  "customer":{"type":"object","properties":{"name":{"type":"string","maxLength":40},
+    "tier":{"enum":["free","pro","enterprise"]}},"required":["name","tier"]},
+  "items":{"type":"array","maxItems":4,"items":{"type":"object","properties":{
+    "sku":{"type":"string","maxLength":12},"qty":{"type":"integer","minimum":1,"maximum":99}},
+    "required":["sku","qty"]}},
+  "status":{"enum":["open","paid","shipped"]}},
+  "required":["id","customer","items","status"]})";
+
+}  // namespace
+
+TEST_CASE("grammar matcher: cost per token of a nested schema on 32k and 150k vocabularies") {
+  for (const char* name : {"ggml-vocab-llama-spm.gguf", "ggml-vocab-qwen2.gguf"}) {
+    auto tok = vocab_tokenizer(name);
+    if (!tok.is_ok()) {
+      if (test::test_data_required()) FAIL(name << ": " << tok.status().message());
+      MESSAGE("skipped: " << name << ": " << tok.status().message());
+      continue;
+    }
+    auto gbnf = json_schema_to_gbnf(kOrderSchema);
+    REQUIRE_MESSAGE(gbnf.is_ok(), gbnf.status().message());
+    auto parsed = parse_gbnf(gbnf.value());
+    REQUIRE(parsed.is_ok());
+    const auto t0 = std::chrono::steady_clock::now();
+    auto made = CompiledGrammar::create(std::move(parsed).value(), tok.value());
+    REQUIRE(made.is_ok());
+    const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    CompiledGrammar& g = *made.value();
+    const int32_t n = tok.value().size();
+    std::vector<float> logits(static_cast<size_t>(n));
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+    // Three documents, each token the most likely allowed one of fresh random
+    // logits (a random model); the first document meets every mask first.
+    for (int doc = 0; doc < 3; ++doc) {
+      uint32_t state = g.initial_state();
+      std::string text;
+      int tokens = 0;
+      double ms = 0;
+      while (!g.finished(state) && tokens < 400) {
+        for (float& x : logits) x = u(rng);
+        const auto a = std::chrono::steady_clock::now();
+        auto allowed = g.apply_mask(state, logits.data(), n);
+        REQUIRE(allowed.is_ok());
+        REQUIRE(allowed.value() > 0);
+        int32_t best = 0;
+        for (int32_t t = 1; t < n; ++t) {
+          if (logits[static_cast<size_t>(t)] > logits[static_cast<size_t>(best)]) best = t;
+        }
+        auto next = g.advance(state, best);
+        ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+        REQUIRE(next.is_ok());
+        REQUIRE(next.value() != CompiledGrammar::kDead);
+        if (tok.value().is_eog(best)) break;
+        std::string piece;
+        REQUIRE(tok.value().decode_token(-1, best, &piece).is_ok());
+        text += piece;
+        state = next.value();
+        ++tokens;
+      }
+      INFO(name << " document " << doc << ": " << text);
+      if (g.finished(state)) {
+        const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+        REQUIRE(!j.is_discarded());
+        CHECK(j.contains("id"));
+        CHECK(j.contains("customer"));
+        CHECK(j.contains("items"));
+      }
+      const CompiledGrammar::Stats st = g.stats();
+      MESSAGE(std::string(name) << " (" << n << " tokens): compile " << compile_ms << " ms; document " << doc << ": " << tokens
+                   << " tokens, constraint " << (tokens ? ms / tokens : 0) << " ms/token; masks computed "
+                   << st.masks_computed << " (" << st.mask_ms << " ms in all), reused " << st.masks_reused
+                   << ", states " << st.states);
+    }
+  }
+}
+
+}  // namespace ember
