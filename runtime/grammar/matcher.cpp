@@ -45,6 +45,13 @@ Status CompiledGrammar::prepare_vocabulary() {
   std::sort(order_.begin(), order_.end(), [this](int32_t a, int32_t b) {
     return text_[static_cast<size_t>(a)] < text_[static_cast<size_t>(b)];
   });
+  offset_.assign(1, 0);
+  for (int32_t id : order_) {
+    const std::string& t = text_[static_cast<size_t>(id)];
+    sorted_.insert(sorted_.end(), t.begin(), t.end());
+    if (sorted_.size() > 0xffffffffu) return Status::error(EMBER_ERR_NO_MEMORY, "grammar: the vocabulary's text is over 4 GiB");
+    offset_.push_back(static_cast<uint32_t>(sorted_.size()));
+  }
   shared_.assign(order_.size(), 0);
   for (size_t k = 1; k < order_.size(); ++k) {
     const std::string& a = text_[static_cast<size_t>(order_[k - 1])];
@@ -127,12 +134,12 @@ Result<uint32_t> CompiledGrammar::intern(std::vector<uint32_t>& stacks, uint32_t
     return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u parse stacks at once (an ambiguous grammar)",
                          limits_.max_stacks);
   }
-  uint64_t h = mix(partial, need);
+  uint64_t h = mix(mix(partial, need), (uint64_t{lo} << 32) | hi);
   for (uint32_t s : stacks) h = mix(h, s);
   std::vector<uint32_t>& bucket = state_ids_[h];
   for (uint32_t id : bucket) {
     const State& s = states_[id];
-    if (s.partial == partial && s.need == need && s.stacks == stacks) return id;
+    if (s.partial == partial && s.need == need && s.lo == lo && s.hi == hi && s.stacks == stacks) return id;
   }
   if (states_.size() >= limits_.max_states) {
     return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u matcher states", limits_.max_states);
@@ -145,8 +152,7 @@ Result<uint32_t> CompiledGrammar::intern(std::vector<uint32_t>& stacks, uint32_t
   s.need = need;
   s.lo = lo;
   s.hi = hi;
-  s.next.reset(new uint32_t[256]);
-  std::fill(s.next.get(), s.next.get() + 256, kUnknown);
+  next_.resize(next_.size() + 256, kUnknown);
   bucket.push_back(id);
   return id;
 }
@@ -186,6 +192,29 @@ bool CompiledGrammar::accepts_any(uint32_t pos, uint32_t lo, uint32_t hi) const 
   }
 }
 
+bool CompiledGrammar::accepts_all(uint32_t pos, uint32_t lo, uint32_t hi) const {
+  const CharSet& cs = grammar_.char_sets[grammar_.elems[pos].value];
+  if (cs.negated) {
+    for (const CharRange& r : cs.ranges) {
+      if (r.lo <= hi && r.hi >= lo) return false;
+    }
+    return true;
+  }
+  // Covered by the union of the ranges.
+  uint32_t cur = lo;
+  for (;;) {
+    bool moved = false;
+    for (const CharRange& r : cs.ranges) {
+      if (cur >= r.lo && cur <= r.hi) {
+        if (r.hi >= hi) return true;
+        cur = r.hi + 1;
+        moved = true;
+      }
+    }
+    if (!moved) return false;
+  }
+}
+
 Result<uint32_t> CompiledGrammar::step_code_point(uint32_t state, uint32_t cp) {
   std::vector<uint32_t> next;
   const std::vector<uint32_t> stacks = states_[state].stacks;  // close() may grow states_' storage
@@ -197,9 +226,16 @@ Result<uint32_t> CompiledGrammar::step_code_point(uint32_t state, uint32_t cp) {
   return intern(next, 0, 0, 0, 0);
 }
 
+// The next byte a UTF-8 character may have after lead byte `lead`: the
+// first continuation byte's range excludes overlong forms and surrogates.
+static void first_continuation(uint8_t lead, uint32_t* lo, uint32_t* hi) {
+  *lo = lead == 0xe0 ? 0xa0 : lead == 0xf0 ? 0x90 : 0x80;
+  *hi = lead == 0xed ? 0x9f : lead == 0xf4 ? 0x8f : 0xbf;
+}
+
 Result<uint32_t> CompiledGrammar::step_byte(uint32_t state, uint8_t b) {
   {
-    const uint32_t known = states_[state].next[b];
+    const uint32_t known = next_[size_t{state} * 256 + b];
     if (known != kUnknown) return known;
   }
   uint32_t result = kDead;
@@ -207,7 +243,25 @@ Result<uint32_t> CompiledGrammar::step_byte(uint32_t state, uint8_t b) {
   uint32_t partial = 0, lo = 0, hi = 0;
   uint8_t need = 0;
   bool decided = false;
-  if (s.need > 0) {
+  if (s.need > 0 && s.partial == kUniform) {
+    // Every stack takes every code point this character may become: only
+    // the byte's own validity matters.
+    decided = true;
+    if (b >= s.lo && b <= s.hi) {
+      need = static_cast<uint8_t>(s.need - 1);
+      std::vector<uint32_t> keep = s.stacks;
+      if (need > 0) {
+        EMBER_ASSIGN_OR_RETURN(result, intern(keep, kUniform, need, 0x80, 0xbf));
+      } else {
+        std::vector<uint32_t> next;
+        for (uint32_t st : keep) {
+          const Node n = nodes_[st];
+          EMBER_TRY(close(n.pos + 1, n.parent, &next));
+        }
+        EMBER_ASSIGN_OR_RETURN(result, intern(next, 0, 0, 0, 0));
+      }
+    }
+  } else if (s.need > 0) {
     if ((b & 0xc0) != 0x80) {
       decided = true;
     } else {
@@ -228,6 +282,7 @@ Result<uint32_t> CompiledGrammar::step_byte(uint32_t state, uint8_t b) {
     partial = b & 0x1fu, need = 1, lo = partial << 6, hi = lo | 0x3f;
   } else if (b >= 0xe0 && b <= 0xef) {
     partial = b & 0x0fu, need = 2, lo = std::max(partial << 12, 0x800u), hi = (partial << 12) | 0xfff;
+    if (b == 0xed) hi = 0xd7ff;  // no surrogates
   } else if (b >= 0xf0 && b <= 0xf4) {
     partial = b & 0x07u, need = 3, lo = std::max(partial << 18, 0x10000u), hi = std::min((partial << 18) | 0x3ffff, 0x10ffffu);
   } else {
@@ -235,14 +290,28 @@ Result<uint32_t> CompiledGrammar::step_byte(uint32_t state, uint8_t b) {
   }
   if (!decided && lo <= hi) {
     // The same stacks, waiting for the rest of the character: alive only if
-    // some stack can take a code point it may become.
+    // some stack can take a code point it may become. When each one left
+    // takes every such code point, the bits so far do not matter (one
+    // state per remaining count, not one per prefix: vocabularies hold
+    // tens of thousands of multi-byte pieces).
     std::vector<uint32_t> keep;
+    bool uniform = limits_.collapse_characters;
     for (uint32_t st : states_[state].stacks) {
-      if (st != kAccept && accepts_any(nodes_[st].pos, lo, hi)) keep.push_back(st);
+      if (st == kAccept || !accepts_any(nodes_[st].pos, lo, hi)) continue;
+      keep.push_back(st);
+      uniform = uniform && accepts_all(nodes_[st].pos, lo, hi);
     }
-    EMBER_ASSIGN_OR_RETURN(result, intern(keep, partial, need, lo, hi));
+    if (uniform && s.need == 0) {
+      uint32_t next_lo, next_hi;
+      first_continuation(b, &next_lo, &next_hi);
+      EMBER_ASSIGN_OR_RETURN(result, intern(keep, kUniform, need, next_lo, next_hi));
+    } else if (uniform) {
+      EMBER_ASSIGN_OR_RETURN(result, intern(keep, kUniform, need, 0x80, 0xbf));
+    } else {
+      EMBER_ASSIGN_OR_RETURN(result, intern(keep, partial, need, lo, hi));
+    }
   }
-  states_[state].next[b] = result;
+  next_[size_t{state} * 256 + b] = result;
   return result;
 }
 
@@ -284,20 +353,28 @@ Status CompiledGrammar::compute_mask(uint32_t state) {
   // for d <= alive.
   std::vector<uint32_t> at(1, state);
   size_t alive = 0;
+  const uint8_t* text = sorted_.data();
   for (size_t k = 0; k < order_.size(); ++k) {
-    const int32_t id = order_[k];
-    const std::string& t = text_[static_cast<size_t>(id)];
     const size_t s = shared_[k];
     if (s > alive) continue;  // shares the prefix that died
+    const size_t len = offset_[k + 1] - offset_[k];
+    const uint8_t* t = text + offset_[k];
+    if (at.size() < len + 1) at.resize(len + 1);
     size_t d = s;
-    if (at.size() < t.size() + 1) at.resize(t.size() + 1);
-    while (d < t.size()) {
-      EMBER_ASSIGN_OR_RETURN(const uint32_t nx, step_byte(at[d], static_cast<uint8_t>(t[d])));
+    while (d < len) {
+      // The memoized transition, else built.
+      uint32_t nx = next_[size_t{at[d]} * 256 + t[d]];
+      if (nx == kUnknown) {
+        EMBER_ASSIGN_OR_RETURN(nx, step_byte(at[d], t[d]));
+      }
       if (nx == kDead) break;
       at[++d] = nx;
     }
     alive = d;
-    if (d == t.size()) mask[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+    if (d == len) {
+      const int32_t id = order_[k];
+      mask[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+    }
   }
   const State& st = states_[state];
   if (st.need == 0 && std::binary_search(st.stacks.begin(), st.stacks.end(), kAccept)) {

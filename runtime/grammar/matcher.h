@@ -44,6 +44,9 @@ struct MatcherLimits {
   uint32_t max_nodes = 1u << 22;
   uint32_t max_stacks = 4096;                 // per state
   uint64_t max_mask_bytes = uint64_t{256} << 20;
+  // One state per unfinished character where every stack takes whatever it
+  // becomes (off only to test that it changes no mask).
+  bool collapse_characters = true;
 };
 
 class CompiledGrammar {
@@ -88,15 +91,17 @@ class CompiledGrammar {
   };
   struct State {
     std::vector<uint32_t> stacks;  // sorted node ids; kAccept: the empty stack (complete)
-    uint32_t partial = 0;          // an unfinished UTF-8 character: bits so far
+    uint32_t partial = 0;          // an unfinished UTF-8 character: bits so far, or kUniform
     uint8_t need = 0;              // its continuation bytes still to come
     uint32_t lo = 0, hi = 0;       // the code points it can still become
-    std::unique_ptr<uint32_t[]> next;  // 256 transitions, kUnknown until built
     std::vector<uint64_t> mask;        // a bit per token, when computed
   };
   static constexpr uint32_t kNone = 0xffffffffu;
   static constexpr uint32_t kAccept = 0xfffffffeu;
   static constexpr uint32_t kUnknown = 0xfffffffdu;
+  // State::partial of a character every stack takes whatever it becomes
+  // (lo..hi: the range of its next byte).
+  static constexpr uint32_t kUniform = 0xffffffffu;
 
   Status prepare_vocabulary();
   Result<uint32_t> node(uint32_t pos, uint32_t parent);
@@ -108,6 +113,7 @@ class CompiledGrammar {
   Result<uint32_t> step_code_point(uint32_t state, uint32_t cp);
   bool accepts(uint32_t pos, uint32_t cp) const;
   bool accepts_any(uint32_t pos, uint32_t lo, uint32_t hi) const;
+  bool accepts_all(uint32_t pos, uint32_t lo, uint32_t hi) const;
   Status compute_mask(uint32_t state);
 
   Grammar grammar_;
@@ -120,12 +126,17 @@ class CompiledGrammar {
   std::vector<int32_t> order_;
   std::vector<std::string> text_;   // per token id (empty: never allowed)
   std::vector<uint16_t> shared_;    // per position in order_
+  // The same texts in order_'s order, back to back (the mask walk reads
+  // them in sequence): order_[k]'s bytes are sorted_[offset_[k], offset_[k + 1]).
+  std::vector<uint8_t> sorted_;
+  std::vector<uint32_t> offset_;
   std::vector<int32_t> eog_;
 
   mutable std::mutex mu_;
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, uint32_t> node_ids_;
   std::vector<State> states_;
+  std::vector<uint32_t> next_;  // per state, 256 transitions by byte (kUnknown until built)
   std::unordered_map<uint64_t, std::vector<uint32_t>> state_ids_;  // by hash
   std::vector<uint32_t> mask_order_;  // states holding masks, oldest first
   uint64_t mask_bytes_ = 0;

@@ -366,3 +366,58 @@ TEST_CASE("grammar matcher: cost per token of a nested schema on 32k and 150k vo
 }
 
 }  // namespace ember
+
+namespace ember {
+
+TEST_CASE("grammar matcher: one state per unfinished character changes no mask (151,936-piece vocabulary)") {
+  auto tok = vocab_tokenizer("ggml-vocab-qwen2.gguf");
+  if (!tok.is_ok()) {
+    if (test::test_data_required()) FAIL(tok.status().message());
+    MESSAGE("skipped: " << tok.status().message());
+    return;
+  }
+  // Strings of any character, CJK-only words, accented Latin, and ASCII
+  // structure between them: characters every stack takes, and characters
+  // only some do.
+  auto parsed = parse_gbnf(
+      "root ::= (item \"\\n\")+\n"
+      "item ::= \"s:\" [^\"\\\\]{0,12} | \"c:\" [\\u4e00-\\u9fa5]{1,6} | \"l:\" [a-zA-Z\\u00e0-\\u00ff]+ | \"e:\" [\\U0001F600-\\U0001F64F]\n");
+  REQUIRE_MESSAGE(parsed.is_ok(), parsed.status().message());
+  MatcherLimits exact;
+  exact.collapse_characters = false;
+  auto a = CompiledGrammar::create(parsed.value(), tok.value());
+  auto b = CompiledGrammar::create(parsed.value(), tok.value(), exact);
+  REQUIRE(a.is_ok());
+  REQUIRE(b.is_ok());
+  const int32_t n = tok.value().size();
+  std::vector<float> la(static_cast<size_t>(n)), lb(static_cast<size_t>(n));
+  std::mt19937 rng(11);
+  uint32_t sa = a.value()->initial_state(), sb = b.value()->initial_state();
+  int compared = 0;
+  for (int step = 0; step < 60; ++step) {
+    std::fill(la.begin(), la.end(), 0.0f);
+    std::fill(lb.begin(), lb.end(), 0.0f);
+    auto ca = a.value()->apply_mask(sa, la.data(), n);
+    auto cb = b.value()->apply_mask(sb, lb.data(), n);
+    REQUIRE(ca.is_ok());
+    REQUIRE(cb.is_ok());
+    REQUIRE(ca.value() == cb.value());
+    CHECK(la == lb);
+    ++compared;
+    // A random allowed, non-end token.
+    std::vector<int32_t> allowed;
+    for (int32_t t = 0; t < n; ++t) {
+      if (la[static_cast<size_t>(t)] == 0.0f && !tok.value().is_eog(t)) allowed.push_back(t);
+    }
+    if (allowed.empty()) break;
+    const int32_t pick = allowed[rng() % allowed.size()];
+    sa = a.value()->advance(sa, pick).value();
+    sb = b.value()->advance(sb, pick).value();
+    REQUIRE(sa != CompiledGrammar::kDead);
+    REQUIRE(sb != CompiledGrammar::kDead);
+  }
+  CHECK(compared >= 30);
+  MESSAGE("states: " << a.value()->stats().states << " collapsed, " << b.value()->stats().states << " exact");
+}
+
+}  // namespace ember
