@@ -1,6 +1,7 @@
 // `ember serve` under attack (issue 43): hostile clients on the loopback,
 // one section per finding of the issue, each bounded in time:
-//   crash         100,000 nested arrays in the body and in each field: a 400, never a crash
+//   crash         100,000 nested arrays in the body and in each field: a 400, never a crash; a response_format
+//                 schema nested 100,000 deep or past 256 KiB: a 400 at once
 //   memory        8 concurrent bodies of every costly shape: peak RSS within the plan the server
 //                 prints (sessions + the HTTP side's stated bound + 64 MiB for the process)
 //   slow          64 slow clients from 64 addresses: /health and /metrics still served, others get
@@ -202,6 +203,42 @@ async function crash() {
       const e = errorShape(r, what);
       check((e.message || '').length < 400, `${what}: a short message (${(e.message || '').length} chars)`);
     }
+    // response_format's schema: nested past the limit, or past 256 KiB as
+    // compact text: a 400 naming response_format, in well under a second
+    // (refused while read, before any grammar is compiled). Within the
+    // limits but past the grammar matcher's budget, when compiled (12,000
+    // enum strings) or while generating (2,000 optional properties keep too
+    // many parses open): a 400 naming response_format, never a 5xx.
+    const rf = (schema) => `{"prompt":"x","max_tokens":30,"response_format":{"type":"json_schema",` +
+                           `"json_schema":{"name":"s","schema":${schema}}}}`;
+    const props = (n) => '{"type":"object","properties":{' +
+                         Array.from({ length: n }, (_, i) => `"p${i}":{"type":"integer"}`).join(',') + '}}';
+    const schemaCases = [
+      ['deep schema', rf('{"items":'.repeat(100000) + '{}' + '}'.repeat(100000)), 'not valid JSON', 2000],
+      ['huge schema', rf(props(30000)), '256 KiB', 2000],
+      ['enum schema', rf(JSON.stringify({ enum: Array.from({ length: 12000 }, (_, i) => `value number ${i}`) })),
+       'parse stacks', 5000],
+      ['large schema', rf(props(2000)), null, 10000],
+    ];
+    for (const [what, body, says, ms] of schemaCases) {
+      const t = Date.now();
+      const r = await call(srv.port, 'POST', '/v1/completions', { body });
+      const took = Date.now() - t;
+      check(took < ms * slack, `${what} (${(body.length / 1024).toFixed(0)} KiB): answered in ${took} ms`);
+      if (says === null) {
+        check(r.status === 200 || r.status === 400, `${what}: 200 or 400, got ${r.status} ${r.raw.slice(0, 160)}`);
+        if (r.status === 400) {
+          const e = errorShape(r, what);
+          check(e.param === 'response_format', `${what}: a 400 names response_format: ${JSON.stringify(e)}`);
+        }
+        continue;
+      }
+      if (!check(r.status === 400, `${what}: 400, got ${r.status} ${r.raw.slice(0, 160)}`)) continue;
+      const e = errorShape(r, what);
+      check((e.message || '').includes(says) && (e.message.length < 400),
+            `${what}: a short message saying ${says}: ${e.message}`);
+      if (says !== 'not valid JSON') check(e.param === 'response_format', `${what}: param response_format, got ${e.param}`);
+    }
     await sleep(100);
     check(srv.alive(), 'the server is alive after the nested bodies');
     const h = srv.alive() ? await call(srv.port, 'GET', '/health') : { status: 0 };
@@ -232,6 +269,9 @@ async function memoryAttacks() {
     'token-ids': ['/v1/completions', fill('{"max_tokens":1,"prompt":[', '1', ']}')],
     'deep-nesting': ['/v1/completions', '['.repeat(BODY / 2) + ']'.repeat(BODY / 2)],
     'bad-string': ['/v1/completions', '{"prompt":"' + 'a'.repeat(BODY - 20) + '\u0001"}'],
+    // A schema is copied while read: cut at 256 KiB, charged to the budget.
+    'huge-schema': ['/v1/completions', fill('{"prompt":"hi","max_tokens":1,"response_format":{"type":"json_schema",' +
+                                            '"json_schema":{"name":"s","schema":{"enum":[', '{"a":[1]}', ']}}}}')],
   };
   for (const [name, [route, body]] of Object.entries(attacks)) {
     const srv = await startServer(['--ctx', '512', '--max-connections', '8', '--max-connections-per-client', '0',

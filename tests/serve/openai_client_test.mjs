@@ -3,7 +3,9 @@
 // CA made here, and the error cases (401, 400, 404, 405, 413, 429) with raw
 // requests; 8 concurrent greedy requests each give the text they give
 // alone; a cached prompt prefix (usage cached_tokens) gives the same text; a
-// client that disconnects; SIGTERM drains and exits 0.
+// client that disconnects; response_format json_schema and json_object
+// (the content parses and follows the schema; a refused keyword is a 400);
+// SIGTERM drains and exits 0.
 //
 //   node openai_client_test.mjs EMBER MODEL CLIENT_DIR SCRATCH_DIR
 // CLIENT_DIR holds node_modules/openai (tools/scripts/fetch_openai_client.sh).
@@ -201,6 +203,90 @@ async function mainTests() {
                                                         presence_penalty: 2, frequency_penalty: 2 });
     check(penalized.choices[0].text !== plain60.choices[0].text, 'the penalties change the greedy text');
 
+    // response_format: json_schema (strict) through the client, streamed and
+    // not, and json_object: the content parses and has the schema's keys and
+    // types; the grammar ends the text (finish_reason "stop"). A keyword
+    // ember cannot honour is a 400 the client reports with the message.
+    const personSchema = {
+      type: 'object',
+      properties: { name: { type: 'string', maxLength: 6 }, age: { type: 'integer', minimum: 0, maximum: 99 },
+                    happy: { type: 'boolean' } },
+      required: ['name', 'age', 'happy'], additionalProperties: false,
+    };
+    const checkPerson = (text, what) => {
+      let v = null;
+      try { v = JSON.parse(text); } catch { /* checked below */ }
+      if (!check(v !== null && typeof v === 'object' && !Array.isArray(v), `${what}: JSON.parse gives an object: ${text}`)) return;
+      eq(Object.keys(v).sort(), ['age', 'happy', 'name'], `${what}: the keys`);
+      check(typeof v.name === 'string' && [...v.name].length <= 6, `${what}: name a string of at most 6: ${text}`);
+      check(Number.isInteger(v.age) && v.age >= 0 && v.age <= 99, `${what}: age an integer in [0, 99]: ${text}`);
+      check(typeof v.happy === 'boolean', `${what}: happy a boolean: ${text}`);
+    };
+    const personFormat = { type: 'json_schema', json_schema: { name: 'person', schema: personSchema, strict: true } };
+    let t0 = Date.now();
+    const js = await client.chat.completions.create({ model: modelName, messages, max_tokens: 200, temperature: 0,
+                                                      response_format: personFormat });
+    const firstMs = Date.now() - t0;
+    eq(js.choices[0].finish_reason, 'stop', 'json_schema: the grammar ends the text');
+    checkPerson(js.choices[0].message.content, 'json_schema chat');
+    check(js.usage.completion_tokens > 5, `json_schema: usage counts the tokens (${js.usage.completion_tokens})`);
+    t0 = Date.now();
+    let jsStreamed = '', jsFinish = null;
+    for await (const ch of await client.chat.completions.create({ model: modelName, messages, max_tokens: 200,
+        temperature: 0, stream: true, response_format: personFormat })) {
+      if (!ch.choices.length) continue;
+      jsStreamed += ch.choices[0].delta.content || '';
+      if (ch.choices[0].finish_reason) jsFinish = ch.choices[0].finish_reason;
+    }
+    const againMs = Date.now() - t0;
+    eq(jsStreamed, js.choices[0].message.content, 'json_schema streamed = not streamed');
+    eq(jsFinish, 'stop', 'json_schema streamed: finish_reason');
+    console.log(`json_schema: first request ${firstMs} ms (grammar compiled), the same schema again ${againMs} ms`);
+    // Sampled, on /v1/completions: still the schema's.
+    for (const seed of [1, 2, 3]) {
+      const sc = await client.completions.create({ model: modelName, prompt, max_tokens: 200, temperature: 1, seed,
+                                                   response_format: personFormat });
+      if (sc.choices[0].finish_reason === 'stop') checkPerson(sc.choices[0].text, `json_schema sampled, seed ${seed}`);
+      else check(sc.choices[0].text.startsWith('{'), `json_schema sampled, seed ${seed}: a prefix of JSON`);
+    }
+    // json_object: stories260K writes a story into the first string it
+    // opens (a prefix of an object until max_tokens); with '}' biased to be
+    // every token the grammar allows, the object closes at once: "{}" where
+    // the bias alone would give "}}}}".
+    const jo = await client.chat.completions.create({ model: modelName, messages, max_tokens: 40, temperature: 0,
+                                                      response_format: { type: 'json_object' } });
+    check(/^\{\s*("|\})/.test(jo.choices[0].message.content), `json_object: an object's start: ${jo.choices[0].message.content}`);
+    const braceIds = execFileSync(ember, ['tokenize', model, '--text', 'x}'], { encoding: 'utf8' }).trim().split(/\s+/);
+    const brace = Number(braceIds[braceIds.length - 1]);
+    const closed = await client.chat.completions.create({ model: modelName, messages, max_tokens: 40, temperature: 0,
+                                                          logit_bias: { [brace]: 100 },
+                                                          response_format: { type: 'json_object' } });
+    let joValue = null;
+    try { joValue = JSON.parse(closed.choices[0].message.content); } catch { /* checked below */ }
+    eq(closed.choices[0].finish_reason, 'stop', 'json_object: finish_reason');
+    check(joValue !== null && typeof joValue === 'object' && !Array.isArray(joValue),
+          `json_object: JSON.parse gives an object: ${closed.choices[0].message.content}`);
+    const unconstrained = await client.chat.completions.create({ model: modelName, messages, max_tokens: 4,
+                                                                temperature: 0, logit_bias: { [brace]: 100 } });
+    eq(unconstrained.choices[0].message.content, '}}}}', 'the bias alone: every token "}"');
+    let refusedSchema = null;
+    try {
+      await client.chat.completions.create({ model: modelName, messages, max_tokens: 8, response_format: {
+        type: 'json_schema', json_schema: { name: 'tags', strict: true, schema: { type: 'object', properties: {
+          tags: { type: 'array', items: { type: 'string' }, uniqueItems: true } } } } } });
+    } catch (e) { refusedSchema = e; }
+    check(refusedSchema && refusedSchema.status === 400, `uniqueItems: 400, got ${refusedSchema && refusedSchema.status}`);
+    check(refusedSchema && /uniqueItems/.test(refusedSchema.message) && /\/properties\/tags/.test(refusedSchema.message),
+          `uniqueItems: the client's error carries the message: ${refusedSchema && refusedSchema.message}`);
+    eq(refusedSchema && [refusedSchema.param, refusedSchema.code], ['response_format', 'unsupported_schema'],
+       'uniqueItems: param and code');
+    let badType = null;
+    try {
+      await client.chat.completions.create({ model: modelName, messages, response_format: { type: 'xml' } });
+    } catch (e) { badType = e; }
+    check(badType && badType.status === 400 && /response_format\.type/.test(badType.message),
+          `an unknown response_format type: 400 naming it: ${badType && badType.message}`);
+
     // The prefix cache: a prompt that begins as an earlier one reuses its
     // positions (usage.prompt_tokens_details.cached_tokens) and gives the
     // text `ember run` gives it from scratch.
@@ -299,11 +385,15 @@ async function mainTests() {
     for (const name of ['ember_requests_total{route="/v1/completions",status="200"}', 'ember_generated_tokens_total',
                         'ember_time_to_first_token_seconds_bucket', 'ember_inter_token_latency_seconds_count',
                         'ember_queue_depth', 'ember_kv_bytes_in_use', 'ember_prefix_cache_hits_total',
-                        'ember_prefix_cache_tokens_total']) {
+                        'ember_prefix_cache_tokens_total', 'ember_grammar_cache_hits_total']) {
       check(metrics.includes(name), `/metrics has ${name}`);
     }
     const hits = Number((metrics.match(/^ember_prefix_cache_hits_total (\d+)$/m) || [])[1]);
     check(hits >= 1, `/metrics counts prefix cache hits: ${hits}`);
+    const grammarHits = Number((metrics.match(/^ember_grammar_cache_hits_total (\d+)$/m) || [])[1]);
+    const grammarMisses = Number((metrics.match(/^ember_grammar_cache_misses_total (\d+)$/m) || [])[1]);
+    check(grammarHits >= 4 && grammarMisses === 2,
+          `/metrics: the grammar cache: ${grammarHits} hits (the same schema again), ${grammarMisses} misses`);
 
     // SIGTERM with a stream in flight: it completes, then the server exits 0.
     const drained = new Promise((resolve) => {

@@ -78,6 +78,10 @@ class BatchedScheduler final : public Scheduler {
     }
     kv_planned_ = plan.kv_bytes;
     ctx_ = plan.context_length;
+    ember_model_info info;
+    info.struct_size = sizeof info;
+    ember_model_get_info(model_, &info);
+    bos_ = info.bos_id;
     seqs_.resize(static_cast<size_t>(so.n_seqs));
     slots_.resize(static_cast<size_t>(config_.slots));
     slot_of_seq_.assign(seqs_.size(), -1);
@@ -273,6 +277,7 @@ class BatchedScheduler final : public Scheduler {
       o.n_stop_strings = stops.size();
       o.logit_bias = req.logit_bias.data();
       o.n_logit_bias = req.logit_bias.size();
+      o.grammar = req.grammar.get();
       if (ember_generator_start(generator_, seq, nullptr, &o) != EMBER_OK) {
         finish(s, Finish::kError, ember_last_error());
         continue;
@@ -311,11 +316,14 @@ class BatchedScheduler final : public Scheduler {
     if (e->finish != EMBER_STOP_NONE) {
       if (e->text_len && r.on_text) r.on_text(std::string_view(e->text, e->text_len));
       // Usage counts every token the model produced but an end token (those
-      // of a stop string too, though their text is never sent).
+      // of a stop string too, though their text is never sent). A grammar
+      // that finished ends the sequence after a text token: that one counts.
       ember_generate_stats st;
       st.struct_size = sizeof st;
       if (ember_generator_seq_stats(me->generator_, e->seq, &st) == EMBER_OK) {
-        s.generated = st.sampled_tokens - (e->finish == EMBER_STOP_END ? 1 : 0);
+        const bool end_token = e->finish == EMBER_STOP_END && st.last_token >= 0 &&
+                               (ember_token_is_eog(me->model_, st.last_token) || st.last_token == me->bos_);
+        s.generated = st.sampled_tokens - (end_token ? 1 : 0);
       }
       Finish why = finish_of(e->finish);
       if (why == Finish::kCancelled && s.timed_out) why = Finish::kTimeout;
@@ -409,6 +417,7 @@ class BatchedScheduler final : public Scheduler {
   std::vector<const char*> stop_ptrs_;
   TokenOut token_;                           // on_token's argument (reused)
   int32_t ctx_ = 0;
+  int32_t bos_ = -1;  // ends a generation too (llama2.c vocabularies), as the generator says
   uint64_t kv_planned_ = 0, tick_ = 0;
   uint64_t hits_ = 0, cached_tokens_ = 0, evictions_ = 0;  // the scheduler thread's; published in stats_
   std::thread thread_;

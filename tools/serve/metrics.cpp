@@ -47,6 +47,11 @@ void Metrics::on_tokens(int32_t prompt, int32_t generated) {
   generated_tokens_ += static_cast<uint64_t>(generated);
 }
 
+void Metrics::on_grammar_cache(bool hit) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++(hit ? grammar_hits_ : grammar_misses_);
+}
+
 void Metrics::on_request(const std::string& route, int status) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++requests_[{route, status}];
@@ -102,6 +107,15 @@ std::string Metrics::render(const SchedulerStats& s) const {
                 static_cast<unsigned long long>(s.prefix_cache_hits),
                 static_cast<unsigned long long>(s.prefix_cache_tokens),
                 static_cast<unsigned long long>(s.prefix_cache_evictions));
+  out += line;
+  std::snprintf(line, sizeof line,
+                "# HELP ember_grammar_cache_hits_total response_format requests whose grammar was compiled "
+                "already (kept by schema text).\n"
+                "# TYPE ember_grammar_cache_hits_total counter\nember_grammar_cache_hits_total %llu\n"
+                "# HELP ember_grammar_cache_misses_total response_format requests whose grammar was compiled for "
+                "them.\n"
+                "# TYPE ember_grammar_cache_misses_total counter\nember_grammar_cache_misses_total %llu\n",
+                static_cast<unsigned long long>(grammar_hits_), static_cast<unsigned long long>(grammar_misses_));
   out += line;
   return out;
 }

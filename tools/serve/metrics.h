@@ -34,12 +34,15 @@ class Metrics final : public SchedulerObserver {
   void on_inter_token(double seconds) override;
   void on_tokens(int32_t prompt, int32_t generated) override;
   void on_request(const std::string& route, int status);
+  // A request's response_format grammar: found in the cache, or compiled.
+  void on_grammar_cache(bool hit);
   std::string render(const SchedulerStats& s) const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+  uint64_t grammar_hits_ = 0, grammar_misses_ = 0;
   Histogram ttft_, itl_;
 };
 

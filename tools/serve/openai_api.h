@@ -40,6 +40,12 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;
+  // response_format: free text, any JSON object (json_object, or json_schema
+  // without a schema), or the JSON Schema in json_schema (json_schema.schema
+  // as compact JSON text, as the request gave it).
+  enum class Format { kText, kJsonObject, kJsonSchema };
+  Format format = Format::kText;
+  std::string json_schema;
 };
 
 // A refusal: the HTTP status, the message (naming the field and what is

@@ -2,7 +2,9 @@
 // json_sax) that knows where each value lands from a short stack of what
 // the enclosing containers are (the root object, messages, one message, its
 // content parts, one part, the prompt array, the stop array, stream_options,
-// response_format); any other value is skipped, counted but not stored.
+// response_format and its json_schema); any other value is skipped, counted
+// but not stored. response_format.json_schema.schema is copied out as
+// compact JSON text while it streams past (capture_).
 #include "tools/serve/request_reader.h"
 
 #include <array>
@@ -28,7 +30,6 @@ enum class Neutral {
   kEmpty,        // [] or {} (tools, functions)
   kNone,         // the string "none" (tool_choice, function_call)
   kEmptyString,  // "" (suffix)
-  kTextFormat,   // {"type": "text"} (response_format)
 };
 
 struct Unsupported {
@@ -44,7 +45,6 @@ const Unsupported kUnsupported[] = {
     {{"tool_choice", "\"none\""}, Neutral::kNone},
     {{"functions", "[]"}, Neutral::kEmpty},
     {{"function_call", "\"none\""}, Neutral::kNone},
-    {{"response_format", "{\"type\": \"text\"}"}, Neutral::kTextFormat},
     {{"suffix", "\"\""}, Neutral::kEmptyString},
 };
 constexpr size_t kUnsupportedCount = sizeof kUnsupported / sizeof kUnsupported[0];
@@ -71,6 +71,7 @@ enum class Field {
   kLogitBias,
   kLogprobs,
   kTopLogprobs,
+  kResponseFormat,
   kUnsupported,
 };
 
@@ -98,11 +99,13 @@ const FieldName kFields[] = {
     {"logit_bias", Field::kLogitBias},
     {"logprobs", Field::kLogprobs},
     {"top_logprobs", Field::kTopLogprobs},
+    {"response_format", Field::kResponseFormat},
 };
 
 // What a container is, for the values inside it.
 enum class Frame {
-  kRoot, kMessages, kMessage, kContent, kPart, kPrompt, kStop, kStreamOptions, kResponseFormat, kLogitBias
+  kRoot, kMessages, kMessage, kContent, kPart, kPrompt, kStop, kStreamOptions, kResponseFormat, kJsonSchema,
+  kLogitBias
 };
 
 // The most logit_bias entries a request may give (OpenAI's own limit is 300).
@@ -121,6 +124,7 @@ struct Value {
   uint64_t u = 0;
   double d = 0;
   std::string* s = nullptr;  // the lexer's buffer: may be moved from
+  const std::string* raw = nullptr;  // kFloat: the number as written
   bool container() const { return kind == kArray || kind == kObject; }
   bool number() const { return kind == kInt || kind == kUint || kind == kFloat; }
   double as_double() const { return kind == kInt ? static_cast<double>(i) : kind == kUint ? static_cast<double>(u) : d; }
@@ -177,11 +181,12 @@ class Reader final : public nlohmann::json_sax<json> {
     v.u = u;
     return value(v);
   }
-  bool number_float(number_float_t d, const string_t&) override {
+  bool number_float(number_float_t d, const string_t& raw) override {
     if (!std::isfinite(d)) return fail(400, "a number in the request is outside the range of a double", top_name());
     Value v;
     v.kind = Value::kFloat;
     v.d = d;
+    v.raw = &raw;
     return value(v);
   }
   bool string(string_t& s) override {
@@ -202,8 +207,8 @@ class Reader final : public nlohmann::json_sax<json> {
     return value(v);
   }
   bool key(string_t& k) override;
-  bool end_object() override { return end(); }
-  bool end_array() override { return end(); }
+  bool end_object() override { return end('}'); }
+  bool end_array() override { return end(']'); }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
     return fail(400, "the request body is not valid JSON (at byte " + std::to_string(position) + ")");
   }
@@ -244,6 +249,7 @@ class Reader final : public nlohmann::json_sax<json> {
 
   // Every value event (a scalar, or the start of an array or object).
   bool value(const Value& v) {
+    if (capture_ > 0) return capture_value(v);
     if (skip_ > 0) {
       if (skip_ == 1) ++skipped_children_;
       if (v.container()) ++skip_;
@@ -264,6 +270,7 @@ class Reader final : public nlohmann::json_sax<json> {
       case Frame::kStop: return stop_element(v);
       case Frame::kStreamOptions: return stream_option(v);
       case Frame::kResponseFormat: return response_format_field(v);
+      case Frame::kJsonSchema: return json_schema_field(v);
       case Frame::kLogitBias: return logit_bias_entry(v);
     }
     return true;
@@ -278,7 +285,9 @@ class Reader final : public nlohmann::json_sax<json> {
     return true;
   }
 
-  bool end() {
+  // The end of an object ('}') or an array (']').
+  bool end(char close) {
+    if (capture_ > 0) return capture_end(close);
     if (skip_ > 0) {
       if (--skip_ == 0 && judge_skipped_) {
         judge_skipped_ = false;
@@ -304,7 +313,7 @@ class Reader final : public nlohmann::json_sax<json> {
       case Frame::kPrompt:
         if (prompt_elements_ == 0) return prompt_shape("an empty array");
         return true;
-      case Frame::kResponseFormat: return unsupported_end();
+      case Frame::kResponseFormat: return response_format_end();
       default: return true;
     }
   }
@@ -317,6 +326,10 @@ class Reader final : public nlohmann::json_sax<json> {
     if (f == Field::kUnsupported) return unsupported_value(v);
     // null means absent, as OpenAI takes it.
     if (v.kind == Value::kNull) {
+      if (f == Field::kResponseFormat) {
+        out_->format = CompletionRequest::Format::kText;
+        out_->json_schema.clear();
+      }
       if (f == Field::kMessages && chat_) messages_seen_ = false;
       if (f == Field::kPrompt && !chat_) prompt_seen_ = false;
       return true;
@@ -419,6 +432,14 @@ class Reader final : public nlohmann::json_sax<json> {
         top_logprobs_ = static_cast<int32_t>(n);
         return true;
       }
+      case Field::kResponseFormat:
+        if (v.kind != Value::kObject) return response_format_shape(describe(v));
+        format_type_ = 0;
+        json_schema_seen_ = false;
+        schema_seen_ = false;
+        out_->json_schema.clear();
+        push(Frame::kResponseFormat);
+        return true;
       default: return skip(v);
     }
   }
@@ -486,11 +507,6 @@ class Reader final : public nlohmann::json_sax<json> {
     if (v.kind == Value::kNull) return true;
     unsupported_ = unsupported_index_;
     const Neutral n = kUnsupported[unsupported_].neutral;
-    if (n == Neutral::kTextFormat && v.kind == Value::kObject) {
-      format_type_ = 0;
-      push(Frame::kResponseFormat);
-      return true;
-    }
     if (v.container()) {  // judged at its end: only an empty one can be neutral
       skip(v);
       judge_skipped_ = true;
@@ -501,8 +517,7 @@ class Reader final : public nlohmann::json_sax<json> {
       case Neutral::kOne: neutral = v.number() && v.as_double() == 1.0; break;
       case Neutral::kNone: neutral = v.kind == Value::kString && *v.s == "none"; break;
       case Neutral::kEmptyString: neutral = v.kind == Value::kString && v.s->empty(); break;
-      case Neutral::kEmpty:
-      case Neutral::kTextFormat: neutral = false; break;
+      case Neutral::kEmpty: neutral = false; break;
     }
     const int index = unsupported_;
     unsupported_ = -1;
@@ -514,8 +529,7 @@ class Reader final : public nlohmann::json_sax<json> {
     unsupported_ = -1;
     const Neutral n = kUnsupported[index].neutral;
     if (n == Neutral::kEmpty && skipped_children_ == 0) return true;
-    if (n == Neutral::kTextFormat && format_type_ == 1) return true;
-    return refuse_unsupported(index, n == Neutral::kTextFormat ? "another format" : "a non-empty value");
+    return refuse_unsupported(index, "a non-empty value");
   }
 
   bool refuse_unsupported(int index, const std::string& got) {
@@ -525,10 +539,139 @@ class Reader final : public nlohmann::json_sax<json> {
                 p.name, "unsupported_parameter");
   }
 
+  // ---- response_format ----
+
+  bool response_format_shape(const std::string& got) {
+    return fail(400,
+                "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": "
+                "\"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}, got " + got,
+                "response_format");
+  }
+
   bool response_format_field(const Value& v) {
-    if (keys_[depth_ - 1] != 1) return skip(v);  // not "type"
-    format_type_ = v.kind == Value::kString && *v.s == "text" ? 1 : 2;
-    return skip(v);
+    const int key = keys_[depth_ - 1];
+    if (key == 1) {  // type
+      static const char* const kTypes[] = {"text", "json_object", "json_schema"};
+      format_type_ = 0;
+      for (int i = 0; i < 3 && v.kind == Value::kString; ++i) {
+        if (*v.s == kTypes[i]) format_type_ = i + 1;
+      }
+      if (format_type_ == 0) {
+        return fail(400, "'response_format.type' = " + describe(v) +
+                             " is not one of \"text\", \"json_object\", \"json_schema\"",
+                    "response_format", "invalid_value");
+      }
+      return true;
+    }
+    if (key != 2) return skip(v);  // json_schema
+    if (v.kind == Value::kNull) return true;
+    if (v.kind != Value::kObject) {
+      return fail(400, "'response_format.json_schema' must be an object {\"name\": ..., \"schema\": {...}, \"strict\": "
+                       "true|false}, got " + describe(v),
+                  "response_format");
+    }
+    json_schema_seen_ = true;
+    schema_seen_ = false;
+    out_->json_schema.clear();
+    push(Frame::kJsonSchema);
+    return true;
+  }
+
+  bool json_schema_field(const Value& v) {
+    const int key = keys_[depth_ - 1];
+    if (key == 0) return skip(v);
+    if (v.kind == Value::kNull) return true;  // absent
+    auto want = [&](bool ok, const char* field, const char* what) {
+      if (ok) return true;
+      return fail(400, std::string("'response_format.json_schema.") + field + "' must be " + what + ", got " +
+                           describe(v),
+                  "response_format");
+    };
+    switch (key) {
+      case 1: return want(v.kind == Value::kString, "name", "a string");
+      case 3: return want(v.kind == Value::kBool, "strict", "true or false");
+      case 4: return want(v.kind == Value::kString, "description", "a string");
+      default:  // schema
+        if (!want(v.kind == Value::kObject || v.kind == Value::kBool, "schema", "a JSON Schema: an object or a boolean")) {
+          return false;
+        }
+        schema_seen_ = true;
+        out_->json_schema.clear();
+        if (v.kind == Value::kBool) return capture_append(v.b ? "true" : "false");
+        capture_comma_ = false;
+        capture_ = 1;
+        return capture_append("{");
+    }
+  }
+
+  bool response_format_end() {
+    using Format = CompletionRequest::Format;
+    if (format_type_ == 0) {
+      return fail(400, "'response_format.type' is required: \"text\", \"json_object\" or \"json_schema\"",
+                  "response_format");
+    }
+    if (format_type_ == 3 && !json_schema_seen_) {
+      return fail(400, "'response_format.json_schema' is required with \"type\": \"json_schema\"", "response_format");
+    }
+    // json_schema without a schema: any JSON object, as json_object.
+    out_->format = format_type_ == 1                  ? Format::kText
+                   : format_type_ == 3 && schema_seen_ ? Format::kJsonSchema
+                                                       : Format::kJsonObject;
+    if (out_->format != Format::kJsonSchema) out_->json_schema.clear();
+    return true;
+  }
+
+  // The schema's events, written out as compact JSON text. Its nesting was
+  // bounded by check_json (max_depth); the text is bounded by
+  // max_schema_bytes and charged to the keep budget as the string's
+  // capacity grows.
+  bool capture_append(std::string_view text) {
+    std::string& out = out_->json_schema;
+    if (out.size() + text.size() > limits_.max_schema_bytes) {
+      return fail(400, "'response_format.json_schema.schema' takes more than " +
+                           std::to_string(limits_.max_schema_bytes >> 10) + " KiB as compact JSON",
+                  "response_format", "schema_too_large");
+    }
+    const size_t capacity = out.capacity();
+    out.append(text);
+    return out.capacity() == capacity || charge(out.capacity() - capacity);
+  }
+
+  bool capture_value(const Value& v) {
+    if (capture_comma_ && !capture_append(",")) return false;
+    capture_comma_ = true;
+    char buf[32];
+    switch (v.kind) {
+      case Value::kNull: return capture_append("null");
+      case Value::kBool: return capture_append(v.b ? "true" : "false");
+      case Value::kInt: std::snprintf(buf, sizeof buf, "%" PRId64, v.i); return capture_append(buf);
+      case Value::kUint: std::snprintf(buf, sizeof buf, "%" PRIu64, v.u); return capture_append(buf);
+      case Value::kFloat: return capture_append(*v.raw);  // as written (the lexer checked it)
+      case Value::kString: return capture_append(json_string(*v.s));
+      case Value::kArray:
+      case Value::kObject:
+        ++capture_;
+        capture_comma_ = false;
+        return capture_append(v.kind == Value::kArray ? "[" : "{");
+    }
+    return true;
+  }
+
+  bool capture_key(const std::string& k) {
+    if (capture_comma_ && !capture_append(",")) return false;
+    capture_comma_ = false;
+    return capture_append(json_string(k)) && capture_append(":");
+  }
+
+  bool capture_end(char close) {
+    --capture_;
+    capture_comma_ = true;
+    return capture_append(std::string_view(&close, 1));
+  }
+
+  // A string as a JSON literal (the lexer has checked its UTF-8).
+  static std::string json_string(const std::string& s) {
+    return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
   // ---- messages ----
@@ -736,7 +879,11 @@ class Reader final : public nlohmann::json_sax<json> {
   const char* top_name_ = "";    // its name when it is one the reader knows
   int unsupported_index_ = -1;   // kUnsupported's row of the current member
   int unsupported_ = -1;         // the row whose container value is being read
-  int format_type_ = 0;          // response_format.type: 0 absent, 1 "text", 2 other
+  int format_type_ = 0;          // response_format.type: 0 absent, 1 text, 2 json_object, 3 json_schema
+  bool json_schema_seen_ = false;  // response_format.json_schema given
+  bool schema_seen_ = false;       // ... and its schema
+  size_t capture_ = 0;             // > 0: inside the schema being copied, this deep
+  bool capture_comma_ = false;     // the copy's next value or key follows another
 
   bool messages_seen_ = false, prompt_seen_ = false;
   size_t messages_ = 0, parts_ = 0, prompt_elements_ = 0;
@@ -764,6 +911,7 @@ class Reader final : public nlohmann::json_sax<json> {
 };
 
 bool Reader::key(string_t& k) {
+  if (capture_ > 0) return capture_key(k);
   if (skip_ > 0) return true;
   const size_t level = depth_ - 1;
   switch (frames_[level]) {
@@ -788,7 +936,10 @@ bool Reader::key(string_t& k) {
     case Frame::kMessage: keys_[level] = k == "role" ? 1 : k == "content" ? 2 : 0; return true;
     case Frame::kPart: keys_[level] = k == "type" ? 1 : k == "text" ? 2 : 0; return true;
     case Frame::kStreamOptions: keys_[level] = k == "include_usage" ? 1 : 0; return true;
-    case Frame::kResponseFormat: keys_[level] = k == "type" ? 1 : 0; return true;
+    case Frame::kResponseFormat: keys_[level] = k == "type" ? 1 : k == "json_schema" ? 2 : 0; return true;
+    case Frame::kJsonSchema:
+      keys_[level] = k == "name" ? 1 : k == "schema" ? 2 : k == "strict" ? 3 : k == "description" ? 4 : 0;
+      return true;
     case Frame::kLogitBias: set_bias_key(k); return true;
     default: return true;
   }

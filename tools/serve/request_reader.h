@@ -5,8 +5,10 @@
 // CompletionRequest: no document tree is built, fields the server does not
 // read are skipped without being stored, and what is kept (strings, messages,
 // token ids, stop strings) is charged against a budget of
-// kept_per_body_byte x the body + kept_slack. So the memory one request holds
-// while it is read is at most: the body, the JSON lexer's buffer for the
+// kept_per_body_byte x the body + kept_slack (a response_format's JSON
+// Schema too: kept as compact JSON text written event by event, no tree,
+// cut at max_schema_bytes). So the memory one request holds while it is
+// read is at most: the body, the JSON lexer's buffer for the
 // longest string (<= the body), and the budget: 4x the body + 64 KiB with the
 // defaults (measured by tests/serve/hostile_client_test.mjs).
 //
@@ -32,11 +34,14 @@ struct ReadLimits {
   // (the server passes its slots' context length).
   size_t max_prompt_tokens = SIZE_MAX;
   size_t max_messages = SIZE_MAX;
+  // response_format.json_schema.schema, as the compact JSON text kept for
+  // the grammar (and the grammar cache's key): at most this many bytes.
+  size_t max_schema_bytes = 256 << 10;
 };
 
 // The parameters of OpenAI's API that ember does not honour (yet): each is
 // refused with 400 naming it, unless absent, null or its neutral value (the
-// one that asks for nothing: n = 1, logprobs false, tools [], ...). One table
+// one that asks for nothing: n = 1, tools [], ...). One table
 // (request_reader.cpp, kUnsupported): remove an entry when its parameter is
 // honoured.
 struct UnsupportedParameter {

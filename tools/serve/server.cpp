@@ -152,6 +152,24 @@ std::string address_of(const sockaddr_storage& a) {
   return buf;
 }
 
+// A failed generation as the answer says it: the grammar's own limits
+// (a schema whose grammar keeps too many parses open at some point: its
+// messages begin "grammar:") are the request's doing, a 400 naming
+// response_format; anything else is the server's, a 500.
+RequestError generation_failure(const GenerationResult& res, bool constrained) {
+  RequestError e;
+  if (constrained && res.error.rfind("grammar:", 0) == 0) {
+    e.status = 400;
+    e.message = "'response_format.json_schema.schema' is past what ember's grammar matcher holds: " + res.error;
+    e.param = "response_format";
+    e.code = "schema_too_complex";
+  } else {
+    e.status = 500;
+    e.message = "generation failed: " + res.error;
+  }
+  return e;
+}
+
 void on_signal(int sig) {
   if (g_stop.exchange(true)) {
     // The second signal: the operator does not want to wait for the drain.
@@ -167,7 +185,7 @@ void on_signal(int sig) {
 Server::Server(const ServerConfig& config, ember_model* model, Scheduler* scheduler, Metrics* metrics,
                const TlsConfig* tls)
     : config_(config), model_(model), scheduler_(scheduler), metrics_(metrics), tls_(tls),
-      admission_(config.admission) {}
+      admission_(config.admission), grammars_(model) {}
 
 void Server::request_stop() {
   g_stop.store(true);
@@ -648,6 +666,14 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
   int32_t max_new = cr.max_tokens >= 0 ? cr.max_tokens : chat ? room : 16;
   if (max_new > room) max_new = room;
   out->max_new = max_new;
+  // response_format: compiled here, on the connection's thread (the
+  // scheduler's steps never wait for it), or found in the cache.
+  if (cr.format != CompletionRequest::Format::kText) {
+    bool hit = false;
+    out->grammar = grammars_.get(cr, &hit, error);
+    if (!out->grammar) return false;
+    metrics_->on_grammar_cache(hit);
+  }
   return true;
 }
 
@@ -668,6 +694,7 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   req->sampling.max_new_tokens = prepared.max_new;
   req->sampling.seed = cr.has_seed ? cr.seed : std::random_device{}();
   req->stop = cr.stop;
+  req->grammar = std::move(prepared.grammar);
   LogprobsWriter logprobs(model_, req->prompt.back(), cr.echo ? prompt_text.size() : 0);
   std::vector<TokenLogprobs> lp;
   std::vector<TokenOut> tokens;
@@ -752,7 +779,7 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
       return false;
     }
     const GenerationResult& res = stream->result;
-    if (res.finish == Finish::kError) return respond_error(reply, 500, "generation failed: " + res.error);
+    if (res.finish == Finish::kError) return respond_error(reply, generation_failure(res, req->grammar != nullptr));
     if (res.finish == Finish::kTimeout) {
       return respond_error(reply, 504, "the request ran past --timeout (" + std::to_string(config_.timeout_s) + " s)");
     }
@@ -780,9 +807,14 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   if (!ok || client_gone) return false;
   const GenerationResult& res = stream->result;
   if (res.finish == Finish::kError || res.finish == Finish::kTimeout) {
-    const bool failed = res.finish == Finish::kError;
-    c.write_all("data: " + error_body(failed ? 500 : 504, failed ? "generation failed: " + res.error
-                                                                 : "the request ran past --timeout") + "\n\n");
+    RequestError e;
+    if (res.finish == Finish::kError) {
+      e = generation_failure(res, req->grammar != nullptr);
+    } else {
+      e.status = 504;
+      e.message = "the request ran past --timeout";
+    }
+    c.write_all("data: " + error_body(e) + "\n\n");
   } else {
     c.write_all(stream_chunk(cr, id, created, model, "", &res.finish, false));
     if (cr.include_usage) c.write_all(stream_usage_chunk(cr, id, created, model, usage_of()));

@@ -13,6 +13,7 @@
 #include "ember.h"
 #include "tools/serve/admission.h"
 #include "tools/serve/connection.h"
+#include "tools/serve/grammar_cache.h"
 #include "tools/serve/http_request.h"
 #include "tools/serve/metrics.h"
 #include "tools/serve/request_reader.h"
@@ -73,6 +74,7 @@ class Server {
     std::string prompt_text;     // what was tokenized (echo)
     std::vector<int32_t> ids;
     int32_t max_new = 0;
+    GrammarRef grammar;          // response_format's constraint; null for text
   };
   enum class Got { kHeaders, kComplete, kError, kClosed, kTimeout };
 
@@ -106,6 +108,7 @@ class Server {
   std::atomic<uint64_t> next_id_{1};
   Admission admission_;
   std::mutex tokenize_gate_;  // long prompts are rendered and tokenized one at a time
+  GrammarCache grammars_;     // response_format's compiled grammars
 
   std::mutex conn_mutex_;
   std::condition_variable conn_done_;
