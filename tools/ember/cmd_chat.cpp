@@ -16,6 +16,7 @@
 #include "tools/ember/commands.h"
 #include "tools/ember/conversation.h"
 #include "tools/ember/files.h"
+#include "tools/ember/grammar_flags.h"
 #include "tools/ember/model_cache.h"
 
 namespace ember::cli {
@@ -34,7 +35,8 @@ const char* kChatHelp =
     "  -n MAX           most tokens per reply (default 512)\n"
     "  --temp T --top-k K --top-p P --min-p P --seed S   sampling (default greedy)\n"
     "  --stop S         also stop a reply at S (repeatable)\n"
-    "  --ctx --threads --kv-type --backend --batch --max-bytes   as for ember run\n";
+    "  --ctx --threads --kv-type --backend --batch --max-bytes   as for ember run\n"
+    "  each reply follows, when asked:\n";
 
 bool write_messages(const std::string& path, const std::vector<ChatTurn>& messages, std::string* error) {
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -83,12 +85,39 @@ bool read_line(std::string* out) {
   return any;
 }
 
+// The flags of one chat: each turn's options, the session's, the
+// constraint's. -1 to go on, else the exit code (reported).
+int parse_chat_options(Args& args, TurnOptions* turn, ember_session_options* so, GrammarFlags* grammar_flags) {
+  ember_generate_options_default(&turn->generate);
+  turn->generate.max_new_tokens = static_cast<int32_t>(args.get_int("-n", 512, 1, 1 << 30));
+  turn->generate.temperature = static_cast<float>(args.get_float("--temp", 0.0, 0.0, 100.0));
+  turn->generate.top_k = static_cast<int32_t>(args.get_int("--top-k", 0, 0, 1 << 30));
+  turn->generate.top_p = static_cast<float>(args.get_float("--top-p", 1.0, 0.0, 1.0));
+  turn->generate.min_p = static_cast<float>(args.get_float("--min-p", 0.0, 0.0, 1.0));
+  turn->generate.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0, INT64_MAX));
+  turn->stop_strings = args.get_all("--stop");
+  std::string flag_error;
+  if (!read_grammar_flags(args, grammar_flags, &flag_error)) return report(EMBER_ERR_INVALID_ARGUMENT, flag_error);
+  session_options_from_args(args, so);
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember chat --help)");
+  if (so->kv_type_k < 0 || so->kv_type_v < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
+  if (so->backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
+  if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember chat --help)");
+  if (!args.positionals().empty()) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "unexpected argument '" + args.positionals()[0] + "' (see ember chat --help)");
+  }
+
+  return -1;
+}
+
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
   std::vector<std::string> with_value = {"-m",      "--system", "--template", "-n",   "--temp",
                                          "--top-k", "--top-p",  "--min-p",    "--seed", "--stop"};
+  for (int i = 0; kGrammarValueFlags[i]; ++i) with_value.push_back(kGrammarValueFlags[i]);
   std::vector<std::string> known = with_value;
+  known.push_back(kGrammarSwitch);
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -96,27 +125,14 @@ int cmd_chat(int argc, char** argv) {
   Args args(argc, argv, with_value);
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kChatHelp, stdout);
+    std::fputs(kGrammarHelp, stdout);
     return 0;
   }
   args.check_known(known);
   TurnOptions turn;
-  ember_generate_options_default(&turn.generate);
-  turn.generate.max_new_tokens = static_cast<int32_t>(args.get_int("-n", 512, 1, 1 << 30));
-  turn.generate.temperature = static_cast<float>(args.get_float("--temp", 0.0, 0.0, 100.0));
-  turn.generate.top_k = static_cast<int32_t>(args.get_int("--top-k", 0, 0, 1 << 30));
-  turn.generate.top_p = static_cast<float>(args.get_float("--top-p", 1.0, 0.0, 1.0));
-  turn.generate.min_p = static_cast<float>(args.get_float("--min-p", 0.0, 0.0, 1.0));
-  turn.generate.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0, INT64_MAX));
-  turn.stop_strings = args.get_all("--stop");
   ember_session_options so;
-  session_options_from_args(args, &so);
-  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember chat --help)");
-  if (so.kv_type_k < 0 || so.kv_type_v < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
-  if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
-  if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember chat --help)");
-  if (!args.positionals().empty()) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "unexpected argument '" + args.positionals()[0] + "' (see ember chat --help)");
-  }
+  GrammarFlags grammar_flags;
+  if (const int code = parse_chat_options(args, &turn, &so, &grammar_flags); code >= 0) return code;
 
   ember_model_options mo;
   ember_model_options_default(&mo);
@@ -127,6 +143,12 @@ int cmd_chat(int argc, char** argv) {
     ember_model_free(model);
     return code;
   }
+  ember_grammar* grammar = nullptr;  // each reply's constraint, if asked for
+  if (const int code = make_grammar(model, grammar_flags, &grammar)) {
+    ember_model_free(model);
+    return code;
+  }
+  turn.generate.grammar = grammar;
   ember_model_info info;
   info.struct_size = sizeof info;
   ember_model_get_info(model, &info);
@@ -134,6 +156,7 @@ int cmd_chat(int argc, char** argv) {
   ember_session* session = nullptr;
   ember_status st = ember_session_create(model, &so, &session);
   if (st != EMBER_OK) {
+    ember_grammar_free(grammar);
     ember_model_free(model);
     return report_last(st);
   }
@@ -232,6 +255,7 @@ int cmd_chat(int argc, char** argv) {
                                                                 : "");
   }
   ember_session_free(session);
+  ember_grammar_free(grammar);
   ember_model_free(model);
   return code;
 }

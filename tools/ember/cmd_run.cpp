@@ -12,6 +12,7 @@
 #include "tools/ember/chat_render.h"
 #include "tools/ember/commands.h"
 #include "tools/ember/files.h"
+#include "tools/ember/grammar_flags.h"
 #include "tools/ember/model_cache.h"
 
 namespace ember::cli {
@@ -106,9 +107,6 @@ const char* kRunHelp =
     "  --context-shift    when the context is full, drop the older half and go on\n"
     "  --stop S           stop when the generated text contains S (repeatable; matched across\n"
     "                     tokens, never printed; S is taken literally: in bash, --stop $'\\n\\n')\n"
-    "  --grammar-file F   the output follows the GBNF grammar in F (llama.cpp's syntax, rule root)\n"
-    "  --json-schema F    the output is JSON valid under the JSON Schema in F\n"
-    "  --json-object      the output is a JSON object\n"
     "  --backend B        cpu|vulkan|auto (default cpu)\n"
     "  --dump-logits FILE write the logits after the last prompt token, one per line (works with -n 0)\n"
     "  --verify-digest    check the data segment's SHA-256 before running (integrity policy DIGEST)\n"
@@ -118,8 +116,7 @@ const char* kRunHelp =
 // What the command line asked for.
 struct RunConfig {
   std::string model, prompt, system, template_arg, dump_logits, signature_key;
-  std::string grammar_file, schema_file;  // --grammar-file, --json-schema
-  bool json_object = false;
+  GrammarFlags grammar;
   std::vector<int32_t> ids;  // --tokens
   std::vector<std::string> stops;
   bool chat = false, has_system = false, exact = false, print_ids = false, verify_digest = false;
@@ -132,10 +129,10 @@ struct RunConfig {
 int parse_run(int argc, char** argv, RunConfig* c) {
   std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
                                          "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
-                                         "--require-signature", "--tokens", "--stop", "--system", "--template",
-                                         "--grammar-file", "--json-schema"};
+                                         "--require-signature", "--tokens", "--stop", "--system", "--template"};
+  for (int i = 0; kGrammarValueFlags[i]; ++i) with_value.push_back(kGrammarValueFlags[i]);
   std::vector<std::string> known = with_value;
-  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids", "--chat", "--json-object"});
+  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids", "--chat", kGrammarSwitch});
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -143,6 +140,7 @@ int parse_run(int argc, char** argv, RunConfig* c) {
   Args args(argc, argv, with_value);
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kRunHelp, stdout);
+    std::fputs(kGrammarHelp, stdout);
     return 0;
   }
   args.check_known(known);
@@ -188,31 +186,11 @@ int parse_run(int argc, char** argv, RunConfig* c) {
   c->dump_logits = args.get("--dump-logits");
   c->verify_digest = args.has("--verify-digest");
   c->signature_key = args.get("--require-signature");
-  c->grammar_file = args.get("--grammar-file");
-  c->schema_file = args.get("--json-schema");
-  c->json_object = args.has("--json-object");
-  if (!c->grammar_file.empty() + !c->schema_file.empty() + c->json_object > 1) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "--grammar-file, --json-schema and --json-object: pass one");
-  }
+  std::string error;
+  if (!read_grammar_flags(args, &c->grammar, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
   return -1;
 }
 
-// --grammar-file, --json-schema, --json-object: the constraint, compiled
-// for the model (null when none was asked for). 0 or the exit code.
-int make_run_grammar(const ember_model* model, const RunConfig& c, ember_grammar** grammar) {
-  *grammar = nullptr;
-  if (c.grammar_file.empty() && c.schema_file.empty() && !c.json_object) return 0;
-  std::string text, error;
-  const std::string& file = c.grammar_file.empty() ? c.schema_file : c.grammar_file;
-  if (!file.empty()) {
-    const ember_status st = read_file(file, &text, &error);
-    if (st != EMBER_OK) return report(st, error);
-  }
-  const ember_status st = c.grammar_file.empty() ? ember_grammar_create_json_schema(model, text.c_str(), grammar)
-                                                 : ember_grammar_create(model, text.c_str(), "root", grammar);
-  if (st != EMBER_OK) return report(st, file + ": " + ember_last_error());
-  return 0;
-}
 
 // Opens the model with the integrity policy asked for. 0 or the exit code.
 int open_run_model(const RunConfig& c, ember_model** model) {
@@ -351,7 +329,7 @@ int cmd_run(int argc, char** argv) {
     return code;
   }
   ember_grammar* grammar = nullptr;
-  if (const int code = make_run_grammar(model, c, &grammar)) {
+  if (const int code = make_grammar(model, c.grammar, &grammar)) {
     ember_model_free(model);
     return code;
   }
