@@ -62,6 +62,9 @@ struct GenerationRequest {
   ember_generate_options sampling{};
   std::vector<std::string> stop;  // stop strings: the text ends before the first one found
   std::vector<ember_logit_bias> logit_bias;
+  // The grammar a tool call is held to (tool_calls.h): owns what
+  // sampling.grammar points at for as long as the scheduler holds the request.
+  std::shared_ptr<ember_grammar> tool_grammar;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // Set by the HTTP layer (client gone); the scheduler frees the slot at its
   // next step and finishes with Finish::kCancelled.

@@ -21,6 +21,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tools/serve/tool_calls.h"
+
 namespace ember::serve {
 namespace {
 
@@ -603,13 +605,17 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
     uint64_t bytes = cr.prompt.size();
     if (chat) {
       bytes = 0;
-      for (const auto& m : cr.messages) bytes += m.content.size();
+      for (const auto& m : cr.messages) {
+        bytes += m.content.size();
+        for (const ToolCall& t : m.tool_calls) bytes += t.name.size() + t.arguments.size();
+      }
+      for (const ToolFunction& t : cr.tools) bytes += t.name.size() + t.description.size() + t.parameters.size();
     }
     if (bytes > config_.max_prompt_bytes) return too_long(bytes, chat ? "the messages' text" : "the prompt", chat ? "messages" : "prompt");
     std::unique_lock<std::mutex> gate(tokenize_gate_, std::defer_lock);
     if (bytes > kTokenizeGateBytes) gate.lock();
     if (chat) {
-      if (format_chat(model_, cr.messages, &prompt_text) != EMBER_OK) {
+      if (format_chat(model_, cr, &prompt_text) != EMBER_OK) {
         return refuse(std::string("messages: ") + ember_last_error(), "messages");
       }
       if (prompt_text.size() > config_.max_prompt_bytes) return too_long(prompt_text.size(), "the rendered chat", "messages");
@@ -644,6 +650,18 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
                       std::to_string(ctx) + " (--ctx), which must also hold the completion",
                   chat ? "messages" : "prompt", "context_length_exceeded");
   }
+  if (chat && !cr.tools.empty()) {
+    out->tool_syntax = ember_chat_tool_syntax(model_, nullptr);
+    if (cr.tool_choice == ToolChoice::kRequired || cr.tool_choice == ToolChoice::kNamed) {
+      std::string gbnf, why;
+      if (!tool_call_grammar(cr, out->tool_syntax, &gbnf, &why)) return refuse(why, "tools");
+      ember_grammar* g = nullptr;
+      if (ember_grammar_create(model_, gbnf.c_str(), "root", &g) != EMBER_OK) {
+        return refuse(std::string("'tools': the call grammar: ") + ember_last_error(), "tools");
+      }
+      out->tool_grammar.reset(g, ember_grammar_free);
+    }
+  }
   const int32_t room = ctx - static_cast<int32_t>(ids.size());
   int32_t max_new = cr.max_tokens >= 0 ? cr.max_tokens : chat ? room : 16;
   if (max_new > room) max_new = room;
@@ -668,6 +686,10 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   req->sampling.max_new_tokens = prepared.max_new;
   req->sampling.seed = cr.has_seed ? cr.seed : std::random_device{}();
   req->stop = cr.stop;
+  req->tool_grammar = prepared.tool_grammar;
+  req->sampling.grammar = req->tool_grammar.get();
+  // Calls are read out of the text unless tool_choice is none.
+  const bool tools_on = chat && !cr.tools.empty() && cr.tool_choice != ToolChoice::kNone;
   LogprobsWriter logprobs(model_, req->prompt.back(), cr.echo ? prompt_text.size() : 0);
   std::vector<TokenLogprobs> lp;
   std::vector<TokenOut> tokens;
@@ -756,6 +778,15 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
     if (res.finish == Finish::kTimeout) {
       return respond_error(reply, 504, "the request ran past --timeout (" + std::to_string(config_.timeout_s) + " s)");
     }
+    if (tools_on) {
+      ParsedReply parsed = parse_tool_calls(all, prepared.tool_syntax);
+      if (!parsed.calls.empty()) {
+        const Finish finish = res.finish == Finish::kStop ? Finish::kToolCalls : res.finish;
+        return respond(reply, 200, "application/json",
+                       completion_body(cr, id, created, model, parsed.content, finish, usage_of(),
+                                       cr.logprobs ? &all_lp : nullptr, &parsed.calls));
+      }
+    }
     return respond(reply, 200, "application/json",
                    completion_body(cr, id, created, model, all, res.finish, usage_of(), cr.logprobs ? &all_lp : nullptr));
   }
@@ -767,7 +798,10 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   if (ok && chat) ok = c.write_all(stream_chunk(cr, id, created, model, "", nullptr, true));
   if (ok && cr.echo) ok = c.write_all(stream_chunk(cr, id, created, model, prompt_text, nullptr, false));
   std::string text;
+  const bool all_calls = cr.tool_choice == ToolChoice::kRequired || cr.tool_choice == ToolChoice::kNamed;
+  ToolCallStream calls(prepared.tool_syntax, all_calls);
   while (next(&text)) {
+    if (tools_on) text = calls.add(text);
     logprobs.add(tokens, &lp);
     if (ok && (!text.empty() || !lp.empty())) {
       ok = c.write_all(stream_chunk(cr, id, created, model, text, nullptr, false, cr.logprobs ? &lp : nullptr));
@@ -784,7 +818,16 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
     c.write_all("data: " + error_body(failed ? 500 : 504, failed ? "generation failed: " + res.error
                                                                  : "the request ran past --timeout") + "\n\n");
   } else {
-    c.write_all(stream_chunk(cr, id, created, model, "", &res.finish, false));
+    Finish finish = res.finish;
+    if (tools_on) {
+      const ParsedReply rest = calls.finish();
+      if (!rest.content.empty()) c.write_all(stream_chunk(cr, id, created, model, rest.content, nullptr, false));
+      for (size_t i = 0; i < rest.calls.size(); ++i) {
+        c.write_all(stream_tool_call_chunks(cr, id, created, model, rest.calls[i], i));
+      }
+      if (!rest.calls.empty() && finish == Finish::kStop) finish = Finish::kToolCalls;
+    }
+    c.write_all(stream_chunk(cr, id, created, model, "", &finish, false));
     if (cr.include_usage) c.write_all(stream_usage_chunk(cr, id, created, model, usage_of()));
   }
   c.write_all(std::string("data: [DONE]\n\n"));

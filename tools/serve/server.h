@@ -73,6 +73,8 @@ class Server {
     std::string prompt_text;     // what was tokenized (echo)
     std::vector<int32_t> ids;
     int32_t max_new = 0;
+    int tool_syntax = EMBER_TOOL_SYNTAX_HERMES;  // how the model writes a call
+    std::shared_ptr<ember_grammar> tool_grammar;  // tool_choice required or named
   };
   enum class Got { kHeaders, kComplete, kError, kClosed, kTimeout };
 
