@@ -652,7 +652,9 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
   }
   if (chat && !cr.tools.empty()) {
     out->tool_syntax = ember_chat_tool_syntax(model_, nullptr);
-    if (cr.tool_choice == ToolChoice::kRequired || cr.tool_choice == ToolChoice::kNamed) {
+    out->tools_on = cr.tool_choice != ToolChoice::kNone;
+    out->all_calls = cr.tool_choice == ToolChoice::kRequired || cr.tool_choice == ToolChoice::kNamed;
+    if (out->all_calls) {
       std::string gbnf, why;
       if (!tool_call_grammar(cr, out->tool_syntax, &gbnf, &why)) return refuse(why, "tools");
       ember_grammar* g = nullptr;
@@ -688,8 +690,6 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   req->stop = cr.stop;
   req->tool_grammar = prepared.tool_grammar;
   req->sampling.grammar = req->tool_grammar.get();
-  // Calls are read out of the text unless tool_choice is none.
-  const bool tools_on = chat && !cr.tools.empty() && cr.tool_choice != ToolChoice::kNone;
   LogprobsWriter logprobs(model_, req->prompt.back(), cr.echo ? prompt_text.size() : 0);
   std::vector<TokenLogprobs> lp;
   std::vector<TokenOut> tokens;
@@ -778,14 +778,10 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
     if (res.finish == Finish::kTimeout) {
       return respond_error(reply, 504, "the request ran past --timeout (" + std::to_string(config_.timeout_s) + " s)");
     }
-    if (tools_on) {
-      ParsedReply parsed = parse_tool_calls(all, prepared.tool_syntax);
-      if (!parsed.calls.empty()) {
-        const Finish finish = res.finish == Finish::kStop ? Finish::kToolCalls : res.finish;
-        return respond(reply, 200, "application/json",
-                       completion_body(cr, id, created, model, parsed.content, finish, usage_of(),
-                                       cr.logprobs ? &all_lp : nullptr, &parsed.calls));
-      }
+    if (prepared.tools_on) {
+      return respond(reply, 200, "application/json",
+                     tool_completion_body(cr, id, created, model, all, prepared.tool_syntax, res.finish, usage_of(),
+                                          cr.logprobs ? &all_lp : nullptr));
     }
     return respond(reply, 200, "application/json",
                    completion_body(cr, id, created, model, all, res.finish, usage_of(), cr.logprobs ? &all_lp : nullptr));
@@ -798,10 +794,9 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   if (ok && chat) ok = c.write_all(stream_chunk(cr, id, created, model, "", nullptr, true));
   if (ok && cr.echo) ok = c.write_all(stream_chunk(cr, id, created, model, prompt_text, nullptr, false));
   std::string text;
-  const bool all_calls = cr.tool_choice == ToolChoice::kRequired || cr.tool_choice == ToolChoice::kNamed;
-  ToolCallStream calls(prepared.tool_syntax, all_calls);
+  ToolCallStream calls(prepared.tool_syntax, prepared.all_calls);
   while (next(&text)) {
-    if (tools_on) text = calls.add(text);
+    if (prepared.tools_on) text = calls.add(text);
     logprobs.add(tokens, &lp);
     if (ok && (!text.empty() || !lp.empty())) {
       ok = c.write_all(stream_chunk(cr, id, created, model, text, nullptr, false, cr.logprobs ? &lp : nullptr));
@@ -819,14 +814,7 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
                                                                  : "the request ran past --timeout") + "\n\n");
   } else {
     Finish finish = res.finish;
-    if (tools_on) {
-      const ParsedReply rest = calls.finish();
-      if (!rest.content.empty()) c.write_all(stream_chunk(cr, id, created, model, rest.content, nullptr, false));
-      for (size_t i = 0; i < rest.calls.size(); ++i) {
-        c.write_all(stream_tool_call_chunks(cr, id, created, model, rest.calls[i], i));
-      }
-      if (!rest.calls.empty() && finish == Finish::kStop) finish = Finish::kToolCalls;
-    }
+    if (prepared.tools_on) c.write_all(tool_stream_tail(cr, id, created, model, &calls, &finish));
     c.write_all(stream_chunk(cr, id, created, model, "", &finish, false));
     if (cr.include_usage) c.write_all(stream_usage_chunk(cr, id, created, model, usage_of()));
   }

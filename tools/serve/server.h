@@ -73,6 +73,8 @@ class Server {
     std::string prompt_text;     // what was tokenized (echo)
     std::vector<int32_t> ids;
     int32_t max_new = 0;
+    bool tools_on = false;   // calls are read out of the text (chat, tools, tool_choice not none)
+    bool all_calls = false;  // tool_choice required or named: the text is all calls
     int tool_syntax = EMBER_TOOL_SYNTAX_HERMES;  // how the model writes a call
     std::shared_ptr<ember_grammar> tool_grammar;  // tool_choice required or named
   };

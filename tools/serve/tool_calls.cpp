@@ -192,6 +192,25 @@ std::string ToolCallStream::add(const std::string& text) {
   return out;
 }
 
+std::string tool_completion_body(const CompletionRequest& r, const std::string& id, int64_t created,
+                                 const std::string& model, const std::string& text, int syntax, Finish finish,
+                                 const Usage& usage, const std::vector<TokenLogprobs>* logprobs) {
+  ParsedReply parsed = parse_tool_calls(text, syntax);
+  if (parsed.calls.empty()) return completion_body(r, id, created, model, text, finish, usage, logprobs);
+  if (finish == Finish::kStop) finish = Finish::kToolCalls;
+  return completion_body(r, id, created, model, parsed.content, finish, usage, logprobs, &parsed.calls);
+}
+
+std::string tool_stream_tail(const CompletionRequest& r, const std::string& id, int64_t created,
+                             const std::string& model, ToolCallStream* calls, Finish* finish) {
+  const ParsedReply rest = calls->finish();
+  std::string out;
+  if (!rest.content.empty()) out += stream_chunk(r, id, created, model, rest.content, nullptr, false);
+  for (size_t i = 0; i < rest.calls.size(); ++i) out += stream_tool_call_chunks(r, id, created, model, rest.calls[i], i);
+  if (!rest.calls.empty() && *finish == Finish::kStop) *finish = Finish::kToolCalls;
+  return out;
+}
+
 ParsedReply ToolCallStream::finish() {
   const std::string rest = text_.substr(released_);
   released_ = text_.size();

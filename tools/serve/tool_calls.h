@@ -57,4 +57,17 @@ class ToolCallStream {
   bool holding_ = false;  // a call has begun: nothing more is released
 };
 
+// A chat response body with the calls read out of `text` (tools on): calls
+// found make finish kToolCalls (when it was kStop) and the content what is
+// around them; else the text as it is.
+std::string tool_completion_body(const CompletionRequest& r, const std::string& id, int64_t created,
+                                 const std::string& model, const std::string& text, int syntax, Finish finish,
+                                 const Usage& usage, const std::vector<TokenLogprobs>* logprobs);
+
+// The chunks that end a stream with tools on: the held-back text's content
+// and its calls (delta.tool_calls); *finish becomes kToolCalls when there
+// are calls and it was kStop.
+std::string tool_stream_tail(const CompletionRequest& r, const std::string& id, int64_t created,
+                             const std::string& model, ToolCallStream* calls, Finish* finish);
+
 }  // namespace ember::serve
