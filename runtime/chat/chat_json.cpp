@@ -161,10 +161,13 @@ Status chat_messages_from_json(std::string_view text, const JsonReadLimits& limi
         if (kv.second.s == "developer") kv.second.s = "system";  // OpenAI's newer name for it
         has_role = true;
       } else if (kv.first == "content") {
-        const Value& c = kv.second;
+        Value& c = kv.second;
         if (!c.is_string() && !c.is_none() && !c.is_list()) {
           return bad(where + ".content", "must be a string, null or an array of parts");
         }
+        // An assistant's null content (only calls): templates concatenate
+        // and search it (Qwen3's `'</think>' in message.content`).
+        if (c.is_none()) c = Value::string("");
       } else if (kv.first == "tool_calls" && !kv.second.is_none()) {
         if (!kv.second.is_list()) return bad(where + ".tool_calls", "must be an array");
         for (size_t j = 0; j < kv.second.list->size(); ++j) {

@@ -27,7 +27,7 @@ struct JsonReadLimits {
 Status json_to_value(std::string_view text, const char* what, const JsonReadLimits& limits, Value* out);
 
 // A messages array: every element an object with a string role; content a
-// string, null or an array; tool_calls (assistant) an array of
+// string, null (given to the template as "") or an array; tool_calls (assistant) an array of
 // {id, type, function {name, arguments}}. Errors name "messages[i].field".
 Status chat_messages_from_json(std::string_view text, const JsonReadLimits& limits, Value* out);
 

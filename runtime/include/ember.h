@@ -285,7 +285,7 @@ EMBER_API ember_status ember_chat_format(const ember_model* model, const char* c
  * reaches the template: an assistant's tool_calls [{id, type, function
  * {name, arguments}}], a tool message's tool_call_id; an "arguments" string
  * holding a JSON object reaches it as that object, as Hugging Face
- * templates expect; "developer" becomes "system"); tools_json NULL, "" or
+ * templates expect; a null content is ""; "developer" becomes "system"); tools_json NULL, "" or
  * "null" for none, else an array of {"type": "function", "function": {name,
  * description, parameters}}, the template's `tools` variable (an empty
  * array: none). The built-in "chatml" (qwen) and "llama3" templates render

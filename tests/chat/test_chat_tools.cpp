@@ -4,11 +4,22 @@
 // and the JSON reader's refusals (named elements, line:column, depth).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "chat/chat_json.h"
 #include "chat/chat_template.h"
 #include "ember.h"
+#include "test_data.h"
+
+#ifndef EMBER_LLAMA_VOCAB_DIR
+#define EMBER_LLAMA_VOCAB_DIR ""
+#endif
 
 namespace ember::chat {
 namespace {
@@ -145,6 +156,77 @@ TEST_CASE("chat tools: the call syntax follows the template") {
   // A model's own template: Qwen2.5's writes <tool_call>, Llama 3.1's its headers.
   CHECK(ember_chat_tool_syntax(nullptr, "{{ '<|start_header_id|>' }}{# <tool_call> #}") == EMBER_TOOL_SYNTAX_HERMES);
   CHECK(ember_chat_tool_syntax(nullptr, "{{ '<|start_header_id|>ipython' }}") == EMBER_TOOL_SYNTAX_LLAMA3);
+}
+
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The tool conversation through models' own templates (llama.cpp's
+// models/templates): the families whose call syntax ember writes render
+// the tools, the call and the result, and say which syntax they use; every
+// template that reads `tools` renders it or is refused by name.
+TEST_CASE("chat tools: models' own templates render tools, calls and results") {
+  std::string dir = std::string(EMBER_LLAMA_VOCAB_DIR) + "/templates";
+  if (const char* d = std::getenv("EMBER_LLAMA_VOCAB_DIR"); d && *d) dir = std::string(d) + "/templates";
+  if (!std::filesystem::is_directory(dir)) {
+    if (ember::test::test_data_required()) FAIL("llama.cpp chat templates missing in '" << dir << "'");
+    MESSAGE("skipped: llama.cpp chat templates not found in '" << dir << "'; run tools/scripts/fetch_llama_vocabs.sh");
+    return;
+  }
+  struct Family {
+    const char* file;
+    int syntax;
+  };
+  const Family families[] = {
+      {"Qwen-Qwen2.5-7B-Instruct.jinja", EMBER_TOOL_SYNTAX_HERMES},
+      {"Qwen-Qwen3-0.6B.jinja", EMBER_TOOL_SYNTAX_HERMES},
+      {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", EMBER_TOOL_SYNTAX_HERMES},
+      {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", EMBER_TOOL_SYNTAX_HERMES},
+      {"meta-llama-Llama-3.1-8B-Instruct.jinja", EMBER_TOOL_SYNTAX_LLAMA3},
+      {"meta-llama-Llama-3.2-3B-Instruct.jinja", EMBER_TOOL_SYNTAX_LLAMA3},
+      {"meta-llama-Llama-3.3-70B-Instruct.jinja", EMBER_TOOL_SYNTAX_LLAMA3},
+  };
+  for (const Family& f : families) {
+    const std::string file = f.file;
+    CAPTURE(file);
+    const std::filesystem::path path = std::filesystem::path(dir) / f.file;
+    if (!std::filesystem::exists(path)) continue;
+    const std::string tmpl = read_file(path);
+    CHECK(ember_chat_tool_syntax(nullptr, tmpl.c_str()) == f.syntax);
+    ember_status st;
+    const std::string out = format_json(tmpl.c_str(), kConversation, kTools, &st);
+    REQUIRE_MESSAGE(st == EMBER_OK, out);
+    CHECK(out.find("Weather of a city") != std::string::npos);  // the tool's description
+    CHECK(out.find("Weather in Oslo?") != std::string::npos);
+    CHECK(out.find("\"Oslo\"") != std::string::npos);          // the call's arguments
+    CHECK(out.find("-3 C") != std::string::npos);              // the tool's result
+    CHECK(out.find("snow") != std::string::npos);
+  }
+  // Every template that reads `tools`: rendered, or refused with a status.
+  int rendered = 0, reading = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".jinja") continue;
+    const std::string tmpl = read_file(e.path());
+    if (tmpl.find("tools") == std::string::npos) continue;
+    ++reading;
+    const std::string file = e.path().filename().string();
+    CAPTURE(file);
+    ember_status st;
+    const std::string out = format_json(tmpl.c_str(), kConversation, kTools, &st);
+    if (st == EMBER_OK) {
+      ++rendered;
+    } else {
+      CHECK((st == EMBER_ERR_UNSUPPORTED || st == EMBER_ERR_INVALID_ARGUMENT || st == EMBER_ERR_NO_MEMORY));
+      CHECK(!out.empty());
+    }
+  }
+  MESSAGE("templates reading tools: " << rendered << " of " << reading << " render the tool conversation");
+  CHECK(rendered * 2 >= reading);
 }
 
 }  // namespace
