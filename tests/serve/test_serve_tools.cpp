@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ember.h"
+#include "test_data.h"
+#include "tools/convert/model_writer.h"
+#include "tools/convert/synthetic.h"
 #include "tools/serve/openai_api.h"
 #include "tools/serve/request_reader.h"
 #include "tools/serve/tool_calls.h"
@@ -279,4 +282,92 @@ TEST_CASE("serve tools: the response shapes: message.tool_calls, content null, f
   CHECK(first["choices"][0]["delta"]["tool_calls"][0]["id"] == "call_a");
   CHECK(second["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] == "{}");
   CHECK(second["choices"][0]["delta"]["tool_calls"][0]["index"] == 0);
+}
+
+namespace {
+
+// Generates from a few tokens with `gbnf` as the constraint, at temperature 1.
+std::string constrained(ember_model* m, const ember_grammar* g, uint64_t seed) {
+  ember_session_options so;
+  ember_session_options_default(&so);
+  so.context_length = 512;
+  so.n_threads = 1;
+  so.backend = EMBER_BACKEND_CPU;
+  ember_session* s = nullptr;
+  REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
+  const int32_t prompt[] = {1, 40, 41, 42};
+  ember_generate_options o;
+  ember_generate_options_default(&o);
+  o.max_new_tokens = 400;
+  o.prompt_tokens = prompt;
+  o.n_prompt_tokens = 4;
+  o.temperature = 1.0f;
+  o.seed = seed;
+  o.grammar = g;
+  std::string text;
+  REQUIRE_MESSAGE(ember_generate(s, nullptr, &o,
+                                 [](void* u, int32_t, const char* piece, size_t len) {
+                                   static_cast<std::string*>(u)->append(piece, len);
+                                   return 0;
+                                 },
+                                 &text) == EMBER_OK,
+                  ember_last_error());
+  ember_session_free(s);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("serve tools: on a random model the call grammar gives calls that satisfy the schema, both syntaxes") {
+  ember::SynthShape shape;
+  REQUIRE(ember::synth_shape("tiny", &shape));
+  shape.arch = "llama3";
+  auto made = ember::make_synthetic(shape, ember::DType::F32, 9, "");
+  REQUIRE(made.is_ok());
+  const std::string path = ember::test::temp_dir("serve-tools") + "/llama3.ember";
+  REQUIRE(ember::write_model(made.value()->spec, path).is_ok());
+  ember_model* m = nullptr;
+  REQUIRE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK);
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE(read_completion_request(
+      chat_body(std::string(",\"tools\":[") + kWeather +
+                R"(,{"type":"function","function":{"name":"now","parameters":{"type":"object","properties":)"
+                R"({"tz":{"enum":["UTC","CET"]}},"required":["tz"],"additionalProperties":false}}}],)"
+                R"("tool_choice":"required")"),
+      true, ReadLimits(), &r, &e));
+  for (int syntax : {EMBER_TOOL_SYNTAX_HERMES, EMBER_TOOL_SYNTAX_LLAMA3}) {
+    CAPTURE(syntax);
+    std::string gbnf, why;
+    REQUIRE(tool_call_grammar(r, syntax, &gbnf, &why));
+    ember_grammar* g = nullptr;
+    REQUIRE_MESSAGE(ember_grammar_create(m, gbnf.c_str(), "root", &g) == EMBER_OK, ember_last_error(), gbnf);
+    int calls = 0;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      const std::string text = constrained(m, g, seed);
+      CAPTURE(text);
+      const ParsedReply p = parse_tool_calls(text, syntax);
+      CHECK(p.content.empty());
+      REQUIRE(!p.calls.empty());
+      if (syntax == EMBER_TOOL_SYNTAX_LLAMA3) CHECK(p.calls.size() == 1);
+      for (const ToolCall& c : p.calls) {
+        ++calls;
+        const json args = json::parse(c.arguments, nullptr, false);
+        REQUIRE(args.is_object());
+        if (c.name == "get_weather") {
+          CHECK((args["city"] == "Oslo" || args["city"] == "Lima"));
+          REQUIRE(args["days"].is_number_integer());
+          CHECK(args["days"].get<int>() >= 1);
+          CHECK(args["days"].get<int>() <= 3);
+        } else {
+          CHECK(c.name == "now");
+          CHECK((args["tz"] == "UTC" || args["tz"] == "CET"));
+          CHECK(args.size() == 1);
+        }
+      }
+    }
+    CHECK(calls >= 4);
+    ember_grammar_free(g);
+  }
+  ember_model_free(m);
 }
