@@ -371,3 +371,46 @@ TEST_CASE("serve tools: on a random model the call grammar gives calls that sati
   }
   ember_model_free(m);
 }
+
+TEST_CASE("serve tools: cut and mutated tool requests are read or refused with a 400, never more") {
+  const std::string base =
+      R"({"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1",)"
+      R"("type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},)"
+      R"({"role":"tool","tool_call_id":"c1","content":"cold"}],"tools":[)" +
+      std::string(kWeather) + R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}},)"
+                              R"("parallel_tool_calls":false})";
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE_MESSAGE(read_completion_request(base, true, ReadLimits(), &r, &e), e.message);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  const char bytes[] = "{}[],:\"0a\\ nul";
+  int read = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string body = base;
+    if (i < 300) {
+      body.resize(next() % body.size());
+    } else {
+      for (int k = 0; k < 1 + i % 3; ++k) body[next() % body.size()] = bytes[next() % (sizeof bytes - 1)];
+    }
+    if (read_completion_request(body, true, ReadLimits(), &r, &e)) {
+      ++read;
+      for (const ToolFunction& t : r.tools) CHECK(!t.name.empty());
+      std::string gbnf, why;
+      if (!r.tools.empty()) (void)tool_call_grammar(r, EMBER_TOOL_SYNTAX_HERMES, &gbnf, &why);
+    } else {
+      ++refused;
+      CHECK(e.status == 400);
+      CHECK(!e.message.empty());
+      CHECK(e.message.size() < 400);
+    }
+  }
+  MESSAGE("mutated tool requests: " << read << " read, " << refused << " refused");
+  CHECK(read > 0);
+  CHECK(refused > 0);
+}

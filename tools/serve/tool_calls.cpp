@@ -53,7 +53,9 @@ bool call_of(const std::string& body, ToolCall* call) {
   if (name == j.end() || !name->is_string()) return false;
   auto args = j.find("arguments");
   if (args == j.end()) args = j.find("parameters");
-  if (args == j.end() || !(args->is_object() || args->is_string())) return false;
+  // Arguments are an object, or (some models) a string holding one's JSON text.
+  const bool ok = args != j.end() && (args->is_object() || (args->is_string() && json::accept(args->get_ref<const std::string&>())));
+  if (!ok) return false;
   call->name = name->get_ref<const std::string&>();
   call->arguments = args->is_string() ? args->get_ref<const std::string&>()
                                       : args->dump(-1, ' ', false, json::error_handler_t::replace);
