@@ -13,9 +13,61 @@ struct Builtin {
   const char* text;
 };
 
+// ChatML, with tools as Qwen2.5 and Hermes models were trained on them: the
+// signatures in the system turn, calls as <tool_call> JSON </tool_call> in
+// the assistant turn, results as <tool_response> in a user turn (a run of
+// tool messages shares one). Without tools the plain ChatML turns.
 const char kChatml[] =
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-    "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    "{% set ns = namespace(start=0) %}"
+    "{% if tools %}{{ '<|im_start|>system\\n' }}"
+    "{% if messages and messages[0]['role'] == 'system' %}{{ messages[0]['content'] + '\\n\\n' }}"
+    "{% set ns.start = 1 %}{% endif %}"
+    "{{ '# Tools\\n\\nYou may call the functions whose signatures are listed in <tools></tools>, one JSON object "
+    "per line:\\n<tools>' }}"
+    "{% for tool in tools %}{{ '\\n' + tool | tojson }}{% endfor %}"
+    "{{ '\\n</tools>\\n\\nTo call one, write its name and arguments as a JSON object inside <tool_call></tool_call>:\\n"
+    "<tool_call>\\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n</tool_call><|im_end|>\\n' }}"
+    "{% endif %}"
+    "{% for message in messages[ns.start:] %}"
+    "{% set content = message['content'] if message['content'] is string else '' %}"
+    "{% if message['role'] == 'assistant' and message['tool_calls'] %}"
+    "{{ '<|im_start|>assistant' }}{% if content %}{{ '\\n' + content }}{% endif %}"
+    "{% for call in message['tool_calls'] %}{% set f = call['function'] %}"
+    "{{ '\\n<tool_call>\\n{\"name\": ' + f['name'] | tojson + ', \"arguments\": ' }}"
+    "{% if f['arguments'] is string %}{{ f['arguments'] }}{% else %}{{ f['arguments'] | tojson }}{% endif %}"
+    "{{ '}\\n</tool_call>' }}{% endfor %}{{ '<|im_end|>\\n' }}"
+    "{% elif message['role'] == 'tool' %}"
+    "{% if loop.first or loop.previtem['role'] != 'tool' %}{{ '<|im_start|>user' }}{% endif %}"
+    "{{ '\\n<tool_response>\\n' + content + '\\n</tool_response>' }}"
+    "{% if loop.last or loop.nextitem['role'] != 'tool' %}{{ '<|im_end|>\\n' }}{% endif %}"
+    "{% else %}{{ '<|im_start|>' + message['role'] + '\\n' + content + '<|im_end|>\\n' }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+// Llama 3.x, with tools as Meta's JSON tool calling writes them: the
+// signatures in the system turn, a call as a bare {"name", "parameters"}
+// object in the assistant turn, results in an ipython turn.
+const char kLlama3[] =
+    "{{ bos_token }}{% set ns = namespace(start=0) %}"
+    "{% if tools %}{{ '<|start_header_id|>system<|end_header_id|>\\n\\n' }}"
+    "{% if messages and messages[0]['role'] == 'system' %}{{ messages[0]['content'] | trim + '\\n\\n' }}"
+    "{% set ns.start = 1 %}{% endif %}"
+    "{{ 'You may call the functions below. To call one, answer with only a JSON object of the form "
+    "{\"name\": function name, \"parameters\": object of argument names and values}.\\n\\n' }}"
+    "{% for tool in tools %}{{ tool | tojson(indent=4) + '\\n\\n' }}{% endfor %}{{ '<|eot_id|>' }}"
+    "{% endif %}"
+    "{% for message in messages[ns.start:] %}"
+    "{% set content = message['content'] if message['content'] is string else '' %}"
+    "{% if message['role'] == 'assistant' and message['tool_calls'] %}"
+    "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+    "{% for call in message['tool_calls'] %}{% set f = call['function'] %}"
+    "{{ '{\"name\": ' + f['name'] | tojson + ', \"parameters\": ' }}"
+    "{% if f['arguments'] is string %}{{ f['arguments'] }}{% else %}{{ f['arguments'] | tojson }}{% endif %}"
+    "{{ '}' }}{% if not loop.last %}{{ '\\n' }}{% endif %}{% endfor %}{{ '<|eot_id|>' }}"
+    "{% elif message['role'] == 'tool' %}"
+    "{{ '<|start_header_id|>ipython<|end_header_id|>\\n\\n' + content + '<|eot_id|>' }}"
+    "{% else %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + content | trim + "
+    "'<|eot_id|>' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
 
 const Builtin kBuiltins[] = {
     {"chatml", kChatml},
@@ -36,10 +88,7 @@ const Builtin kBuiltins[] = {
      "{{ bos_token + '[INST] ' + text | trim + ' [/INST]' }}"
      "{% else %}{{ ' ' + message['content'] | trim + ' ' + eos_token }}{% endif %}"
      "{% endfor %}"},
-    {"llama3",
-     "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
-     "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
-     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"},
+    {"llama3", kLlama3},
     {"phi3",
      "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + '<|end|>\\n' }}"
      "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"},

@@ -280,6 +280,33 @@ EMBER_API ember_status ember_chat_format(const ember_model* model, const char* c
                                          int add_generation_prompt, char* text, size_t capacity,
                                          size_t* out_len);
 
+/* The same from OpenAI-shaped JSON, for conversations with tool calls:
+ * messages_json an array of {role, content, ...} objects (every member
+ * reaches the template: an assistant's tool_calls [{id, type, function
+ * {name, arguments}}], a tool message's tool_call_id; an "arguments" string
+ * holding a JSON object reaches it as that object, as Hugging Face
+ * templates expect; a null content is ""; "developer" becomes "system"); tools_json NULL, "" or
+ * "null" for none, else an array of {"type": "function", "function": {name,
+ * description, parameters}}, the template's `tools` variable (an empty
+ * array: none). The built-in "chatml" (qwen) and "llama3" templates render
+ * tools, calls and results in their families' forms. Errors as
+ * ember_chat_format, and EMBER_ERR_INVALID_ARGUMENT naming the element
+ * (messages[2].tool_calls[0].function.name, tools[1].type) or the line:column
+ * of text that is not JSON; at most 16 MiB each, nested at most 64 deep. */
+EMBER_API ember_status ember_chat_format_json(const ember_model* model, const char* chat_template,
+                                              const char* messages_json, const char* tools_json,
+                                              int add_generation_prompt, char* text, size_t capacity,
+                                              size_t* out_len);
+
+/* How the model of a template writes a tool call (chat_template as for
+ * ember_chat_format): EMBER_TOOL_SYNTAX_HERMES, "<tool_call>\n{"name": N,
+ * "arguments": {...}}\n</tool_call>" (Qwen2.5, Qwen3, Hermes, and the
+ * default for other families), or EMBER_TOOL_SYNTAX_LLAMA3, a bare
+ * {"name": N, "parameters": {...}} object (a Llama 3.x template). Chosen
+ * from the template's text; HERMES for NULL arguments or an unknown name. */
+enum { EMBER_TOOL_SYNTAX_HERMES = 0, EMBER_TOOL_SYNTAX_LLAMA3 = 1 };
+EMBER_API int ember_chat_tool_syntax(const ember_model* model, const char* chat_template);
+
 /* ---- Sessions ------------------------------------------------------------ */
 
 typedef struct ember_session ember_session;

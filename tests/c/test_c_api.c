@@ -214,6 +214,28 @@ static void check_inspection(ember_model* model) {
   CHECK_STATUS(ember_model_check_signature(model, NULL, 0), EMBER_ERR_INVALID_ARGUMENT);
 }
 
+/* Tools through a chat template from C: OpenAI-shaped JSON in, the prompt
+ * out, and the call syntax of the template. */
+static void check_chat_tools(void) {
+  const char* messages =
+      "[{\"role\":\"user\",\"content\":\"Weather?\"},"
+      "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\","
+      "\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Oslo\\\"}\"}}]},"
+      "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"cold\"}]";
+  const char* tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{}}}]";
+  char out[4096];
+  size_t len = 0;
+  CHECK(ember_chat_format_json(NULL, "chatml", messages, tools, 1, out, sizeof out, &len) == EMBER_OK);
+  CHECK(len > 0 && len < sizeof out);
+  if (len < sizeof out) out[len] = '\0';
+  CHECK(strstr(out, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}") != NULL);
+  CHECK(strstr(out, "<tool_response>\ncold\n</tool_response>") != NULL);
+  CHECK(ember_chat_format_json(NULL, "chatml", "[1]", NULL, 1, out, sizeof out, &len) == EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(ember_last_error(), "messages[0]") != NULL);
+  CHECK(ember_chat_tool_syntax(NULL, "chatml") == EMBER_TOOL_SYNTAX_HERMES);
+  CHECK(ember_chat_tool_syntax(NULL, "llama3") == EMBER_TOOL_SYNTAX_LLAMA3);
+}
+
 int main(int argc, char** argv) {
   const char* path = argc > 1 ? argv[1] : getenv("EMBER_C_TEST_MODEL");
   if (path == NULL || path[0] == '\0') {
@@ -664,6 +686,7 @@ int main(int argc, char** argv) {
     }
   }
   check_inspection(model);
+  check_chat_tools();
 
   /* ---- the generator: two sequences in one batched session; the same
    * greedy request in both gives the same text as ember_generate alone ---- */

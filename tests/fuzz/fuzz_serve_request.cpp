@@ -24,6 +24,7 @@
 #include "tools/serve/json_check.h"
 #include "tools/serve/openai_api.h"
 #include "tools/serve/request_reader.h"
+#include "tools/serve/tool_calls.h"
 #include "engine/text_out.h"
 
 using namespace ember::serve;
@@ -83,6 +84,22 @@ void read_body(const std::string& body) {
     size_t kept = r.prompt.size() + r.model.size() + r.prompt_tokens.size() * sizeof(int32_t);
     for (const auto& m : r.messages) kept += sizeof(ChatMessage) + m.content.size();
     for (const auto& s : r.stop) kept += s.size();
+    for (const auto& t : r.tools) kept += t.name.size() + t.description.size() + t.parameters.size();
+    for (const auto& m : r.messages) {
+      kept += m.tool_call_id.size();
+      for (const auto& c : m.tool_calls) kept += c.name.size() + c.arguments.size();
+      // Calls read back out of any text: nothing may crash.
+      for (int syntax : {EMBER_TOOL_SYNTAX_HERMES, EMBER_TOOL_SYNTAX_LLAMA3}) {
+        for (const ToolCall& c : parse_tool_calls(m.content, syntax).calls) {
+          if (c.id.size() != 29 || !nlohmann::json::accept(c.arguments)) std::abort();
+        }
+      }
+    }
+    // The call grammar of what was read: made, or refused naming a function.
+    if (!r.tools.empty()) {
+      std::string gbnf, why;
+      if (!tool_call_grammar(r, EMBER_TOOL_SYNTAX_HERMES, &gbnf, &why) && why.find("'tools' function") != 0) std::abort();
+    }
     if (kept > limits.kept_per_body_byte * body.size() + limits.kept_slack) std::abort();
     if (r.prompt_tokens.size() > limits.max_prompt_tokens || r.messages.size() > limits.max_messages) std::abort();
     if (r.stop.size() > 16 || !(r.top_p > 0.0f && r.top_p <= 1.0f)) std::abort();

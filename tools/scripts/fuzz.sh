@@ -72,6 +72,14 @@ bodies = [
     {"prompt": [1, 2, 3], "echo": True},
     {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}],
      "max_completion_tokens": 8, "stop": "END"},
+    {"messages": [{"role": "user", "content": "w?"},
+                  {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                   "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+                  {"role": "tool", "tool_call_id": "call_1", "content": "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"}],
+     "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+                "parameters": {"type": "object", "properties": {"city": {"enum": ["Oslo", "Lima"]},
+                               "days": {"type": "integer", "minimum": 1}}, "required": ["city"]}}}],
+     "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "parallel_tool_calls": False},
 ]
 reqs = [b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n"]
 for b in bodies:

@@ -37,6 +37,45 @@ ember_status format_chat(const ember_model* model, const std::vector<ChatMessage
   return st;
 }
 
+ember_status format_chat(const ember_model* model, const CompletionRequest& request, std::string* out) {
+  using ojson = nlohmann::ordered_json;  // a schema's properties reach the template in their order
+  out->clear();
+  ojson messages = ojson::array();
+  for (const ChatMessage& m : request.messages) {
+    ojson j = {{"role", m.role}};
+    j["content"] = m.content.empty() && !m.tool_calls.empty() ? ojson(nullptr) : ojson(m.content);
+    if (!m.tool_calls.empty()) {
+      ojson calls = ojson::array();
+      for (const ToolCall& c : m.tool_calls) {
+        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      }
+      j["tool_calls"] = std::move(calls);
+    }
+    if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
+    messages.push_back(std::move(j));
+  }
+  std::string tools_text;
+  if (!request.tools.empty()) {
+    ojson tools = ojson::array();
+    for (const ToolFunction& t : request.tools) {
+      ojson f = {{"name", t.name}};
+      if (!t.description.empty()) f["description"] = t.description;
+      if (!t.parameters.empty()) f["parameters"] = ojson::parse(t.parameters, nullptr, false);  // in the order written
+      tools.push_back({{"type", "function"}, {"function", std::move(f)}});
+    }
+    tools_text = tools.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  }
+  const std::string messages_text = messages.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  const char* tools_arg = tools_text.empty() ? nullptr : tools_text.c_str();
+  size_t len = 0;
+  ember_status st = ember_chat_format_json(model, nullptr, messages_text.c_str(), tools_arg, 1, nullptr, 0, &len);
+  if (st != EMBER_ERR_BUFFER_TOO_SMALL && st != EMBER_OK) return st;
+  out->resize(len);
+  st = ember_chat_format_json(model, nullptr, messages_text.c_str(), tools_arg, 1, out->data(), out->size(), &len);
+  if (st != EMBER_OK) out->clear();
+  return st;
+}
+
 std::string error_body(int http_status, std::string_view message, std::string_view param, std::string_view code) {
   const char* type = http_status == 401   ? "authentication_error"
                      : http_status == 404 ? "not_found_error"
@@ -60,6 +99,7 @@ const char* finish_reason_name(Finish f) {
     case Finish::kCancelled: return "cancelled";
     case Finish::kTimeout: return "timeout";
     case Finish::kError: return "error";
+    case Finish::kToolCalls: return "tool_calls";
   }
   return "error";
 }
@@ -108,11 +148,20 @@ json logprobs_json(bool chat, const std::vector<TokenLogprobs>* lp) {
 
 std::string completion_body(const CompletionRequest& r, const std::string& id, int64_t created,
                             const std::string& model, const std::string& text, Finish finish, const Usage& usage,
-                            const std::vector<TokenLogprobs>* logprobs) {
+                            const std::vector<TokenLogprobs>* logprobs, const std::vector<ToolCall>* tool_calls) {
   json choice;
   if (r.chat) {
+    json message = {{"role", "assistant"}, {"content", text}};
+    if (tool_calls && !tool_calls->empty()) {
+      if (text.empty()) message["content"] = nullptr;
+      json calls = json::array();
+      for (const ToolCall& c : *tool_calls) {
+        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      }
+      message["tool_calls"] = std::move(calls);
+    }
     choice = {{"index", 0},
-              {"message", {{"role", "assistant"}, {"content", text}}},
+              {"message", std::move(message)},
               {"logprobs", logprobs_json(true, logprobs)},
               {"finish_reason", finish_reason_name(finish)}};
   } else {
@@ -149,6 +198,25 @@ std::string stream_chunk(const CompletionRequest& r, const std::string& id, int6
             {"model", model},
             {"choices", json::array({choice})}};
   return "data: " + dump(j) + "\n\n";
+}
+
+std::string stream_tool_call_chunks(const CompletionRequest& r, const std::string& id, int64_t created,
+                                    const std::string& model, const ToolCall& call, size_t index) {
+  auto chunk = [&](json delta_call) {
+    json choice = {{"index", 0},
+                   {"delta", {{"tool_calls", json::array({std::move(delta_call)})}}},
+                   {"logprobs", nullptr},
+                   {"finish_reason", nullptr}};
+    json j = {{"id", id},
+              {"object", "chat.completion.chunk"},
+              {"created", created},
+              {"model", model},
+              {"choices", json::array({choice})}};
+    return "data: " + dump(j) + "\n\n";
+  };
+  return chunk({{"index", index}, {"id", call.id}, {"type", "function"},
+                {"function", {{"name", call.name}, {"arguments", ""}}}}) +
+         chunk({{"index", index}, {"function", {{"arguments", call.arguments}}}});
 }
 
 std::string stream_usage_chunk(const CompletionRequest& r, const std::string& id, int64_t created,

@@ -12,10 +12,31 @@
 
 namespace ember::serve {
 
+// A function call an assistant message made (or a response reports).
+struct ToolCall {
+  std::string id;         // "call_..."
+  std::string name;
+  std::string arguments;  // JSON text, as OpenAI sends it (a string)
+};
+
 struct ChatMessage {
   std::string role;     // system, user, assistant, tool, developer
   std::string content;  // text parts joined
+  std::vector<ToolCall> tool_calls;  // an assistant's calls
+  std::string tool_call_id;          // a tool message: the call it answers
 };
+
+// One entry of a request's tools (type "function").
+struct ToolFunction {
+  std::string name;
+  std::string description;
+  std::string parameters;  // its JSON Schema as compact JSON text; "" when absent
+};
+
+// tool_choice: none (no call), auto (the model decides; calls are parsed
+// out of the text), required (at least one call) or one named function;
+// the last two constrained by a grammar (tools/serve/tool_calls.h).
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
 
 struct CompletionRequest {
   bool chat = false;
@@ -46,6 +67,10 @@ struct CompletionRequest {
   enum class Format { kText, kJsonObject, kJsonSchema };
   Format format = Format::kText;
   std::string json_schema;
+  std::vector<ToolFunction> tools;           // /v1/chat/completions
+  ToolChoice tool_choice = ToolChoice::kNone;  // absent: auto with tools, else none
+  std::string tool_choice_name;              // kNamed: the function
+  bool parallel_tool_calls = true;           // more than one call allowed
 };
 
 // A refusal: the HTTP status, the message (naming the field and what is
@@ -64,6 +89,9 @@ struct RequestError {
 // writes a plain "role: text" transcript ending with "assistant:". *name is
 // the template used, printed at start.
 ember_status format_chat(const ember_model* model, const std::vector<ChatMessage>& messages, std::string* out);
+// A chat request's messages (tool calls and tool results included) and its
+// tools through the model's template (ember_chat_format_json).
+ember_status format_chat(const ember_model* model, const CompletionRequest& request, std::string* out);
 std::string chat_template_name(const ember_model* model);
 
 // {"error":{"message":...,"type":...,"param":...,"code":...}}: param and
@@ -73,7 +101,7 @@ std::string error_body(int http_status, std::string_view message, std::string_vi
                        std::string_view code = {});
 std::string error_body(const RequestError& error);
 
-enum class Finish { kStop, kLength, kCancelled, kTimeout, kError };
+enum class Finish { kStop, kLength, kCancelled, kTimeout, kError, kToolCalls };
 const char* finish_reason_name(Finish f);
 
 struct Usage {
@@ -92,15 +120,22 @@ struct TokenLogprobs {
 };
 
 // Non-streaming response bodies. logprobs: null for "logprobs": null.
+// tool_calls (chat): the message's calls; with calls and no text its
+// content is null.
 std::string completion_body(const CompletionRequest& r, const std::string& id, int64_t created,
                             const std::string& model, const std::string& text, Finish finish, const Usage& usage,
-                            const std::vector<TokenLogprobs>* logprobs = nullptr);
+                            const std::vector<TokenLogprobs>* logprobs = nullptr,
+                            const std::vector<ToolCall>* tool_calls = nullptr);
 // One server-sent event ("data: {...}\n\n"): a text delta (finish null) with
 // its tokens' log-probabilities when asked, the final chunk with the finish
 // reason (text empty), or the usage chunk.
 std::string stream_chunk(const CompletionRequest& r, const std::string& id, int64_t created, const std::string& model,
                          const std::string& text, const Finish* finish, bool first,
                          const std::vector<TokenLogprobs>* logprobs = nullptr);
+// The chunks of one call, as OpenAI streams them: delta.tool_calls [{index,
+// id, type, function {name, arguments ""}}], then its arguments.
+std::string stream_tool_call_chunks(const CompletionRequest& r, const std::string& id, int64_t created,
+                                    const std::string& model, const ToolCall& call, size_t index);
 std::string stream_usage_chunk(const CompletionRequest& r, const std::string& id, int64_t created,
                                const std::string& model, const Usage& usage);
 

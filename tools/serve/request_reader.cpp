@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@ namespace ember::serve {
 namespace {
 
 using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 // The unsupported parameters (see request_reader.h): what counts as asking
 // for nothing.
@@ -41,8 +43,6 @@ struct Unsupported {
 const Unsupported kUnsupported[] = {
     {{"n", "1 (one choice per request)"}, Neutral::kOne},
     {{"best_of", "1"}, Neutral::kOne},
-    {{"tools", "[]"}, Neutral::kEmpty},
-    {{"tool_choice", "\"none\""}, Neutral::kNone},
     {{"functions", "[]"}, Neutral::kEmpty},
     {{"function_call", "\"none\""}, Neutral::kNone},
     {{"suffix", "\"\""}, Neutral::kEmptyString},
@@ -72,6 +72,9 @@ enum class Field {
   kLogprobs,
   kTopLogprobs,
   kResponseFormat,
+  kTools,
+  kToolChoice,
+  kParallelToolCalls,
   kUnsupported,
 };
 
@@ -100,6 +103,9 @@ const FieldName kFields[] = {
     {"logprobs", Field::kLogprobs},
     {"top_logprobs", Field::kTopLogprobs},
     {"response_format", Field::kResponseFormat},
+    {"tools", Field::kTools},
+    {"tool_choice", Field::kToolChoice},
+    {"parallel_tool_calls", Field::kParallelToolCalls},
 };
 
 // What a container is, for the values inside it.
@@ -110,6 +116,16 @@ enum class Frame {
 
 // The most logit_bias entries a request may give (OpenAI's own limit is 300).
 constexpr size_t kMaxLogitBias = 1024;
+
+// Tools (OpenAI allows 128), calls per message, and the captured text: a
+// tools array, one function's parameters schema, a message's tool_calls.
+constexpr size_t kMaxTools = 128;
+constexpr size_t kMaxToolCalls = 128;
+constexpr size_t kMaxCapturedBytes = 1 << 20;
+constexpr size_t kMaxParametersBytes = 64 << 10;
+
+// What a captured value (compact JSON text, read when it ends) is.
+enum class Capture { kNone, kTools, kToolChoice, kToolCalls };
 
 // The runtime's limits on stop strings (ember.h): the server checks them
 // here so that what it accepts the scheduler runs.
@@ -249,7 +265,8 @@ class Reader final : public nlohmann::json_sax<json> {
 
   // Every value event (a scalar, or the start of an array or object).
   bool value(const Value& v) {
-    if (capture_ > 0) return capture_value(v);
+    if (schema_depth_ > 0) return schema_value(v);
+    if (capture_ != Capture::kNone) return capture_value(v);
     if (skip_ > 0) {
       if (skip_ == 1) ++skipped_children_;
       if (v.container()) ++skip_;
@@ -287,7 +304,8 @@ class Reader final : public nlohmann::json_sax<json> {
 
   // The end of an object ('}') or an array (']').
   bool end(char close) {
-    if (capture_ > 0) return capture_end(close);
+    if (schema_depth_ > 0) return schema_end(close);
+    if (capture_ != Capture::kNone) return capture_end();
     if (skip_ > 0) {
       if (--skip_ == 0 && judge_skipped_) {
         judge_skipped_ = false;
@@ -301,6 +319,10 @@ class Reader final : public nlohmann::json_sax<json> {
       case Frame::kMessage:
         if (!has_role_) {
           return fail(400, "'messages[" + std::to_string(messages_ - 1) + "]' must be an object with a string 'role'",
+                      "messages");
+        }
+        if (out_->messages.back().role == "tool" && out_->messages.back().tool_call_id.empty()) {
+          return fail(400, where_message() + "' (role tool) needs 'tool_call_id', the id of the call it answers",
                       "messages");
         }
         return true;
@@ -366,6 +388,17 @@ class Reader final : public nlohmann::json_sax<json> {
         (f == Field::kMaxTokens ? max_tokens_ : max_completion_tokens_) = static_cast<int32_t>(n);
         return true;
       }
+      case Field::kTools:
+        if (v.kind != Value::kArray) return type_error("an array of {type: \"function\", function: {...}}", v);
+        return start_capture(Capture::kTools, v);
+      case Field::kToolChoice:
+        tool_choice_seen_ = true;
+        if (v.kind == Value::kObject) return start_capture(Capture::kToolChoice, v);
+        return tool_choice_string(v);
+      case Field::kParallelToolCalls:
+        if (v.kind != Value::kBool) return type_error("true or false", v);
+        out_->parallel_tool_calls = v.b;
+        return true;
       case Field::kTemperature: return real(v, 0.0, 100.0, false, &out_->temperature);
       case Field::kTopP: return real(v, 0.0, 1.0, true, &out_->top_p);
       case Field::kMinP: return real(v, 0.0, 1.0, false, &out_->min_p);
@@ -446,6 +479,7 @@ class Reader final : public nlohmann::json_sax<json> {
 
   bool root_end() {
     finished_ = true;
+    if (!tools_end()) return false;
     if (top_logprobs_ > 0 && !out_->logprobs) {
       return fail(400, "'top_logprobs' = " + std::to_string(top_logprobs_) + " needs 'logprobs' on", "top_logprobs");
     }
@@ -597,10 +631,10 @@ class Reader final : public nlohmann::json_sax<json> {
         }
         schema_seen_ = true;
         out_->json_schema.clear();
-        if (v.kind == Value::kBool) return capture_append(v.b ? "true" : "false");
-        capture_comma_ = false;
-        capture_ = 1;
-        return capture_append("{");
+        if (v.kind == Value::kBool) return schema_append(v.b ? "true" : "false");
+        schema_comma_ = false;
+        schema_depth_ = 1;
+        return schema_append("{");
     }
   }
 
@@ -625,7 +659,7 @@ class Reader final : public nlohmann::json_sax<json> {
   // bounded by check_json (max_depth); the text is bounded by
   // max_schema_bytes and charged to the keep budget as the string's
   // capacity grows.
-  bool capture_append(std::string_view text) {
+  bool schema_append(std::string_view text) {
     std::string& out = out_->json_schema;
     if (out.size() + text.size() > limits_.max_schema_bytes) {
       return fail(400, "'response_format.json_schema.schema' takes more than " +
@@ -637,41 +671,282 @@ class Reader final : public nlohmann::json_sax<json> {
     return out.capacity() == capacity || charge(out.capacity() - capacity);
   }
 
-  bool capture_value(const Value& v) {
-    if (capture_comma_ && !capture_append(",")) return false;
-    capture_comma_ = true;
+  bool schema_value(const Value& v) {
+    if (schema_comma_ && !schema_append(",")) return false;
+    schema_comma_ = true;
     char buf[32];
     switch (v.kind) {
-      case Value::kNull: return capture_append("null");
-      case Value::kBool: return capture_append(v.b ? "true" : "false");
-      case Value::kInt: std::snprintf(buf, sizeof buf, "%" PRId64, v.i); return capture_append(buf);
-      case Value::kUint: std::snprintf(buf, sizeof buf, "%" PRIu64, v.u); return capture_append(buf);
-      case Value::kFloat: return capture_append(*v.raw);  // as written (the lexer checked it)
-      case Value::kString: return capture_append(json_string(*v.s));
+      case Value::kNull: return schema_append("null");
+      case Value::kBool: return schema_append(v.b ? "true" : "false");
+      case Value::kInt: std::snprintf(buf, sizeof buf, "%" PRId64, v.i); return schema_append(buf);
+      case Value::kUint: std::snprintf(buf, sizeof buf, "%" PRIu64, v.u); return schema_append(buf);
+      case Value::kFloat: return schema_append(*v.raw);  // as written (the lexer checked it)
+      case Value::kString: return schema_append(json_string(*v.s));
       case Value::kArray:
       case Value::kObject:
-        ++capture_;
-        capture_comma_ = false;
-        return capture_append(v.kind == Value::kArray ? "[" : "{");
+        ++schema_depth_;
+        schema_comma_ = false;
+        return schema_append(v.kind == Value::kArray ? "[" : "{");
     }
     return true;
   }
 
-  bool capture_key(const std::string& k) {
-    if (capture_comma_ && !capture_append(",")) return false;
-    capture_comma_ = false;
-    return capture_append(json_string(k)) && capture_append(":");
+  bool schema_key(const std::string& k) {
+    if (schema_comma_ && !schema_append(",")) return false;
+    schema_comma_ = false;
+    return schema_append(json_string(k)) && schema_append(":");
   }
 
-  bool capture_end(char close) {
-    --capture_;
-    capture_comma_ = true;
-    return capture_append(std::string_view(&close, 1));
+  bool schema_end(char close) {
+    --schema_depth_;
+    schema_comma_ = true;
+    return schema_append(std::string_view(&close, 1));
   }
 
   // A string as a JSON literal (the lexer has checked its UTF-8).
   static std::string json_string(const std::string& s) {
     return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  // ---- tools, tool_choice, a message's tool_calls ----
+  // Captured as compact JSON text while they are read (charged to the
+  // budget, at most kMaxCapturedBytes), then read from that text as a
+  // document when they end: small, bounded, and read in one place.
+
+  bool start_capture(Capture what, const Value& v) {
+    capture_ = what;
+    capture_depth_ = 0;
+    captured_.clear();
+    after_key_ = false;
+    return capture_value(v);
+  }
+
+  bool captured(size_t before) {
+    if (captured_.size() > kMaxCapturedBytes) {
+      return fail(400, capture_name() + " is over " + std::to_string(kMaxCapturedBytes >> 10) + " KiB as compact JSON",
+                  capture_param());
+    }
+    return charge(captured_.size() - before);
+  }
+
+  bool capture_value(const Value& v) {
+    const size_t before = captured_.size();
+    if (capture_depth_ > 0 && !after_key_) {
+      if (!capture_open_[capture_depth_ - 1].first) captured_ += ',';
+      capture_open_[capture_depth_ - 1].first = false;
+    }
+    after_key_ = false;
+    switch (v.kind) {
+      case Value::kNull: captured_ += "null"; break;
+      case Value::kBool: captured_ += v.b ? "true" : "false"; break;
+      case Value::kInt:
+      case Value::kUint:
+      case Value::kFloat: captured_ += describe(v); break;
+      case Value::kString: captured_ += json(*v.s).dump(-1, ' ', false, json::error_handler_t::replace); break;
+      case Value::kArray:
+      case Value::kObject:
+        captured_ += v.kind == Value::kArray ? '[' : '{';
+        capture_open_.push_back({v.kind == Value::kObject, true});
+        ++capture_depth_;
+        break;
+    }
+    return captured(before);
+  }
+
+  bool capture_key(const std::string& k) {
+    const size_t before = captured_.size();
+    if (!capture_open_[capture_depth_ - 1].first) captured_ += ',';
+    capture_open_[capture_depth_ - 1].first = false;
+    captured_ += json(k).dump(-1, ' ', false, json::error_handler_t::replace);
+    captured_ += ':';
+    after_key_ = true;
+    return captured(before);
+  }
+
+  bool capture_end() {
+    captured_ += capture_open_.back().object ? '}' : ']';
+    capture_open_.pop_back();
+    if (--capture_depth_ > 0) return captured(captured_.size() - 1);
+    const Capture what = capture_;
+    capture_ = Capture::kNone;
+    // Ordered: a schema's properties keep their order (the grammar follows it).
+    const ojson doc = ojson::parse(captured_, nullptr, false);
+    std::string().swap(captured_);
+    if (doc.is_discarded()) return fail(400, capture_name() + " is not valid JSON", capture_param());  // cannot happen
+    switch (what) {
+      case Capture::kTools: return read_tools(doc);
+      case Capture::kToolChoice: return read_tool_choice(doc);
+      case Capture::kToolCalls: return read_tool_calls(doc);
+      case Capture::kNone: break;
+    }
+    return true;
+  }
+
+  std::string capture_name() const {
+    return capture_ == Capture::kToolCalls ? where_message() + ".tool_calls'" : quoted(top_name_);
+  }
+  std::string capture_param() const { return capture_ == Capture::kToolCalls ? "messages" : top_name_; }
+
+  // A function name as OpenAI allows it: 1..64 of [A-Za-z0-9_-].
+  static bool function_name_ok(const std::string& n) {
+    if (n.empty() || n.size() > 64) return false;
+    for (char c : n) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  // The string member `key` of object `o` into *out: absent or null leaves
+  // it; another type is a 400 naming where.
+  bool string_member(const ojson& o, const char* key, const std::string& where, const char* param, std::string* out) {
+    const auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return true;
+    if (!it->is_string()) return fail(400, where + "." + key + "' must be a string", param);
+    *out = it->get_ref<const std::string&>();
+    return charge(out->size());
+  }
+
+  bool read_tools(const ojson& doc) {
+    const char* p = "tools";
+    if (doc.size() > kMaxTools) {
+      return fail(400, "'tools' has " + std::to_string(doc.size()) + " entries: at most " + std::to_string(kMaxTools), p);
+    }
+    out_->tools.clear();
+    for (size_t i = 0; i < doc.size(); ++i) {
+      const ojson& t = doc[i];
+      const std::string where = "'tools[" + std::to_string(i) + "]";
+      if (!t.is_object()) return fail(400, where + "' must be {\"type\": \"function\", \"function\": {...}}", p);
+      const auto type = t.find("type");
+      if (type == t.end() || !type->is_string() || type->get_ref<const std::string&>() != "function") {
+        return fail(400, where + ".type' must be \"function\" (the only tool type ember serves)", p);
+      }
+      const auto f = t.find("function");
+      if (f == t.end() || !f->is_object()) {
+        return fail(400, where + ".function' must be an object {name, description, parameters}", p);
+      }
+      if (!charge(sizeof(ToolFunction))) return false;
+      ToolFunction tf;
+      const auto name = f->find("name");
+      if (name == f->end() || !name->is_string() || !function_name_ok(name->get_ref<const std::string&>())) {
+        return fail(400, where + ".function.name' must be 1 to 64 letters, digits, '_' or '-'", p);
+      }
+      tf.name = name->get_ref<const std::string&>();
+      for (const ToolFunction& other : out_->tools) {
+        if (other.name == tf.name) return fail(400, where + ".function.name' = \"" + tf.name + "\" is given twice", p);
+      }
+      if (!string_member(*f, "description", where + ".function", p, &tf.description)) return false;
+      const auto params = f->find("parameters");
+      if (params != f->end() && !params->is_null()) {
+        if (!params->is_object()) return fail(400, where + ".function.parameters' must be a JSON Schema object", p);
+        tf.parameters = params->dump();
+        if (tf.parameters.size() > kMaxParametersBytes) {
+          return fail(400, where + ".function.parameters' is over " + std::to_string(kMaxParametersBytes >> 10) +
+                               " KiB as compact JSON", p);
+        }
+        if (!charge(tf.parameters.size())) return false;
+      }
+      out_->tools.push_back(std::move(tf));
+    }
+    return true;
+  }
+
+  bool tool_choice_string(const Value& v) {
+    if (v.kind == Value::kString) {
+      const std::string& c = *v.s;
+      const bool known = c == "none" || c == "auto" || c == "required";
+      if (known) {
+        out_->tool_choice = c == "none" ? ToolChoice::kNone : c == "auto" ? ToolChoice::kAuto : ToolChoice::kRequired;
+        return true;
+      }
+    }
+    return fail(400, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                     "\"function\": {\"name\": ...}}, got " + describe(v),
+                "tool_choice");
+  }
+
+  bool read_tool_choice(const ojson& doc) {
+    const auto type = doc.find("type");
+    const auto f = doc.find("function");
+    if (type == doc.end() || !type->is_string() || type->get_ref<const std::string&>() != "function" ||
+        f == doc.end() || !f->is_object()) {
+      return fail(400, "'tool_choice' as an object must be {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                  "tool_choice");
+    }
+    const auto name = f->find("name");
+    if (name == f->end() || !name->is_string()) {
+      return fail(400, "'tool_choice.function.name' must be a string", "tool_choice");
+    }
+    out_->tool_choice = ToolChoice::kNamed;
+    out_->tool_choice_name = name->get_ref<const std::string&>();
+    return charge(out_->tool_choice_name.size());
+  }
+
+  bool read_tool_calls(const ojson& doc) {
+    ChatMessage& m = out_->messages.back();
+    const std::string base = where_message() + ".tool_calls";
+    if (doc.size() > kMaxToolCalls) {
+      return fail(400, base + "' has more than " + std::to_string(kMaxToolCalls) + " calls", "messages");
+    }
+    if (!charge(doc.size() * sizeof(ToolCall))) return false;
+    m.tool_calls.clear();
+    for (size_t i = 0; i < doc.size(); ++i) {
+      const ojson& c = doc[i];
+      const std::string where = base + "[" + std::to_string(i) + "]";
+      if (!c.is_object()) return fail(400, where + "' must be {id, type: \"function\", function: {name, arguments}}", "messages");
+      const auto type = c.find("type");
+      if (type != c.end() && !type->is_null() &&
+          !(type->is_string() && type->get_ref<const std::string&>() == "function")) {
+        return fail(400, where + ".type' must be \"function\"", "messages");
+      }
+      const auto f = c.find("function");
+      if (f == c.end() || !f->is_object()) return fail(400, where + ".function' must be {name, arguments}", "messages");
+      ToolCall call;
+      if (!string_member(c, "id", where, "messages", &call.id)) return false;
+      const auto name = f->find("name");
+      if (name == f->end() || !name->is_string()) return fail(400, where + ".function.name' must be a string", "messages");
+      call.name = name->get_ref<const std::string&>();
+      const auto args = f->find("arguments");
+      if (args != f->end() && args->is_object()) {
+        call.arguments = args->dump();  // some clients send the object itself
+      } else if (!string_member(*f, "arguments", where + ".function", "messages", &call.arguments)) {
+        return false;
+      }
+      if (!charge(call.name.size() + call.arguments.size())) return false;
+      m.tool_calls.push_back(std::move(call));
+    }
+    return true;
+  }
+
+  // At the root's end: tool_choice's default and agreement with tools; the
+  // completions API takes neither.
+  bool tools_end() {
+    CompletionRequest& r = *out_;
+    if (!chat_) {
+      if (!r.tools.empty()) {
+        return fail(400, "Unsupported parameter: 'tools' is only for /v1/chat/completions", "tools",
+                    "unsupported_parameter");
+      }
+      if (tool_choice_seen_ && r.tool_choice != ToolChoice::kNone) {
+        return fail(400, "Unsupported parameter: 'tool_choice' is only for /v1/chat/completions", "tool_choice",
+                    "unsupported_parameter");
+      }
+      r.tool_choice = ToolChoice::kNone;
+      return true;
+    }
+    if (!tool_choice_seen_) r.tool_choice = r.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+    if ((r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed) && r.tools.empty()) {
+      return fail(400, "'tool_choice' asks for a call but 'tools' is empty", "tool_choice");
+    }
+    if (r.tool_choice == ToolChoice::kNamed) {
+      for (const ToolFunction& t : r.tools) {
+        if (t.name == r.tool_choice_name) return true;
+      }
+      return fail(400, "'tool_choice.function.name' = " + preview_string(r.tool_choice_name) +
+                           " is not one of the functions in 'tools'",
+                  "tool_choice");
+    }
+    return true;
   }
 
   // ---- messages ----
@@ -717,7 +992,21 @@ class Reader final : public nlohmann::json_sax<json> {
       has_role_ = true;
       return true;
     }
-    if (key != 2) return skip(v);  // name, tool_call_id, ...: not read
+    if (key == 3) {  // tool_calls
+      if (v.kind == Value::kNull) return true;
+      if (v.kind != Value::kArray) {
+        return fail(400, where_message() + ".tool_calls' must be an array of calls, got " + describe(v), "messages");
+      }
+      return start_capture(Capture::kToolCalls, v);
+    }
+    if (key == 4) {  // tool_call_id
+      if (v.kind == Value::kNull) return true;
+      if (v.kind != Value::kString) {
+        return fail(400, where_message() + ".tool_call_id' must be a string, got " + describe(v), "messages");
+      }
+      return keep_string(&m.tool_call_id, v.s);
+    }
+    if (key != 2) return skip(v);  // name, ...: not read
     m.content.clear();
     if (v.kind == Value::kNull) return true;
     if (v.kind == Value::kString) return keep_string(&m.content, v.s);
@@ -882,8 +1171,19 @@ class Reader final : public nlohmann::json_sax<json> {
   int format_type_ = 0;          // response_format.type: 0 absent, 1 text, 2 json_object, 3 json_schema
   bool json_schema_seen_ = false;  // response_format.json_schema given
   bool schema_seen_ = false;       // ... and its schema
-  size_t capture_ = 0;             // > 0: inside the schema being copied, this deep
-  bool capture_comma_ = false;     // the copy's next value or key follows another
+  size_t schema_depth_ = 0;        // > 0: inside the schema being copied, this deep
+  bool schema_comma_ = false;      // the copy's next value or key follows another
+
+  Capture capture_ = Capture::kNone;  // a value being captured as text
+  size_t capture_depth_ = 0;          // its open containers
+  struct Open {
+    bool object;
+    bool first;  // nothing written in it yet
+  };
+  std::vector<Open> capture_open_;    // at most the body's depth (json_check)
+  std::string captured_;
+  bool after_key_ = false;            // the next value follows a member name
+  bool tool_choice_seen_ = false;
 
   bool messages_seen_ = false, prompt_seen_ = false;
   size_t messages_ = 0, parts_ = 0, prompt_elements_ = 0;
@@ -911,7 +1211,8 @@ class Reader final : public nlohmann::json_sax<json> {
 };
 
 bool Reader::key(string_t& k) {
-  if (capture_ > 0) return capture_key(k);
+  if (schema_depth_ > 0) return schema_key(k);
+  if (capture_ != Capture::kNone) return capture_key(k);
   if (skip_ > 0) return true;
   const size_t level = depth_ - 1;
   switch (frames_[level]) {
@@ -933,7 +1234,9 @@ bool Reader::key(string_t& k) {
         }
       }
       return true;
-    case Frame::kMessage: keys_[level] = k == "role" ? 1 : k == "content" ? 2 : 0; return true;
+    case Frame::kMessage:
+      keys_[level] = k == "role" ? 1 : k == "content" ? 2 : k == "tool_calls" ? 3 : k == "tool_call_id" ? 4 : 0;
+      return true;
     case Frame::kPart: keys_[level] = k == "type" ? 1 : k == "text" ? 2 : 0; return true;
     case Frame::kStreamOptions: keys_[level] = k == "include_usage" ? 1 : 0; return true;
     case Frame::kResponseFormat: keys_[level] = k == "type" ? 1 : k == "json_schema" ? 2 : 0; return true;

@@ -62,8 +62,10 @@ struct GenerationRequest {
   ember_generate_options sampling{};
   std::vector<std::string> stop;  // stop strings: the text ends before the first one found
   std::vector<ember_logit_bias> logit_bias;
-  // response_format's constraint (sampling.grammar is pointed at it by the
-  // scheduler); null for free text. Shared with the server's grammar cache.
+  // The constraint (sampling.grammar is pointed at it by the scheduler):
+  // a tool call's grammar (tool_calls.h) when tool_choice demands a call,
+  // else response_format's; null for free text. Shared with the server's
+  // grammar cache, or the request's own.
   std::shared_ptr<const ember_grammar> grammar;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // Set by the HTTP layer (client gone); the scheduler frees the slot at its

@@ -21,6 +21,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tools/serve/tool_calls.h"
+
 namespace ember::serve {
 namespace {
 
@@ -621,13 +623,17 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
     uint64_t bytes = cr.prompt.size();
     if (chat) {
       bytes = 0;
-      for (const auto& m : cr.messages) bytes += m.content.size();
+      for (const auto& m : cr.messages) {
+        bytes += m.content.size();
+        for (const ToolCall& t : m.tool_calls) bytes += t.name.size() + t.arguments.size();
+      }
+      for (const ToolFunction& t : cr.tools) bytes += t.name.size() + t.description.size() + t.parameters.size();
     }
     if (bytes > config_.max_prompt_bytes) return too_long(bytes, chat ? "the messages' text" : "the prompt", chat ? "messages" : "prompt");
     std::unique_lock<std::mutex> gate(tokenize_gate_, std::defer_lock);
     if (bytes > kTokenizeGateBytes) gate.lock();
     if (chat) {
-      if (format_chat(model_, cr.messages, &prompt_text) != EMBER_OK) {
+      if (format_chat(model_, cr, &prompt_text) != EMBER_OK) {
         return refuse(std::string("messages: ") + ember_last_error(), "messages");
       }
       if (prompt_text.size() > config_.max_prompt_bytes) return too_long(prompt_text.size(), "the rendered chat", "messages");
@@ -662,6 +668,20 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
                       std::to_string(ctx) + " (--ctx), which must also hold the completion",
                   chat ? "messages" : "prompt", "context_length_exceeded");
   }
+  if (chat && !cr.tools.empty()) {
+    out->tool_syntax = ember_chat_tool_syntax(model_, nullptr);
+    out->tools_on = cr.tool_choice != ToolChoice::kNone;
+    out->all_calls = cr.tool_choice == ToolChoice::kRequired || cr.tool_choice == ToolChoice::kNamed;
+    if (out->all_calls) {
+      std::string gbnf, why;
+      if (!tool_call_grammar(cr, out->tool_syntax, &gbnf, &why)) return refuse(why, "tools");
+      ember_grammar* g = nullptr;
+      if (ember_grammar_create(model_, gbnf.c_str(), "root", &g) != EMBER_OK) {
+        return refuse(std::string("'tools': the call grammar: ") + ember_last_error(), "tools");
+      }
+      out->tool_grammar.reset(g, ember_grammar_free);
+    }
+  }
   const int32_t room = ctx - static_cast<int32_t>(ids.size());
   int32_t max_new = cr.max_tokens >= 0 ? cr.max_tokens : chat ? room : 16;
   if (max_new > room) max_new = room;
@@ -677,6 +697,21 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
   return true;
 }
 
+void Server::request_of(Prepared& prepared, GenerationRequest* req) {
+  const CompletionRequest& cr = prepared.request;
+  req->prompt = std::move(prepared.ids);
+  sampling_of(cr, &req->sampling);
+  req->sampling.logit_bias = nullptr;  // the scheduler points it at req->logit_bias
+  req->sampling.n_logit_bias = 0;
+  req->logit_bias = cr.logit_bias;
+  req->sampling.max_new_tokens = prepared.max_new;
+  req->sampling.seed = cr.has_seed ? cr.seed : std::random_device{}();
+  req->stop = cr.stop;
+  // A demanded tool call's grammar wins over response_format's.
+  req->grammar = prepared.tool_grammar ? std::shared_ptr<const ember_grammar>(prepared.tool_grammar)
+                                       : std::move(prepared.grammar);
+}
+
 bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   Connection& c = reply.c;
   Prepared prepared;
@@ -686,15 +721,7 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   const std::string& prompt_text = prepared.prompt_text;
 
   auto req = std::make_shared<GenerationRequest>();
-  req->prompt = std::move(prepared.ids);
-  sampling_of(cr, &req->sampling);
-  req->sampling.logit_bias = nullptr;  // the scheduler points it at req->logit_bias
-  req->sampling.n_logit_bias = 0;
-  req->logit_bias = cr.logit_bias;
-  req->sampling.max_new_tokens = prepared.max_new;
-  req->sampling.seed = cr.has_seed ? cr.seed : std::random_device{}();
-  req->stop = cr.stop;
-  req->grammar = std::move(prepared.grammar);
+  request_of(prepared, req.get());
   LogprobsWriter logprobs(model_, req->prompt.back(), cr.echo ? prompt_text.size() : 0);
   std::vector<TokenLogprobs> lp;
   std::vector<TokenOut> tokens;
@@ -783,6 +810,11 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
     if (res.finish == Finish::kTimeout) {
       return respond_error(reply, 504, "the request ran past --timeout (" + std::to_string(config_.timeout_s) + " s)");
     }
+    if (prepared.tools_on) {
+      return respond(reply, 200, "application/json",
+                     tool_completion_body(cr, id, created, model, all, prepared.tool_syntax, res.finish, usage_of(),
+                                          cr.logprobs ? &all_lp : nullptr));
+    }
     return respond(reply, 200, "application/json",
                    completion_body(cr, id, created, model, all, res.finish, usage_of(), cr.logprobs ? &all_lp : nullptr));
   }
@@ -794,7 +826,9 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   if (ok && chat) ok = c.write_all(stream_chunk(cr, id, created, model, "", nullptr, true));
   if (ok && cr.echo) ok = c.write_all(stream_chunk(cr, id, created, model, prompt_text, nullptr, false));
   std::string text;
+  ToolCallStream calls(prepared.tool_syntax, prepared.all_calls);
   while (next(&text)) {
+    if (prepared.tools_on) text = calls.add(text);
     logprobs.add(tokens, &lp);
     if (ok && (!text.empty() || !lp.empty())) {
       ok = c.write_all(stream_chunk(cr, id, created, model, text, nullptr, false, cr.logprobs ? &lp : nullptr));
@@ -816,7 +850,9 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
     }
     c.write_all("data: " + error_body(e) + "\n\n");
   } else {
-    c.write_all(stream_chunk(cr, id, created, model, "", &res.finish, false));
+    Finish finish = res.finish;
+    if (prepared.tools_on) c.write_all(tool_stream_tail(cr, id, created, model, &calls, &finish));
+    c.write_all(stream_chunk(cr, id, created, model, "", &finish, false));
     if (cr.include_usage) c.write_all(stream_usage_chunk(cr, id, created, model, usage_of()));
   }
   c.write_all(std::string("data: [DONE]\n\n"));

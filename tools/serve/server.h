@@ -75,7 +75,14 @@ class Server {
     std::vector<int32_t> ids;
     int32_t max_new = 0;
     GrammarRef grammar;          // response_format's constraint; null for text
+    bool tools_on = false;   // calls are read out of the text (chat, tools, tool_choice not none)
+    bool all_calls = false;  // tool_choice required or named: the text is all calls
+    int tool_syntax = EMBER_TOOL_SYNTAX_HERMES;  // how the model writes a call
+    std::shared_ptr<ember_grammar> tool_grammar;  // tool_choice required or named
   };
+  // The scheduler's request from a prepared one: prompt, sampling, stop
+  // strings, the constraint.
+  static void request_of(Prepared& prepared, GenerationRequest* req);
   enum class Got { kHeaders, kComplete, kError, kClosed, kTimeout };
 
   void serve_connection(int fd, const std::string& client, Admission::Admit admit);

@@ -1,0 +1,416 @@
+// Tool calls in `ember serve` without a socket: the reader's tools,
+// tool_choice, parallel_tool_calls and messages' tool_calls/tool_call_id
+// (and refusals naming the field), the call grammar (prefixed rules,
+// compiled for a model, admitting exactly the calls asked for), and calls
+// read back from text, whole and streamed.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ember.h"
+#include "test_data.h"
+#include "tools/convert/model_writer.h"
+#include "tools/convert/synthetic.h"
+#include "tools/serve/openai_api.h"
+#include "tools/serve/request_reader.h"
+#include "tools/serve/tool_calls.h"
+
+using namespace ember::serve;
+using json = nlohmann::json;
+
+namespace {
+
+const char kWeather[] =
+    R"({"type":"function","function":{"name":"get_weather","description":"Weather now",)"
+    R"("parameters":{"type":"object","properties":{"city":{"type":"string","enum":["Oslo","Lima"]},)"
+    R"("days":{"type":"integer","minimum":1,"maximum":3}},"required":["city","days"]}}})";
+
+std::string chat_body(const std::string& extra) {
+  return R"({"messages":[{"role":"user","content":"hi"}])" + extra + "}";
+}
+
+RequestError read_error(const std::string& body, bool chat = true) {
+  CompletionRequest r;
+  RequestError e;
+  CHECK_FALSE(read_completion_request(body, chat, ReadLimits(), &r, &e));
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("serve tools: the reader takes tools, tool_choice and parallel_tool_calls") {
+  CompletionRequest r;
+  RequestError e;
+  const std::string tools = std::string(",\"tools\":[") + kWeather +
+                            R"(,{"type":"function","function":{"name":"now"}}])";
+  REQUIRE_MESSAGE(read_completion_request(chat_body(tools), true, ReadLimits(), &r, &e), e.message);
+  REQUIRE(r.tools.size() == 2);
+  CHECK(r.tools[0].name == "get_weather");
+  CHECK(r.tools[0].description == "Weather now");
+  // The schema kept as compact JSON, members in their order.
+  CHECK(r.tools[0].parameters ==
+        R"({"type":"object","properties":{"city":{"type":"string","enum":["Oslo","Lima"]},)"
+        R"("days":{"type":"integer","minimum":1,"maximum":3}},"required":["city","days"]})");
+  CHECK(r.tools[1].parameters.empty());
+  CHECK(r.tool_choice == ToolChoice::kAuto);  // the default with tools
+  CHECK(r.parallel_tool_calls);
+
+  REQUIRE(read_completion_request(chat_body(tools + R"(,"tool_choice":"required","parallel_tool_calls":false)"), true,
+                                  ReadLimits(), &r, &e));
+  CHECK(r.tool_choice == ToolChoice::kRequired);
+  CHECK_FALSE(r.parallel_tool_calls);
+  REQUIRE(read_completion_request(
+      chat_body(tools + R"(,"tool_choice":{"type":"function","function":{"name":"now"}})"), true, ReadLimits(), &r, &e));
+  CHECK(r.tool_choice == ToolChoice::kNamed);
+  CHECK(r.tool_choice_name == "now");
+  REQUIRE(read_completion_request(chat_body(tools + R"(,"tool_choice":"none")"), true, ReadLimits(), &r, &e));
+  CHECK(r.tool_choice == ToolChoice::kNone);
+  // No tools: none; tools [] and null are no tools, on both endpoints.
+  REQUIRE(read_completion_request(chat_body(R"(,"tools":[],"tool_choice":null)"), true, ReadLimits(), &r, &e));
+  CHECK(r.tool_choice == ToolChoice::kNone);
+  CHECK(read_completion_request(R"({"prompt":"x","tools":[],"tool_choice":"none"})", false, ReadLimits(), &r, &e));
+}
+
+TEST_CASE("serve tools: assistant tool_calls and tool messages are read") {
+  const std::string body = R"({"messages":[{"role":"user","content":"weather?"},)"
+                           R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",)"
+                           R"("function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}},)"
+                           R"({"id":"call_2","type":"function","function":{"name":"now","arguments":{"tz":"UTC"}}}]},)"
+                           R"({"role":"tool","tool_call_id":"call_1","content":"cold"}]})";
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE_MESSAGE(read_completion_request(body, true, ReadLimits(), &r, &e), e.message);
+  REQUIRE(r.messages.size() == 3);
+  const ChatMessage& a = r.messages[1];
+  CHECK(a.content.empty());
+  REQUIRE(a.tool_calls.size() == 2);
+  CHECK(a.tool_calls[0].id == "call_1");
+  CHECK(a.tool_calls[0].name == "get_weather");
+  CHECK(a.tool_calls[0].arguments == R"({"city":"Oslo"})");
+  CHECK(a.tool_calls[1].arguments == R"({"tz":"UTC"})");  // an object given: kept as its text
+  CHECK(r.messages[2].role == "tool");
+  CHECK(r.messages[2].tool_call_id == "call_1");
+  CHECK(r.messages[2].content == "cold");
+}
+
+TEST_CASE("serve tools: malformed tools, tool_choice and calls are 400 naming the field") {
+  struct Case {
+    std::string body;
+    const char* param;
+    const char* says;
+  };
+  const std::string w = kWeather;
+  const Case cases[] = {
+      {chat_body(R"(,"tools":{})"), "tools", "'tools' must be an array"},
+      {chat_body(R"(,"tools":[1])"), "tools", "'tools[0]' must be"},
+      {chat_body(R"(,"tools":[{"type":"code_interpreter"}])"), "tools", "'tools[0].type' must be \"function\""},
+      {chat_body(R"(,"tools":[{"type":"function"}])"), "tools", "'tools[0].function' must be an object"},
+      {chat_body(R"(,"tools":[{"type":"function","function":{"name":"a b"}}])"), "tools", "'tools[0].function.name'"},
+      {chat_body(R"(,"tools":[{"type":"function","function":{"name":"f","parameters":"x"}}])"), "tools",
+       "'tools[0].function.parameters' must be a JSON Schema object"},
+      {chat_body(R"(,"tools":[{"type":"function","function":{"name":"f","description":7}}])"), "tools",
+       "'tools[0].function.description' must be a string"},
+      {chat_body(",\"tools\":[" + w + "," + w + "]"), "tools", "is given twice"},
+      {chat_body(",\"tools\":[" + w + R"(],"tool_choice":"always")"), "tool_choice", "'tool_choice' must be"},
+      {chat_body(",\"tools\":[" + w + R"(],"tool_choice":{"type":"function"})"), "tool_choice", "'tool_choice'"},
+      {chat_body(",\"tools\":[" + w + R"(],"tool_choice":{"type":"function","function":{"name":"nope"}})"),
+       "tool_choice", "\"nope\" is not one of the functions"},
+      {chat_body(R"(,"tool_choice":"required")"), "tool_choice", "'tools' is empty"},
+      {chat_body(",\"tools\":[" + w + R"(],"parallel_tool_calls":1)"), "parallel_tool_calls", "true or false"},
+      {R"({"messages":[{"role":"tool","content":"x"}]})", "messages", "'messages[0]' (role tool) needs 'tool_call_id'"},
+      {R"({"messages":[{"role":"assistant","tool_calls":{}}]})", "messages", "'messages[0].tool_calls' must be an array"},
+      {R"({"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"arguments":"{}"}}]}]})",
+       "messages", "'messages[0].tool_calls[0].function.name' must be a string"},
+      {R"({"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"f","function":{"name":"x"}}]}]})", "messages",
+       "'messages[0].tool_calls[0].type' must be \"function\""},
+      {R"({"messages":[{"role":"assistant","tool_calls":[{"id":1,"function":{"name":"x"}}]}]})", "messages",
+       "'messages[0].tool_calls[0].id' must be a string"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]})",
+       nullptr, nullptr},  // the chat endpoint takes them
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.body);
+    CompletionRequest r;
+    RequestError e;
+    const bool ok = read_completion_request(c.body, true, ReadLimits(), &r, &e);
+    if (!c.param) {
+      CHECK(ok);
+      continue;
+    }
+    REQUIRE_FALSE(ok);
+    CHECK(e.status == 400);
+    CHECK(e.param == c.param);
+    CHECK_MESSAGE(e.message.find(c.says) != std::string::npos, e.message);
+  }
+  // The completions API takes no tools.
+  RequestError e = read_error(R"({"prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]})", false);
+  CHECK(e.param == "tools");
+  CHECK(e.code == "unsupported_parameter");
+  e = read_error(R"({"prompt":"x","tool_choice":"auto"})", false);
+  CHECK(e.param == "tool_choice");
+}
+
+TEST_CASE("serve tools: captured values are bounded by the body's budget and a size cap") {
+  // Many small elements inside parameters cost more kept bytes than their body.
+  std::string schema = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 8000; ++i) schema += (i ? "," : "") + std::string("\"p") + std::to_string(i) + "\":{}";
+  schema += "}}";
+  const std::string body = chat_body(R"(,"tools":[{"type":"function","function":{"name":"f","parameters":)" + schema +
+                                     "}}]");
+  RequestError e = read_error(body);
+  CHECK(e.param == "tools");
+  CHECK(e.message.find("KiB") != std::string::npos);
+  ReadLimits tight;
+  tight.kept_slack = 256;
+  tight.kept_per_body_byte = 1;
+  CompletionRequest r;
+  const std::string small = chat_body(std::string(",\"tools\":[") + kWeather + "]");
+  CHECK_FALSE(read_completion_request(small, true, tight, &r, &e));
+  CHECK(e.message.find("more than its size allows") != std::string::npos);
+}
+
+TEST_CASE("serve tools: rules are prefixed outside literals, classes and comments") {
+  const std::string g = "root ::= \"a root\" [a-z\\]x] item # root comment\nitem ::= \"\\\"item\\\"\" {2,3} root-x\n";
+  CHECK(prefix_gbnf_rules(g, "t0-") ==
+        "t0-root ::= \"a root\" [a-z\\]x] t0-item # root comment\nt0-item ::= \"\\\"item\\\"\" {2,3} t0-root-x\n");
+}
+
+TEST_CASE("serve tools: the call grammar admits the asked-for calls, read back into tool_calls") {
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE(read_completion_request(
+      chat_body(std::string(",\"tools\":[") + kWeather +
+                R"(,{"type":"function","function":{"name":"now"}}],"tool_choice":"required")"),
+      true, ReadLimits(), &r, &e));
+  std::string gbnf, why;
+  REQUIRE(tool_call_grammar(r, EMBER_TOOL_SYNTAX_HERMES, &gbnf, &why));
+  CHECK(gbnf.find("root ::= tool-call ( \"\\n\" tool-call )*") != std::string::npos);
+  CHECK(gbnf.find("call-0 ::= \"\\\"get_weather\\\", \\\"arguments\\\": \" t0-root") != std::string::npos);
+  CHECK(gbnf.find("t1-root ::=") != std::string::npos);
+  r.tool_choice = ToolChoice::kNamed;
+  r.tool_choice_name = "now";
+  r.parallel_tool_calls = false;
+  REQUIRE(tool_call_grammar(r, EMBER_TOOL_SYNTAX_LLAMA3, &gbnf, &why));
+  CHECK(gbnf.find("root ::= \"{\\\"name\\\": \" ( call-1 ) \"}\"") != std::string::npos);
+  CHECK(gbnf.find("get_weather") == std::string::npos);
+  // A schema the translator refuses: named.
+  r.tools[1].parameters = R"({"type":"array","uniqueItems":true})";
+  CHECK_FALSE(tool_call_grammar(r, EMBER_TOOL_SYNTAX_HERMES, &gbnf, &why));
+  CHECK(why.find("'now'") != std::string::npos);
+  CHECK(why.find("uniqueItems") != std::string::npos);
+}
+
+TEST_CASE("serve tools: calls are parsed out of Hermes and Llama 3 text") {
+  ParsedReply p = parse_tool_calls(
+      "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"days\": 2}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+      EMBER_TOOL_SYNTAX_HERMES);
+  CHECK(p.content == "Let me look.");
+  REQUIRE(p.calls.size() == 2);
+  CHECK(p.calls[0].name == "get_weather");
+  CHECK(json::parse(p.calls[0].arguments) == json({{"city", "Oslo"}, {"days", 2}}));
+  CHECK(p.calls[0].id.rfind("call_", 0) == 0);
+  CHECK(p.calls[0].id.size() == 29);
+  CHECK(p.calls[0].id != p.calls[1].id);
+  // Not a call: left as text.
+  p = parse_tool_calls("<tool_call>\nnot json\n</tool_call> and more", EMBER_TOOL_SYNTAX_HERMES);
+  CHECK(p.calls.empty());
+  CHECK(p.content == "<tool_call>\nnot json\n</tool_call> and more");
+  // An unclosed call (a token limit) whose JSON is whole still counts.
+  p = parse_tool_calls("<tool_call>{\"name\":\"now\",\"arguments\":{}}", EMBER_TOOL_SYNTAX_HERMES);
+  CHECK(p.calls.size() == 1);
+  p = parse_tool_calls(" {\"name\": \"now\", \"parameters\": {\"tz\": \"UTC\"}}\n", EMBER_TOOL_SYNTAX_LLAMA3);
+  REQUIRE(p.calls.size() == 1);
+  CHECK(p.calls[0].arguments == R"({"tz":"UTC"})");
+  CHECK(p.content.empty());
+  p = parse_tool_calls("<|python_tag|>{\"name\": \"now\", \"parameters\": {}}", EMBER_TOOL_SYNTAX_LLAMA3);
+  CHECK(p.calls.size() == 1);
+  p = parse_tool_calls("{\"answer\": 4}", EMBER_TOOL_SYNTAX_LLAMA3);
+  CHECK(p.calls.empty());
+  CHECK(p.content == "{\"answer\": 4}");
+}
+
+TEST_CASE("serve tools: streamed text is released up to a call, the call held to the end") {
+  ToolCallStream s(EMBER_TOOL_SYNTAX_HERMES, false);
+  std::string sent;
+  for (const char* piece : {"Sure", ", checking <", "tool", "_call>\n{\"name\": \"now\", ", "\"arguments\": {}}\n",
+                            "</tool_call>"}) {
+    sent += s.add(piece);
+  }
+  CHECK(sent == "Sure, checking ");
+  ParsedReply rest = s.finish();
+  REQUIRE(rest.calls.size() == 1);
+  CHECK(rest.calls[0].name == "now");
+  // A '<' that turns out not to start a call is released after all.
+  ToolCallStream plain(EMBER_TOOL_SYNTAX_HERMES, false);
+  sent = plain.add("a <");
+  sent += plain.add("b> c");
+  CHECK(sent == "a <b> c");
+  CHECK(plain.finish().content.empty());
+  // Required: everything is held.
+  ToolCallStream held(EMBER_TOOL_SYNTAX_HERMES, true);
+  CHECK(held.add("<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>").empty());
+  CHECK(held.finish().calls.size() == 1);
+  // Llama 3: a reply that starts with '{' is held; other text is released.
+  ToolCallStream l3(EMBER_TOOL_SYNTAX_LLAMA3, false);
+  CHECK(l3.add("  ").empty());
+  CHECK(l3.add("{\"name\": \"now\", ").empty());
+  CHECK(l3.add("\"parameters\": {}}").empty());
+  CHECK(l3.finish().calls.size() == 1);
+  ToolCallStream l3text(EMBER_TOOL_SYNTAX_LLAMA3, false);
+  CHECK(l3text.add(" Hello") == " Hello");
+}
+
+TEST_CASE("serve tools: the response shapes: message.tool_calls, content null, finish tool_calls, stream deltas") {
+  CompletionRequest r;
+  r.chat = true;
+  std::vector<ToolCall> calls = {{"call_a", "now", "{}"}};
+  const json body = json::parse(completion_body(r, "chatcmpl-1", 1, "m", "", Finish::kToolCalls, Usage(), nullptr, &calls));
+  const json& choice = body["choices"][0];
+  CHECK(choice["finish_reason"] == "tool_calls");
+  CHECK(choice["message"]["content"].is_null());
+  CHECK(choice["message"]["tool_calls"][0] ==
+        json({{"id", "call_a"}, {"type", "function"}, {"function", {{"name", "now"}, {"arguments", "{}"}}}}));
+  const std::string chunks = stream_tool_call_chunks(r, "chatcmpl-1", 1, "m", calls[0], 0);
+  const size_t split = chunks.find("\n\ndata: ");
+  REQUIRE(split != std::string::npos);
+  const json first = json::parse(chunks.substr(6, split - 6));
+  const json second = json::parse(chunks.substr(split + 8));
+  CHECK(first["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "now");
+  CHECK(first["choices"][0]["delta"]["tool_calls"][0]["id"] == "call_a");
+  CHECK(second["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] == "{}");
+  CHECK(second["choices"][0]["delta"]["tool_calls"][0]["index"] == 0);
+}
+
+namespace {
+
+// Generates from a few tokens with `gbnf` as the constraint, at temperature 1.
+std::string constrained(ember_model* m, const ember_grammar* g, uint64_t seed) {
+  ember_session_options so;
+  ember_session_options_default(&so);
+  so.context_length = 512;
+  so.n_threads = 1;
+  so.backend = EMBER_BACKEND_CPU;
+  ember_session* s = nullptr;
+  REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
+  const int32_t prompt[] = {1, 40, 41, 42};
+  ember_generate_options o;
+  ember_generate_options_default(&o);
+  o.max_new_tokens = 400;
+  o.prompt_tokens = prompt;
+  o.n_prompt_tokens = 4;
+  o.temperature = 1.0f;
+  o.seed = seed;
+  o.grammar = g;
+  std::string text;
+  REQUIRE_MESSAGE(ember_generate(s, nullptr, &o,
+                                 [](void* u, int32_t, const char* piece, size_t len) {
+                                   static_cast<std::string*>(u)->append(piece, len);
+                                   return 0;
+                                 },
+                                 &text) == EMBER_OK,
+                  ember_last_error());
+  ember_session_free(s);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("serve tools: on a random model the call grammar gives calls that satisfy the schema, both syntaxes") {
+  ember::SynthShape shape;
+  REQUIRE(ember::synth_shape("tiny", &shape));
+  shape.arch = "llama3";
+  auto made = ember::make_synthetic(shape, ember::DType::F32, 9, "");
+  REQUIRE(made.is_ok());
+  const std::string path = ember::test::temp_dir("serve-tools") + "/llama3.ember";
+  REQUIRE(ember::write_model(made.value()->spec, path).is_ok());
+  ember_model* m = nullptr;
+  REQUIRE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK);
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE(read_completion_request(
+      chat_body(std::string(",\"tools\":[") + kWeather +
+                R"(,{"type":"function","function":{"name":"now","parameters":{"type":"object","properties":)"
+                R"({"tz":{"enum":["UTC","CET"]}},"required":["tz"],"additionalProperties":false}}}],)"
+                R"("tool_choice":"required")"),
+      true, ReadLimits(), &r, &e));
+  for (int syntax : {EMBER_TOOL_SYNTAX_HERMES, EMBER_TOOL_SYNTAX_LLAMA3}) {
+    CAPTURE(syntax);
+    std::string gbnf, why;
+    REQUIRE(tool_call_grammar(r, syntax, &gbnf, &why));
+    ember_grammar* g = nullptr;
+    REQUIRE_MESSAGE(ember_grammar_create(m, gbnf.c_str(), "root", &g) == EMBER_OK, ember_last_error(), gbnf);
+    int calls = 0;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      const std::string text = constrained(m, g, seed);
+      CAPTURE(text);
+      const ParsedReply p = parse_tool_calls(text, syntax);
+      CHECK(p.content.empty());
+      REQUIRE(!p.calls.empty());
+      if (syntax == EMBER_TOOL_SYNTAX_LLAMA3) CHECK(p.calls.size() == 1);
+      for (const ToolCall& c : p.calls) {
+        ++calls;
+        const json args = json::parse(c.arguments, nullptr, false);
+        REQUIRE(args.is_object());
+        if (c.name == "get_weather") {
+          CHECK((args["city"] == "Oslo" || args["city"] == "Lima"));
+          REQUIRE(args["days"].is_number_integer());
+          CHECK(args["days"].get<int>() >= 1);
+          CHECK(args["days"].get<int>() <= 3);
+        } else {
+          CHECK(c.name == "now");
+          CHECK((args["tz"] == "UTC" || args["tz"] == "CET"));
+          CHECK(args.size() == 1);
+        }
+      }
+    }
+    CHECK(calls >= 4);
+    ember_grammar_free(g);
+  }
+  ember_model_free(m);
+}
+
+TEST_CASE("serve tools: cut and mutated tool requests are read or refused with a 400, never more") {
+  const std::string base =
+      R"({"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1",)"
+      R"("type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},)"
+      R"({"role":"tool","tool_call_id":"c1","content":"cold"}],"tools":[)" +
+      std::string(kWeather) + R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}},)"
+                              R"("parallel_tool_calls":false})";
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE_MESSAGE(read_completion_request(base, true, ReadLimits(), &r, &e), e.message);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  const char bytes[] = "{}[],:\"0a\\ nul";
+  int read = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string body = base;
+    if (i < 300) {
+      body.resize(next() % body.size());
+    } else {
+      for (int k = 0; k < 1 + i % 3; ++k) body[next() % body.size()] = bytes[next() % (sizeof bytes - 1)];
+    }
+    if (read_completion_request(body, true, ReadLimits(), &r, &e)) {
+      ++read;
+      for (const ToolFunction& t : r.tools) CHECK(!t.name.empty());
+      std::string gbnf, why;
+      if (!r.tools.empty()) (void)tool_call_grammar(r, EMBER_TOOL_SYNTAX_HERMES, &gbnf, &why);
+    } else {
+      ++refused;
+      CHECK(e.status == 400);
+      CHECK(!e.message.empty());
+      CHECK(e.message.size() < 400);
+    }
+  }
+  MESSAGE("mutated tool requests: " << read << " read, " << refused << " refused");
+  CHECK(read > 0);
+  CHECK(refused > 0);
+}

@@ -1,0 +1,73 @@
+// Tool calls in `ember serve`: the grammar that makes a model call a
+// function (tool_choice "required" or a named function), the call syntax
+// of its family (ember_chat_tool_syntax: Hermes/Qwen <tool_call> JSON
+// </tool_call>, or Llama 3.x's bare {"name", "parameters"} object), and
+// reading calls back out of generated text, whole or as it streams.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ember.h"
+#include "tools/serve/openai_api.h"
+
+namespace ember::serve {
+
+// The GBNF (root rule "root") that admits only the calls `r` asks for:
+// tool_choice kNamed that function, kRequired any of r.tools; one call, or
+// one or more when r.parallel_tool_calls (Hermes form only: Llama 3.x writes
+// one). Each function's arguments follow its parameters schema
+// (ember_json_schema_to_gbnf, rules renamed apart; none: any object).
+// False with *error naming the function when its schema is refused.
+bool tool_call_grammar(const CompletionRequest& r, int syntax, std::string* gbnf, std::string* error);
+
+// A GBNF text with every rule name prefixed (definitions and references;
+// literals, classes and comments untouched), so grammars can be combined.
+std::string prefix_gbnf_rules(const std::string& gbnf, const std::string& prefix);
+
+// Generated text read back: the calls found, and the text around them
+// (trimmed; empty when there is none).
+struct ParsedReply {
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+ParsedReply parse_tool_calls(const std::string& text, int syntax);
+
+// "call_" and 24 random letters and digits.
+std::string new_tool_call_id();
+
+// Streaming with tools: text that is surely not part of a call is released
+// as content as it comes; a call (or what may become one) is held until
+// the end, then read by parse_tool_calls. With tool_choice required or
+// named everything is held (it is all a call).
+class ToolCallStream {
+ public:
+  ToolCallStream(int syntax, bool all_calls) : syntax_(syntax), all_calls_(all_calls) {}
+  // Adds generated text; returns what may be sent as content now.
+  std::string add(const std::string& text);
+  // The end: the rest, read for calls (its content not yet sent).
+  ParsedReply finish();
+
+ private:
+  int syntax_;
+  bool all_calls_;
+  std::string text_;      // everything generated
+  size_t released_ = 0;   // bytes of it sent as content
+  bool holding_ = false;  // a call has begun: nothing more is released
+};
+
+// A chat response body with the calls read out of `text` (tools on): calls
+// found make finish kToolCalls (when it was kStop) and the content what is
+// around them; else the text as it is.
+std::string tool_completion_body(const CompletionRequest& r, const std::string& id, int64_t created,
+                                 const std::string& model, const std::string& text, int syntax, Finish finish,
+                                 const Usage& usage, const std::vector<TokenLogprobs>* logprobs);
+
+// The chunks that end a stream with tools on: the held-back text's content
+// and its calls (delta.tool_calls); *finish becomes kToolCalls when there
+// are calls and it was kStop.
+std::string tool_stream_tail(const CompletionRequest& r, const std::string& id, int64_t created,
+                             const std::string& model, ToolCallStream* calls, Finish* finish);
+
+}  // namespace ember::serve
