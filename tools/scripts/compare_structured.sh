@@ -5,6 +5,7 @@
 # alone (top-k 0, top-p 1, min-p 0) for both, 2 threads, the same seeds.
 #
 # usage: tools/scripts/compare_structured.sh MODEL.gguf SCHEMA.json [LLAMA_COMPLETION] [ROUNDS]
+#   (docs/benchmarks.md used tests/grammar/bench/order.schema.json)
 #   LLAMA_COMPLETION: llama.cpp's llama-completion (default ../peer/llama.cpp/build/bin/llama-completion)
 # Prints a Markdown table; the raw outputs stay in $TMPDIR/ember-structured.
 set -euo pipefail
@@ -17,7 +18,6 @@ EMBER=${EMBER:-$ROOT/build/ember}
 N=${N:-256}
 OUT=${TMPDIR:-/tmp}/ember-structured
 mkdir -p "$OUT"
-SCHEMA_TEXT=$(tr -d '\n' < "$SCHEMA")
 
 ember_run() {  # $1: seed, $2: constrained 0/1 -> tok/s
   local extra=()
@@ -29,14 +29,16 @@ ember_run() {  # $1: seed, $2: constrained 0/1 -> tok/s
 
 llama_run() {
   local extra=()
-  [[ $2 == 1 ]] && extra=(-j "$SCHEMA_TEXT")
+  [[ $2 == 1 ]] && extra=(-jf "$SCHEMA")
   "$LLAMA" -m "$MODEL" -p "Order:" -n "$N" --temp 1 --top-k 0 --top-p 1 --min-p 0 -s "$1" -t 2 \
     -no-cnv --no-warmup "${extra[@]}" < /dev/null > "$OUT/llama-$2-$1.out" 2> "$OUT/llama-$2-$1.err"
   # "eval time = X ms / N runs ( ... ms per token, Y tokens per second)"
-  grep -E "^(common_perf_print|llama_perf_context_print): +eval time" "$OUT/llama-$2-$1.err" | tail -1 |
+  grep -E "(common_perf_print|llama_perf_context_print): +eval time" "$OUT/llama-$2-$1.err" | tail -1 |
     sed -n 's/.*, *\([0-9.]*\) tokens per second.*/\1/p'
 }
 
+# The GGUF file is converted into ember's cache once, before the timed runs.
+"$EMBER" run -m "$MODEL" -p "Order:" -n 1 > /dev/null 2>&1
 declare -A R
 for ((r = 1; r <= ROUNDS; r++)); do
   order=("ember 0" "ember 1" "llama 0" "llama 1")
