@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/unicode_classes.h"
+
 namespace ember {
 namespace {
 
@@ -37,51 +39,13 @@ int hex_value(char c) {
 // not UTF-8 (a stray continuation byte, a cut sequence, an overlong form, a
 // surrogate, past U+10FFFF).
 size_t decode_utf8(std::string_view s, size_t pos, uint32_t* cp) {
-  const auto b0 = static_cast<unsigned char>(s[pos]);
-  if (b0 < 0x80) {
-    *cp = b0;
-    return 1;
-  }
-  size_t len = 0;
-  uint32_t c = 0;
-  uint32_t min = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    len = 2, c = b0 & 0x1F, min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3, c = b0 & 0x0F, min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4, c = b0 & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (s.size() - pos < len) return 0;
-  for (size_t i = 1; i < len; ++i) {
-    const auto b = static_cast<unsigned char>(s[pos + i]);
-    if ((b & 0xC0) != 0x80) return 0;
-    c = (c << 6) | (b & 0x3F);
-  }
-  if (c < min || c > kMaxCodePoint || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-  *cp = c;
-  return len;
+  const Utf8Step step = utf8_decode(reinterpret_cast<const uint8_t*>(s.data()) + pos, s.size() - pos);
+  if (step.codepoint == kInvalidCodepoint) return 0;
+  *cp = step.codepoint;
+  return step.length;
 }
 
-void append_utf8(std::string* out, uint32_t c) {
-  if (c < 0x80) {
-    out->push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
+void append_utf8(std::string* out, uint32_t c) { utf8_append(c, out); }
 
 // Text quoted in a message: at most `max` bytes, cut at a character, with
 // control characters and bytes that are not UTF-8 written as \xHH.

@@ -1,5 +1,7 @@
 #include "grammar/schema_regex.h"
 
+#include "tokenizer/unicode_classes.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -9,33 +11,16 @@ std::vector<uint32_t> decode_utf8(std::string_view s) {
   std::vector<uint32_t> out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    const int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-    uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
-    for (int k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    out.push_back(cp);
-    i += n;
+    const Utf8Step step = utf8_decode(reinterpret_cast<const uint8_t*>(s.data()) + i, s.size() - i);
+    // The schema's text was read by a JSON reader (valid UTF-8); a stray
+    // byte stands for itself.
+    out.push_back(step.codepoint == kInvalidCodepoint ? static_cast<unsigned char>(s[i]) : step.codepoint);
+    i += step.length;
   }
   return out;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
+void append_utf8(std::string& out, uint32_t cp) { utf8_append(cp, &out); }
 
 namespace {
 
