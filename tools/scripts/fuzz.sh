@@ -5,7 +5,8 @@
 # bounded time.
 #   tools/scripts/fuzz.sh [SECONDS_PER_TARGET=30] [TARGET...]
 # Env: EMBER_TEST_DATA (default ../shared), BUILD (default build-fuzz),
-#      JOBS (default 2). Exit status 1 when a target crashes or leaks; the
+#      JOBS (default 2), EMBER_CLI (the `ember` that writes the seed
+#      files; default build/ember). Exit status 1 when a target crashes or leaks; the
 #      reproducer is left in $BUILD/artifacts/. Prints executions per target.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,13 +26,20 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DEMBER_SANITIZE=address,undefined -DEMBER_VULKAN=OFF -DEMBER_FUZZ=ON \
   -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" >/dev/null
-cmake --build "$BUILD" -j"$JOBS" --target ember_cli "${TARGETS[@]}"
+cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}"
+# The seed files are made by an `ember` already built — EMBER_CLI, else the
+# native build's (CI builds it first) — so this build need not compile the
+# whole CLI under the sanitizers; without one it builds its own.
+EMBER=${EMBER_CLI:-build/ember}
+if [ ! -x "$EMBER" ]; then
+  cmake --build "$BUILD" -j"$JOBS" --target ember_cli
+  EMBER=$BUILD/ember
+fi
 
 # Seed corpora, generated here (never committed).
 SEEDS=$BUILD/seeds
 rm -rf "$SEEDS"
 mkdir -p "$SEEDS"/{fuzz_model_open,fuzz_model_semantic,fuzz_gguf,fuzz_tokenizer,fuzz_c_api,fuzz_serve_request,fuzz_session_state,fuzz_chat_template,fuzz_grammar} "$BUILD/artifacts"
-EMBER=$BUILD/ember
 if [ -f "$DATA/models/stories260K.bin" ]; then
   ASAN_OPTIONS=detect_leaks=0 "$EMBER" convert "$DATA/models/stories260K.bin" --tokenizer "$DATA/models/tok512.bin" \
     -o "$SEEDS/fuzz_model_open/stories260K.ember" >/dev/null
