@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -22,6 +23,7 @@
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/convert/gguf.h"
+#include "tools/convert/synthetic.h"
 #include "tools/convert/vocab_import.h"
 
 #ifndef EMBER_LLAMA_VOCAB_DIR
@@ -190,6 +192,35 @@ TEST_CASE("llama.cpp vocabularies without vectors load and the set has no unlist
     const std::string name = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
     CHECK_MESSAGE(listed.count(name) == 1, "vocabulary not in the test's tables: " << name);
   }
+}
+
+TEST_CASE("synth --vocab FILE.gguf: the model carries that file's whole vocabulary (a 150k BPE one)") {
+  const std::string dir = require_vocab_dir();
+  if (dir.empty()) return;
+  const std::string path = dir + "/ggml-vocab-qwen2.gguf";
+  const std::string bytes = test::read_text_file(path);
+  auto g = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  REQUIRE(g.is_ok());
+  auto want = vocab_from_gguf(g.value());
+  REQUIRE(want.is_ok());
+  SynthShape shape;
+  REQUIRE(synth_shape("tiny", &shape));
+  shape.arch = "qwen2";
+  auto m = make_synthetic(shape, DType::F32, 3, path);
+  REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+  const ModelSpec& spec = m.value()->spec;
+  CHECK(spec.vocab.pieces.size() == 151936);
+  CHECK(spec.vocab.pieces == want.value().pieces);
+  CHECK(spec.vocab.merges == want.value().merges);
+  CHECK(spec.vocab.pre == want.value().pre);
+  CHECK(spec.vocab.kind == TokenizerKind::BytePairBPE);
+  CHECK(spec.hparams.vocab_size == 151936);
+  CHECK(spec.tensors.front().shape[0] == 151936);  // the embedding has a row per piece
+  // A file that is not GGUF is refused with the reader's status.
+  const std::string bad = test::temp_dir("synth-vocab") + "/bad.gguf";
+  { std::ofstream(bad) << "not a gguf file"; }
+  auto r = make_synthetic(shape, DType::F32, 3, bad);
+  CHECK(!r.is_ok());
 }
 
 }  // TEST_SUITE

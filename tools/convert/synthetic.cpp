@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "model/llama_graph.h"
+#include "tools/convert/gguf.h"
 #include "tools/convert/vocab_import.h"
 
 namespace ember {
@@ -104,7 +105,7 @@ std::vector<float> synth_long_rope_factors(uint32_t pairs, bool long_factors) {
 
 namespace {
 
-// The vocabulary: a llama2.c tokenizer.bin, or the built-in one padded to
+// The vocabulary: a GGUF file's, a llama2.c tokenizer.bin, or the built-in one padded to
 // the shape's size; phi3 gets its added control piece.
 Result<Vocab> synth_vocab(const SynthShape& shape, const std::string& vocab_path, bool phi3) {
   Vocab vocab;
@@ -118,6 +119,14 @@ Result<Vocab> synth_vocab(const SynthShape& shape, const std::string& vocab_path
       vocab.scores.push_back(-1000.0f);
       vocab.types.push_back(static_cast<uint8_t>(TokenType::Unused));
     }
+  } else if (vocab_path.size() > 5 && vocab_path.compare(vocab_path.size() - 5, 5, ".gguf") == 0) {
+    // A GGUF file's tokenizer.ggml.* (a model, or one of llama.cpp's
+    // ggml-vocab-*.gguf): its whole vocabulary, merges and pre-tokenizer,
+    // so a synthetic model can carry a 150k-piece BPE vocabulary.
+    EMBER_ASSIGN_OR_RETURN(std::string bytes, read_file(vocab_path));
+    EMBER_ASSIGN_OR_RETURN(GgufFile gguf,
+                           GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    EMBER_ASSIGN_OR_RETURN(vocab, vocab_from_gguf(gguf));
   } else {
     EMBER_ASSIGN_OR_RETURN(std::string bytes, read_file(vocab_path));
     const int32_t n = shape.vocab_size ? static_cast<int32_t>(shape.vocab_size) : 32000;

@@ -62,7 +62,8 @@ bool synth_shape(const std::string& name, SynthShape* out);
 Vocab builtin_vocab();
 
 // Builds a model of `shape` with weights of type `dtype` (norms stay f32).
-// vocab_path: a llama2.c tokenizer.bin, or "" for the built-in vocabulary.
+// vocab_path: a GGUF file (name ending .gguf: its tokenizer.ggml.* whole),
+// a llama2.c tokenizer.bin, or "" for the built-in vocabulary.
 Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, DType dtype, uint64_t seed,
                                                       const std::string& vocab_path);
 

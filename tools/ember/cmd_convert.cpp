@@ -234,8 +234,9 @@ const char* kSynthHelp =
     "              converter derives it\n"
     "  --context N   the model's training context (default: the shape's)\n"
     "  --seed N    weight seed (default 42): the same seed gives the same bytes\n"
-    "  --vocab V   a llama2.c tokenizer.bin, or 'builtin' (a small byte-level vocabulary, padded to\n"
-    "              the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
+    "  --vocab V   a GGUF file (its whole tokenizer.ggml.* vocabulary, e.g. llama.cpp's\n"
+    "              ggml-vocab-qwen2.gguf: 151,936 pieces), a llama2.c tokenizer.bin, or 'builtin' (a\n"
+    "              small byte-level vocabulary, padded to the shape's size); default: models/llama2-tokenizer.bin from the test data\n"
     "              directory ($EMBER_TEST_DATA or ../shared) when present, else builtin\n"
     "  --layout L  .ember only: q8_0/q4_0/q5_0/k-quant/iq4_xs matrices as rows16 (default, for the CPU kernels) or\n"
     "              row-major\n";

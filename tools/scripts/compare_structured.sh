@@ -7,7 +7,8 @@
 # usage: tools/scripts/compare_structured.sh MODEL.gguf SCHEMA.json [LLAMA_COMPLETION] [ROUNDS]
 #   (docs/benchmarks.md used tests/grammar/bench/order.schema.json)
 #   LLAMA_COMPLETION: llama.cpp's llama-completion (default ../peer/llama.cpp/build/bin/llama-completion)
-# Prints a Markdown table; the raw outputs stay in $TMPDIR/ember-structured.
+# Prints a Markdown table and ember's schema compile time; the raw outputs
+# stay in $TMPDIR/ember-structured.
 set -euo pipefail
 MODEL=$1
 SCHEMA=$2
@@ -61,3 +62,7 @@ print(f"| ember | {e0:.1f} | {e1:.1f} | {e1/e0:.3f} |")
 print(f"| llama.cpp | {l0:.1f} | {l1:.1f} | {l1/l0:.3f} |")
 print(f"| ember / llama.cpp | {e0/l0:.2f}x | {e1/l1:.2f}x | |")
 PY
+# ember's one-time schema compile (translation, parse, the vocabulary's
+# index), from each constrained run's "grammar: ... compiled in X ms" line.
+compile_ms=$(cat "$OUT"/ember-1-*.err | sed -n 's/^grammar: .* compiled in \([0-9.]*\) ms$/\1/p' | tr '\n' ' ')
+[ -n "$compile_ms" ] && echo "ember schema compile: $(med "$compile_ms") ms (median of $(echo $compile_ms | wc -w) runs)"
