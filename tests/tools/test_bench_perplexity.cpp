@@ -89,6 +89,36 @@ TEST_CASE("bench --json: every key of the reproducible template") {
   CHECK(r.out.rfind("EMBER_ERR_INVALID_ARGUMENT: -p 1048576 plus -n 2", 0) == 0);
 }
 
+TEST_CASE("bench -d: prompts and decode after a context, one stream and several, sliding-window models too") {
+  const std::string dir = test::temp_dir("bench-depth");
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  const std::string model = test::synth_ember(dir, tiny, DType::Q8_0, 1, "tiny-q8.ember");
+  auto r = test::run_cli("bench -m " + model + " -p 8 -n 4 -d 40 -r 2 --threads 1 --probe-mb 16 --json 2>/dev/null");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  CHECK(r.out.find("\"depth\": 40") != std::string::npos);
+  CHECK(r.out.find("\"context_length\": 53") != std::string::npos);  // 40 + 8 + 4 + 1
+  // Several streams as sequences of one session, each at the depth.
+  r = test::run_cli("bench -m " + model + " -p 8 -n 4 -d 40 -r 2 --parallel 2 --probe-mb 16 --json 2>/dev/null");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  CHECK(r.out.find("\"batched\": true") != std::string::npos);
+  CHECK(r.out.find("\"depth\": 40") != std::string::npos);
+  // Gemma 2's sliding-window ring refuses removing a tail: each repetition
+  // starts over from an empty sequence instead.
+  SynthShape g = tiny;
+  g.arch = "gemma2";
+  const std::string gemma = test::synth_ember(dir, g, DType::F32, 1, "tiny-gemma2.ember");
+  r = test::run_cli("bench -m " + gemma + " -p 8 -n 4 -d 20 -r 2 --threads 1 --probe-mb 16 2>&1");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  CHECK(r.out.find("depth 20, context 33") != std::string::npos);
+  r = test::run_cli("bench -m " + model + " -p 8 -n 2 -d 1048576 2>&1");
+  CHECK(r.rc != 0);
+  CHECK(r.out.rfind("EMBER_ERR_INVALID_ARGUMENT: -d 1048576 plus -p 8 plus -n 2", 0) == 0);
+  r = test::run_cli("bench -m " + model + " -d -5 2>&1");
+  CHECK(r.rc != 0);
+  CHECK(r.out.find("-d") != std::string::npos);
+}
+
 TEST_CASE("perplexity: Q8_0 within 1% of F32 on a synthetic model") {
   const std::string dir = test::temp_dir("ppl-synth");
   SynthShape tiny;

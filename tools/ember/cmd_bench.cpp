@@ -6,7 +6,9 @@
 // Per input length p, one repetition is: reset the session, prefill p
 // tokens as one batch (BOS then a fixed pseudo-random sequence of ordinary
 // ids), take the greedy next token, then decode n tokens greedily one at a
-// time. One untimed warm-up repetition comes first, at each input length.
+// time. With a depth d (-d), the session first holds d tokens of context
+// (prefilled once, kept across repetitions) and the p tokens and the decode
+// run after them. One untimed warm-up repetition comes first, at each input length.
 // Figures are mean ± sd over the repetitions; inter-token latencies are
 // pooled over them.
 #include <algorithm>
@@ -119,12 +121,14 @@ bool parse_sweep(const std::string& item, std::vector<int32_t>* prompts, std::ve
 }
 
 const char* kBenchHelp =
-    "usage: ember bench -m MODEL [-p 64,512] [-n 128] [-r 5] [--threads T] [--backend cpu|vulkan|auto]\n"
+    "usage: ember bench -m MODEL [-p 64,512] [-n 128] [-d 0] [-r 5] [--threads T] [--backend cpu|vulkan|auto]\n"
     "                   [--json | --format text|json|yaml] [--probe-mb MB]\n"
     "                   [--parallel 1,2,4,8,16] [--sweep prompt=64,256,1024 [parallel=1,4,16]] [--plot OUT.svg]\n"
     "  MODEL is an .ember file or a GGUF file (converted once into the cache: ember cache --help)\n"
     "  -p LIST      input lengths, comma-separated; each is prefilled as one batch (default 64,512)\n"
     "  -n N         tokens decoded greedily after each prefill (default 128)\n"
+    "  -d N         depth: N tokens of context before each prompt (prefilled once, untimed), so the\n"
+    "               prefill and decode figures are at that depth (default 0; as llama-bench's -d)\n"
     "  -r R         timed repetitions after a warm-up, per input length (default 5); figures are mean ± sd\n"
     "  --threads T  CPU threads (default 0: all cores)\n"
     "  --backend B  cpu (default), vulkan or auto\n"
@@ -146,6 +150,7 @@ struct BenchRequest {
   std::vector<int32_t> lengths;        // input lengths
   std::vector<int32_t> parallel = {1};  // streams
   int64_t n_gen = 128, reps = 5, threads_arg = 0, probe_mb = 512;
+  int32_t depth = 0;                    // tokens of context before each run
   std::string format;                   // text, json, yaml
   std::string plot_path;                // "" for no plot
   std::string backend_name;
@@ -202,7 +207,7 @@ int parse_output(Args& args, BenchRequest* r) {
 }
 
 int parse_bench(int argc, char** argv, BenchRequest* r) {
-  const std::vector<std::string> with_value = {"-m",         "-p",         "-n",       "-r",      "--threads",
+  const std::vector<std::string> with_value = {"-m",         "-p",         "-n",       "-d",      "-r",      "--threads",
                                                "--backend",  "--probe-mb", "--format", "--sweep", "--plot",
                                                "--parallel"};
   Args args(argc, argv, with_value);
@@ -215,6 +220,7 @@ int parse_bench(int argc, char** argv, BenchRequest* r) {
   args.check_known(known);
   r->n_gen = args.get_int("-n", 128, 1, 1 << 20);
   r->reps = args.get_int("-r", 5, 1, 1000);
+  r->depth = static_cast<int32_t>(args.get_int("-d", 0, 0, 1 << 20));
   r->threads_arg = args.get_int("--threads", 0, 0, 1024);
   r->probe_mb = args.get_int("--probe-mb", 512, 1, 1 << 20);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember bench --help)");
@@ -267,14 +273,35 @@ struct Rep {
   std::vector<double> itl;
 };
 
-// One repetition on one session: reset, prefill p, greedy next token,
-// decode n_decode tokens.
+// Brings sequence `seq` to the first `depth` tokens of `prompt` and nothing
+// after: when it holds them already only the tail goes (the context is
+// prefilled once, not per repetition); else it starts empty. Sliding-window
+// rings refuse a partial remove: those start over each time.
+ember_status to_depth(ember_session* session, int32_t seq, const std::vector<int32_t>& prompt, int32_t depth,
+                      std::vector<float>& logits) {
+  const int32_t pos = ember_session_seq_position(session, seq);
+  if (depth > 0 && pos >= depth) {
+    const ember_status s = ember_session_seq_remove(session, seq, depth, pos);
+    if (s != EMBER_ERR_UNSUPPORTED) return s;
+  }
+  ember_status s = ember_session_seq_remove(session, seq, 0, pos);
+  if (s != EMBER_OK || depth == 0) return s;
+  ember_batch_item item{};
+  item.seq = seq;
+  item.tokens = prompt.data();
+  item.n_tokens = static_cast<size_t>(depth);
+  item.logits = logits.data();
+  return ember_session_decode_batch(session, &item, 1);
+}
+
+// One repetition on one session: reset (to the depth), prefill p, greedy
+// next token, decode n_decode tokens.
 ember_status one_rep(ember_session* session, const std::vector<int32_t>& prompt, std::vector<float>& logits,
-                     int32_t p, int64_t n_decode, Rep* rep) {
-  ember_status s = ember_session_reset(session);
+                     int32_t depth, int32_t p, int64_t n_decode, Rep* rep) {
+  ember_status s = depth > 0 ? to_depth(session, 0, prompt, depth, logits) : ember_session_reset(session);
   if (s != EMBER_OK) return s;
   rep->t0 = now_s();
-  s = ember_session_prefill(session, prompt.data(), static_cast<size_t>(p), logits.data());
+  s = ember_session_prefill(session, prompt.data() + depth, static_cast<size_t>(p), logits.data());
   if (s != EMBER_OK) return s;
   rep->prefill_s = now_s() - rep->t0;
   int32_t tok = argmax(logits);
@@ -299,16 +326,16 @@ ember_status one_rep(ember_session* session, const std::vector<int32_t>& prompt,
 // then n_decode steps of one token per stream, all streams in each step.
 // Every stream's first token and each step's tokens arrive together.
 ember_status batched_rep(ember_session* session, const std::vector<int32_t>& prompt,
-                         std::vector<std::vector<float>>& logits, int32_t p, int64_t n_decode, std::vector<Rep>* reps) {
+                         std::vector<std::vector<float>>& logits, int32_t depth, int32_t p, int64_t n_decode,
+                         std::vector<Rep>* reps) {
   const size_t n = reps->size();
   std::vector<ember_batch_item> items(n, ember_batch_item{});
   std::vector<int32_t> next(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    ember_status s = ember_session_seq_remove(session, static_cast<int32_t>(i), 0,
-                                              ember_session_seq_position(session, static_cast<int32_t>(i)));
+    ember_status s = to_depth(session, static_cast<int32_t>(i), prompt, depth, logits[i]);
     if (s != EMBER_OK) return s;
     items[i].seq = static_cast<int32_t>(i);
-    items[i].tokens = prompt.data();
+    items[i].tokens = prompt.data() + depth;
     items[i].n_tokens = static_cast<size_t>(p);
     items[i].logits = logits[i].data();
   }
@@ -389,19 +416,20 @@ ember_status open_streams(ember_model* model, const BenchRequest& r, const Bench
 
 // One timed repetition of every stream at input length p into `run`.
 ember_status timed_rep(const Streams& streams, const std::vector<int32_t>& prompt,
-                       std::vector<std::vector<float>>& logits, int32_t p, int64_t n_gen, Run* run) {
+                       std::vector<std::vector<float>>& logits, int32_t depth, int32_t p, int64_t n_gen, Run* run) {
   const size_t n = logits.size();  // the streams
   std::vector<Rep> rep(n);
   std::vector<ember_status> status(n, EMBER_OK);
   if (streams.batched) {
-    const ember_status bs = batched_rep(streams.sessions[0], prompt, logits, p, n_gen, &rep);
+    const ember_status bs = batched_rep(streams.sessions[0], prompt, logits, depth, p, n_gen, &rep);
     for (ember_status& x : status) x = bs;
   } else if (n == 1) {
-    status[0] = one_rep(streams.sessions[0], prompt, logits[0], p, n_gen, &rep[0]);
+    status[0] = one_rep(streams.sessions[0], prompt, logits[0], depth, p, n_gen, &rep[0]);
   } else {
     std::vector<std::thread> pool;
     for (size_t i = 0; i < n; ++i) {
-      pool.emplace_back([&, i] { status[i] = one_rep(streams.sessions[i], prompt, logits[i], p, n_gen, &rep[i]); });
+      pool.emplace_back(
+          [&, i] { status[i] = one_rep(streams.sessions[i], prompt, logits[i], depth, p, n_gen, &rep[i]); });
     }
     for (auto& t : pool) t.join();
   }
@@ -439,11 +467,11 @@ ember_status measure_streams(ember_model* model, const BenchRequest& r, int32_t 
     const int64_t warm_steps = std::min<int64_t>(r.n_gen, 16);
     if (streams.batched) {
       std::vector<Rep> warm(static_cast<size_t>(n_sessions));
-      st = batched_rep(streams.sessions[0], prompt, logits, p, warm_steps, &warm);
+      st = batched_rep(streams.sessions[0], prompt, logits, r.depth, p, warm_steps, &warm);
     }
     for (int i = 0; !streams.batched && st == EMBER_OK && i < n_sessions; ++i) {
       Rep warm;
-      st = one_rep(streams.sessions[i], prompt, logits[i], p, warm_steps, &warm);
+      st = one_rep(streams.sessions[i], prompt, logits[i], r.depth, p, warm_steps, &warm);
     }
     if (st != EMBER_OK) return st;
     Run run;
@@ -451,7 +479,9 @@ ember_status measure_streams(ember_model* model, const BenchRequest& r, int32_t 
     run.parallel = n_sessions;
     run.batched = streams.batched;
     run.threads_per_session = streams.threads_per_session;
-    for (int64_t k = 0; st == EMBER_OK && k < r.reps; ++k) st = timed_rep(streams, prompt, logits, p, r.n_gen, &run);
+    for (int64_t k = 0; st == EMBER_OK && k < r.reps; ++k) {
+      st = timed_rep(streams, prompt, logits, r.depth, p, r.n_gen, &run);
+    }
     res->runs.push_back(std::move(run));
     if (st != EMBER_OK) return st;
   }
@@ -465,9 +495,10 @@ ember_status measure_streams(ember_model* model, const BenchRequest& r, int32_t 
 // learned), as llama-bench runs it; the speed is what is measured there.
 int size_context(const BenchRequest& r, BenchResult* res) {
   const int32_t max_prompt = *std::max_element(r.lengths.begin(), r.lengths.end());
-  const int64_t needed = static_cast<int64_t>(max_prompt) + r.n_gen + 1;
+  const int64_t needed = static_cast<int64_t>(r.depth) + max_prompt + r.n_gen + 1;
   if (needed > (int64_t{1} << 20)) {
-    return report(EMBER_ERR_INVALID_ARGUMENT, "-p " + std::to_string(max_prompt) + " plus -n " +
+    const std::string d = r.depth > 0 ? "-d " + std::to_string(r.depth) + " plus " : "";
+    return report(EMBER_ERR_INVALID_ARGUMENT, d + "-p " + std::to_string(max_prompt) + " plus -n " +
                                                   std::to_string(r.n_gen) + " needs " + std::to_string(needed) +
                                                   " positions; at most 1048576");
   }
@@ -501,7 +532,8 @@ int measure_model(const BenchRequest& r, BenchResult* res) {
                  r.parallel.size() > 1 || r.parallel[0] > 1 ? " and number of sessions" : "");
   }
   const std::vector<int32_t> prompt =
-      code ? std::vector<int32_t>() : bench_prompt(res->info, *std::max_element(r.lengths.begin(), r.lengths.end()));
+      code ? std::vector<int32_t>()
+           : bench_prompt(res->info, r.depth + *std::max_element(r.lengths.begin(), r.lengths.end()));
   for (size_t i = 0; !code && i < r.parallel.size(); ++i) {
     const ember_status st = measure_streams(model, r, r.parallel[i], prompt, res);
     if (st != EMBER_OK) code = report_last(st);
@@ -612,6 +644,7 @@ int report_yaml(const BenchRequest& r, const BenchResult& res) {
     std::printf("workload:\n  model_size: %s\n  input_length: %d\n  output_length: %lld\n  batch_size: %d\n",
                 yaml_string(human_count(static_cast<double>(res.info.n_parameters))).c_str(), x.prompt,
                 static_cast<long long>(r.n_gen), x.batched ? x.parallel : 1);
+    if (r.depth > 0) std::printf("  # after %d tokens of context (ember bench -d)\n", r.depth);
     if (x.parallel > 1 && x.batched) {
       std::printf("  # %d streams decoded together: sequences of one session, one batched step each token\n",
                   x.parallel);
@@ -671,6 +704,7 @@ void json_run(const BenchRequest& r, const BenchResult& res, const Run& x, Json*
       .integer("model_bytes", static_cast<int64_t>(res.facts.weight_bytes))
       .str("model_sha256", res.facts.sha256)
       .integer("input_length", x.prompt)
+      .integer("depth", r.depth)
       .integer("output_length", r.n_gen)
       .integer("batch_size", x.batched ? x.parallel : 1)
       .integer("parallel_sessions", x.parallel)
@@ -724,9 +758,9 @@ int report_text(const BenchRequest& r, const BenchResult& res) {
   std::printf("build     %s\n", EMBER_BUILD_FLAVOR);
   std::printf("software  ember %s (git %s), backend %s, %d thread(s)%s, kernels %s\n", ember_version(), EMBER_GIT_HASH,
               r.backend_name.c_str(), res.total_threads, res.numa_bound ? ", NUMA-bound" : "", res.kernels.c_str());
-  std::printf("workload  batch 1, %lld decoded tokens, context %d%s; %lld repetitions after a warm-up; mean ± sd\n\n",
-              static_cast<long long>(r.n_gen), res.context, res.beyond_model ? " (beyond the model's own)" : "",
-              static_cast<long long>(r.reps));
+  std::printf("workload  batch 1, %lld decoded tokens, %scontext %d%s; %lld repetitions after a warm-up; mean ± sd\n\n",
+              static_cast<long long>(r.n_gen), r.depth > 0 ? ("depth " + std::to_string(r.depth) + ", ").c_str() : "",
+              res.context, res.beyond_model ? " (beyond the model's own)" : "", static_cast<long long>(r.reps));
   const bool multi = r.parallel.size() > 1 || r.parallel[0] > 1;
   std::printf("%7s  %s%20s  %18s  %18s  %17s  %20s\n", "prompt", multi ? " streams  all tok/s  " : "",
               "prefill tok/s", "first token ms", "decode tok/s", "ITL p50/p95 ms", "decode GB/s (probe)");
