@@ -24,8 +24,10 @@ struct HardwareInfo {
 HardwareInfo probe_hardware();
 
 // Multi-threaded read bandwidth: `threads` threads sum disjoint slices of a
-// `buffer_bytes` buffer (much larger than the caches), `passes` times; the
-// best pass wins (the least disturbed by neighbours). GB/s, 10^9 bytes.
+// `buffer_bytes` buffer (much larger than the caches; 2 MiB pages where the
+// kernel gives them, as the weights are mapped), `passes` times; the best
+// pass wins (the least disturbed by neighbours). GB/s, 10^9 bytes; 0 when
+// the buffer cannot be mapped.
 double probe_read_bandwidth_gbs(int threads, uint64_t buffer_bytes, int passes);
 
 // Peak resident set size of this process (VmHWM), bytes; 0 if unknown.
