@@ -178,6 +178,14 @@ double probe_read_bandwidth_gbs(int threads, uint64_t buffer_bytes, int passes) 
   return best > 0 ? static_cast<double>(words * 8) / best / 1e9 : 0;
 }
 
+bool reset_peak_rss() {
+  // Linux >= 4.0: writing 5 to clear_refs resets VmHWM to the current RSS.
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
 uint64_t peak_rss_bytes() {
   const std::string v = status_field("VmHWM");  // "123456 kB"
   return v.empty() ? 0 : static_cast<uint64_t>(std::strtoull(v.c_str(), nullptr, 10)) * 1024;

@@ -30,6 +30,10 @@ HardwareInfo probe_hardware();
 // the buffer cannot be mapped.
 double probe_read_bandwidth_gbs(int threads, uint64_t buffer_bytes, int passes);
 
+// Resets the process's peak RSS (VmHWM) to its current RSS; false where the
+// kernel does not allow it.
+bool reset_peak_rss();
+
 // Peak resident set size of this process (VmHWM), bytes; 0 if unknown.
 uint64_t peak_rss_bytes();
 

@@ -543,12 +543,21 @@ int measure_model(const BenchRequest& r, BenchResult* res) {
 }
 
 int run_bench(const BenchRequest& r, BenchResult* res) {
+  // The read probe runs before the model and after it (never during it,
+  // where it would evict the weights), with as many threads as the run
+  // used; the better figure is the limit. This host's bandwidth drifts by
+  // a third within minutes, and one probe at a slow moment made decode
+  // look faster than memory (126% of it).
+  const int probe_threads = r.threads_arg > 0 ? static_cast<int>(r.threads_arg) : probe_hardware().logical_threads;
+  const uint64_t probe_bytes = static_cast<uint64_t>(r.probe_mb) << 20;
+  double bw_before = probe_read_bandwidth_gbs(probe_threads, probe_bytes, 8);
+  // Its buffer must not count in the run's peak RSS: without a reset of
+  // the high-water mark the first probe's figure is not used.
+  if (!reset_peak_rss()) bw_before = 0;
   if (const int code = measure_model(r, res)) return code;
-  // The machine, measured after the model so the probe does not evict it
-  // mid-run; with as many threads as the run used.
   // Peak RSS first: the probe's buffer is not the model's memory.
   res->rss = peak_rss_bytes();
-  res->bw = probe_read_bandwidth_gbs(res->total_threads, static_cast<uint64_t>(r.probe_mb) << 20, 8);
+  res->bw = std::max(bw_before, probe_read_bandwidth_gbs(res->total_threads, probe_bytes, 8));
   const HardwareInfo& hw = res->hw;
   res->numa_bound = hw.numa_nodes > 1 && !hw.mems_allowed.empty() &&
                     hw.mems_allowed != "0-" + std::to_string(hw.numa_nodes - 1);
