@@ -133,6 +133,60 @@ TEST_CASE("perplexity: Q8_0 within 1% of F32 on a synthetic model") {
   CHECK(std::fabs(b - a) / a < 0.01);
 }
 
+// "key value" lines of `ember perplexity`'s stdout.
+double field(const std::string& out, const std::string& key) {
+  const size_t at = out.find("\n" + key + " ");
+  REQUIRE_MESSAGE(at != std::string::npos, key << " missing in: " << out);
+  return std::atof(out.c_str() + at + key.size() + 2);
+}
+
+TEST_CASE("perplexity --kl-base: KL against the baseline grows with coarser weights, zero against itself") {
+  const std::string dir = test::temp_dir("ppl-kl");
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  const std::string f32 = test::synth_ember(dir, tiny, DType::F32, 2, "tiny-f32.ember");
+  const std::string q8 = quantized_copy(f32, dir + "/tiny-q8.ember", DType::Q8_0);
+  const std::string q4 = quantized_copy(f32, dir + "/tiny-q4.ember", DType::Q4_0);
+  const std::string text = text_file(dir);
+  const auto run = [&](const std::string& m, const std::string& extra) {
+    auto r = test::run_cli("perplexity -m " + m + " --kl-base " + f32 + " -f " + text +
+                           " --ctx 64 --max-tokens 150 --threads 1 " + extra + " 2>/dev/null");
+    REQUIRE_MESSAGE(r.rc == 0, r.out);
+    return "\n" + r.out;
+  };
+  const std::string self = run(f32, "");
+  CHECK(field(self, "kl_divergence_mean") == 0.0);
+  CHECK(field(self, "kl_divergence_max") == 0.0);
+  CHECK(field(self, "same_top1_pct") == 100.0);
+  CHECK(field(self, "perplexity_delta") == 0.0);
+  const std::string a = run(q8, ""), b = run(q4, "");
+  const double kl8 = field(a, "kl_divergence_mean"), kl4 = field(b, "kl_divergence_mean");
+  MESSAGE("tiny: KL q8_0 " << kl8 << ", q4_0 " << kl4);
+  CHECK(kl8 > 0);
+  CHECK(kl4 > 4 * kl8);
+  CHECK(field(a, "kl_divergence_median") <= field(a, "kl_divergence_p99"));
+  CHECK(field(a, "kl_divergence_p99") <= field(a, "kl_divergence_max"));
+  CHECK(field(a, "kl_divergence_ci95") > 0);
+  CHECK(field(a, "same_top1_pct") > field(b, "same_top1_pct") - 1e-9);
+  // The baseline's perplexity is the f32 model's own; delta and ratio agree.
+  CHECK(field(a, "base_perplexity") == doctest::Approx(field(self, "perplexity")).epsilon(1e-6));
+  CHECK(field(a, "perplexity") - field(a, "base_perplexity") ==
+        doctest::Approx(field(a, "perplexity_delta")).epsilon(1e-3));
+  CHECK(std::exp(field(a, "ln_ppl_ratio")) ==
+        doctest::Approx(field(a, "perplexity") / field(a, "base_perplexity")).epsilon(1e-4));
+  // llama-perplexity's chunking works the same way.
+  const std::string c = run(q4, "--llama-chunks");
+  CHECK(field(c, "kl_divergence_mean") > 0);
+  // A baseline of another vocabulary is refused, naming both.
+  SynthShape wider = tiny;
+  wider.vocab_size = 1000;  // the built-in pieces padded: another vocabulary size
+  const std::string other = test::synth_ember(dir, wider, DType::F32, 2, "tiny-1000.ember");
+  auto r = test::run_cli("perplexity -m " + other + " --kl-base " + f32 + " -f " + text + " 2>&1");
+  CHECK(r.rc != 0);
+  CHECK(r.out.find("EMBER_ERR_INVALID_ARGUMENT: --kl-base '" + f32 + "': its vocabulary is not the model's") !=
+        std::string::npos);
+}
+
 TEST_CASE("perplexity: stories260K Q8_0 within 1% of F32 (ffn_down keeps f32)") {
   const std::string f32 = test::stories_model("llama2c");
   if (f32.empty()) return;

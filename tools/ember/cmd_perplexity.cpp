@@ -8,6 +8,11 @@
 // chunk is dropped), each chunk's first token replaced by BOS, and only the
 // second half of each chunk scored (the N/2 - 1 tokens after position N/2),
 // so the two programs' figures are comparable on the same file.
+// --kl-base BASE runs a second model (the unquantized baseline, the same
+// vocabulary) over the same tokens and reports the per-token
+// KL(base || model): its mean with a 95% confidence interval, median, p99
+// and maximum, the top-1 agreement, and both perplexities — with
+// --llama-chunks what llama-perplexity --kl-divergence reports.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -40,23 +45,30 @@ const char* kPerplexityHelp =
     "  --max-tokens K  score at most the first K tokens of the text (default: all)\n"
     "  --llama-chunks  score as llama-perplexity -c N does: BOS + text cut into whole chunks of N tokens,\n"
     "                  each chunk's first token replaced by BOS, only its last N/2 - 1 tokens scored\n"
+    "  --kl-base BASE  also run BASE (e.g. the f32 model MODEL was quantized from; the same vocabulary)\n"
+    "                  on the same tokens: KL(BASE || MODEL) per token (mean ± 95% interval, median,\n"
+    "                  p99, max), top-1 agreement, BASE's perplexity and the difference\n"
     "  prints the perplexity and the number of tokens scored.\n";
 
 // ---- parse ---------------------------------------------------------------------------
 
 struct PerplexityRequest {
-  std::string model, text_path, text;
+  std::string model, text_path, text, kl_base;
   bool llama_chunks = false;
   int64_t ctx_arg = 0, threads = 0, max_tokens = 0;
 };
 
 int parse_perplexity(int argc, char** argv, PerplexityRequest* r) {
-  Args args(argc, argv, {"-m", "-f", "--ctx", "--threads", "--max-tokens"});
+  Args args(argc, argv, {"-m", "-f", "--ctx", "--threads", "--max-tokens", "--kl-base"});
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kPerplexityHelp, stdout);
     return 0;
   }
-  args.check_known({"-m", "-f", "--ctx", "--threads", "--max-tokens", "--llama-chunks"});
+  args.check_known({"-m", "-f", "--ctx", "--threads", "--max-tokens", "--llama-chunks", "--kl-base"});
+  r->kl_base = args.get("--kl-base");
+  if (args.has("--kl-base") && r->kl_base.empty()) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--kl-base needs a model file (see ember perplexity --help)");
+  }
   r->llama_chunks = args.has("--llama-chunks");
   r->ctx_arg = args.get_int("--ctx", 0, 2, 1 << 20);
   r->threads = args.get_int("--threads", 0, 0, 1024);
@@ -81,17 +93,65 @@ struct Score {
   double nll = 0;
   int64_t scored = 0, windows = 0;
   double secs = 0;
+  // --kl-base: the baseline's NLL, KL(base || model) per scored token, and
+  // how often both rank the same token first.
+  double nll_base = 0;
+  std::vector<double> kl;
+  int64_t same_top1 = 0;
 };
 
-// The model and the session, freed on every path.
+// The model and its session, and the baseline's under --kl-base, freed on
+// every path. Every step runs the same token through both.
 struct Handles {
   ember_model* model = nullptr;
   ember_session* session = nullptr;
+  ember_model* base = nullptr;
+  ember_session* base_session = nullptr;
+  std::vector<float> logits, base_logits;
   ~Handles() {
+    ember_session_free(base_session);
+    ember_model_free(base);
     ember_session_free(session);
     ember_model_free(model);
   }
+  ember_status reset() {
+    ember_status st = ember_session_reset(session);
+    if (st == EMBER_OK && base_session) st = ember_session_reset(base_session);
+    return st;
+  }
+  ember_status decode(int32_t token) {
+    ember_status st = ember_session_decode(session, token, logits.data());
+    if (st == EMBER_OK && base_session) st = ember_session_decode(base_session, token, base_logits.data());
+    return st;
+  }
 };
+
+// log softmax of `logits` into `out` (double).
+void log_softmax(const std::vector<float>& logits, std::vector<double>* out) {
+  float mx = logits[0];
+  for (float v : logits) mx = v > mx ? v : mx;
+  double sum = 0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
+  const double log_sum = std::log(sum);
+  out->resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) (*out)[i] = static_cast<double>(logits[i]) - mx - log_sum;
+}
+
+// Scores `target` from the last step's logits (both models' under --kl-base).
+void score_token(const Handles& h, int32_t target, Score* sc) {
+  sc->nll += nll_of(h.logits, target);
+  ++sc->scored;
+  if (!h.base_session) return;
+  sc->nll_base += nll_of(h.base_logits, target);
+  static thread_local std::vector<double> lp, lq;
+  log_softmax(h.base_logits, &lp);
+  log_softmax(h.logits, &lq);
+  double kl = 0;
+  for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
+  sc->kl.push_back(std::max(kl, 0.0));
+  const auto top = [](const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
+  sc->same_top1 += top(h.logits) == top(h.base_logits);
+}
 
 // The text's ids (no BOS), at most --max-tokens of them. 0, or the exit code
 // of the error reported.
@@ -118,21 +178,16 @@ int text_ids(const PerplexityRequest& r, ember_model* model, const ember_model_i
 
 // Windows of ctx - 1 tokens after BOS, each from a fresh session; every
 // token scored from the positions before it.
-ember_status score_windows(ember_session* session, const ember_model_info& info, const std::vector<int32_t>& ids,
-                           Score* sc) {
+ember_status score_windows(Handles& h, const ember_model_info& info, const std::vector<int32_t>& ids, Score* sc) {
   const bool has_bos = info.bos_id >= 0;
-  std::vector<float> logits(info.vocab_size);
   ember_status st = EMBER_OK;
   for (size_t start = 0; st == EMBER_OK && start < ids.size(); start += sc->window) {
     const size_t end = std::min(ids.size(), start + sc->window);
-    st = ember_session_reset(session);
-    if (st == EMBER_OK && has_bos) st = ember_session_decode(session, info.bos_id, logits.data());
+    st = h.reset();
+    if (st == EMBER_OK && has_bos) st = h.decode(info.bos_id);
     for (size_t i = start; st == EMBER_OK && i < end; ++i) {
-      if (has_bos || i > start) {
-        sc->nll += nll_of(logits, ids[i]);
-        ++sc->scored;
-      }
-      if (i + 1 < end) st = ember_session_decode(session, ids[i], logits.data());
+      if (has_bos || i > start) score_token(h, ids[i], sc);
+      if (i + 1 < end) st = h.decode(ids[i]);
     }
     ++sc->windows;
   }
@@ -142,7 +197,7 @@ ember_status score_windows(ember_session* session, const ember_model_info& info,
 // llama-perplexity's: BOS + the text cut into whole chunks of ctx tokens,
 // each chunk's first token replaced by BOS, its second half scored. 0, or
 // the exit code of the error reported.
-int score_llama_chunks(const PerplexityRequest& r, ember_session* session, const ember_model_info& info,
+int score_llama_chunks(const PerplexityRequest& r, Handles& h, const ember_model_info& info,
                        const std::vector<int32_t>& ids, Score* sc) {
   const bool has_bos = info.bos_id >= 0;
   std::vector<int32_t> all;
@@ -159,21 +214,43 @@ int score_llama_chunks(const PerplexityRequest& r, ember_session* session, const
                                                   std::to_string(all.size()) + " tokens, less than one chunk of " +
                                                   std::to_string(n));
   }
-  std::vector<float> logits(info.vocab_size);
   ember_status st = EMBER_OK;
   for (size_t c = 0; st == EMBER_OK && c < all.size() / n; ++c) {
     const int32_t* chunk = all.data() + c * n;
-    st = ember_session_reset(session);
+    st = h.reset();
     for (size_t p = 0; st == EMBER_OK && p + 1 < n; ++p) {
-      st = ember_session_decode(session, p == 0 && has_bos ? info.bos_id : chunk[p], logits.data());
-      if (st == EMBER_OK && p >= first) {
-        sc->nll += nll_of(logits, chunk[p + 1]);
-        ++sc->scored;
-      }
+      st = h.decode(p == 0 && has_bos ? info.bos_id : chunk[p]);
+      if (st == EMBER_OK && p >= first) score_token(h, chunk[p + 1], sc);
     }
     ++sc->windows;
   }
   return st == EMBER_OK ? 0 : report_last(st);
+}
+
+// --kl-base: the baseline and its session. Its vocabulary must be the
+// model's: the same size, BOS and EOS, and the same ids for the text.
+int open_base(const PerplexityRequest& r, const ember_model_info& info, const std::vector<int32_t>& ids,
+              const ember_session_options& so, Handles* h) {
+  if (const int code = open_model_for_cli(r.kl_base, nullptr, &h->base)) return code;
+  ember_model_info bi;
+  bi.struct_size = sizeof bi;
+  ember_model_get_info(h->base, &bi);
+  std::vector<int32_t> base_ids;
+  if (bi.vocab_size == info.vocab_size && bi.bos_id == info.bos_id && bi.eos_id == info.eos_id) {
+    if (const int code = text_ids(r, h->base, bi, &base_ids)) return code;
+  }
+  if (base_ids != ids) {
+    return report(EMBER_ERR_INVALID_ARGUMENT,
+                  "--kl-base '" + r.kl_base + "': its vocabulary is not the model's (" + std::to_string(bi.vocab_size) +
+                      " pieces, BOS " + std::to_string(bi.bos_id) + ", EOS " + std::to_string(bi.eos_id) + " against " +
+                      std::to_string(info.vocab_size) + ", " + std::to_string(info.bos_id) + ", " +
+                      std::to_string(info.eos_id) + (bi.vocab_size == info.vocab_size ? "; or the text's ids differ)" : ")"));
+  }
+  if (const ember_status st = ember_session_create(h->base, &so, &h->base_session); st != EMBER_OK) {
+    return report_last(st);
+  }
+  h->base_logits.resize(bi.vocab_size);
+  return 0;
 }
 
 int run_perplexity(const PerplexityRequest& r, Score* sc) {
@@ -196,12 +273,16 @@ int run_perplexity(const PerplexityRequest& r, Score* sc) {
   so.n_threads = static_cast<int32_t>(r.threads);
   so.max_batch = 1;  // one token at a time: every position's logits are needed
   if (const ember_status st = ember_session_create(h.model, &so, &h.session); st != EMBER_OK) return report_last(st);
+  h.logits.resize(info.vocab_size);
+  if (!r.kl_base.empty()) {
+    if (const int code = open_base(r, info, ids, so, &h)) return code;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   sc->window = static_cast<size_t>(info.bos_id >= 0 ? sc->ctx - 1 : sc->ctx);
   int code = 0;
   if (r.llama_chunks) {
-    code = score_llama_chunks(r, h.session, info, ids, sc);
-  } else if (const ember_status st = score_windows(h.session, info, ids, sc); st != EMBER_OK) {
+    code = score_llama_chunks(r, h, info, ids, sc);
+  } else if (const ember_status st = score_windows(h, info, ids, sc); st != EMBER_OK) {
     code = report_last(st);
   }
   sc->secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -210,11 +291,41 @@ int run_perplexity(const PerplexityRequest& r, Score* sc) {
 
 // ---- report --------------------------------------------------------------------------
 
+// KL(base || model): mean ± the 95% interval of the mean (1.96 standard
+// errors), median, p99, max; top-1 agreement ± its 95% interval; both
+// perplexities and ln(PPL / PPL base).
+void report_kl(const Score& sc) {
+  const double n = static_cast<double>(sc.kl.size());
+  double sum = 0, sq = 0;
+  for (double k : sc.kl) {
+    sum += k;
+    sq += k * k;
+  }
+  const double mean = sum / n;
+  const double sd = n > 1 ? std::sqrt(std::max(0.0, (sq - n * mean * mean) / (n - 1))) : 0;
+  std::vector<double> sorted = sc.kl;
+  std::sort(sorted.begin(), sorted.end());
+  const auto at = [&](double q) { return sorted[static_cast<size_t>(q * (n - 1) + 0.5)]; };
+  const double same = static_cast<double>(sc.same_top1) / n;
+  const double base_ppl = std::exp(sc.nll_base / n), ppl = std::exp(sc.nll / n);
+  std::printf("kl_divergence_mean %.6f\n", mean);
+  std::printf("kl_divergence_ci95 %.6f\n", 1.96 * sd / std::sqrt(n));
+  std::printf("kl_divergence_median %.6f\n", at(0.5));
+  std::printf("kl_divergence_p99 %.6f\n", at(0.99));
+  std::printf("kl_divergence_max %.6f\n", sorted.back());
+  std::printf("same_top1_pct %.3f\n", 100 * same);
+  std::printf("same_top1_ci95_pct %.3f\n", 100 * 1.96 * std::sqrt(same * (1 - same) / std::max(1.0, n - 1)));
+  std::printf("base_perplexity %.6f\n", base_ppl);
+  std::printf("perplexity_delta %.6f\n", ppl - base_ppl);
+  std::printf("ln_ppl_ratio %.6f\n", (sc.nll - sc.nll_base) / n);
+}
+
 int report_perplexity(const PerplexityRequest& r, const Score& sc) {
   const double mean = sc.nll / static_cast<double>(sc.scored);
   std::printf("perplexity %.6f\n", std::exp(mean));
   std::printf("tokens_scored %lld\n", static_cast<long long>(sc.scored));
   std::printf("mean_nll %.6f\n", mean);
+  if (!r.kl_base.empty()) report_kl(sc);
   const double tps = sc.scored / (sc.secs > 0 ? sc.secs : 1);
   if (r.llama_chunks) {
     std::fprintf(stderr, "perplexity: %lld tokens in %lld chunks of %lld (llama-perplexity's: last %lld of each), "
