@@ -347,7 +347,8 @@ TEST_CASE("serve limits: logit_bias, log-probabilities and the penalties are rea
       {R"({"prompt":"x","frequency_penalty":"a"})", "frequency_penalty"},
   };
   for (const auto& [body, param] : bad) {
-    CAPTURE(body);
+    const std::string body_text = body;  // CAPTURE cannot take a structured binding (clang 14)
+    CAPTURE(body_text);
     const RequestError e = read_error(body);
     CHECK(e.status == 400);
     CHECK(e.param == param);

@@ -261,7 +261,8 @@ TEST_CASE("SPM heap merge agrees with llama2.c's quadratic scan on random text")
       for (size_t i = 0; i < len; ++i) text += alphabet[rng() % alphabet.size()];
       std::vector<int32_t> ids;
       REQUIRE(tok->encode(text, false, &ids).is_ok());
-      INFO("vocab " << n << " text '" << text << "'");
+      const int vocab_n = n;  // INFO's lambda cannot capture a structured binding (clang 14)
+      INFO("vocab " << vocab_n << " text '" << text << "'");
       CHECK(ids_str(ids) == ids_str(naive_spm(v.value(), text)));
     }
   }

@@ -167,7 +167,8 @@ TEST_CASE("quantize presets: q4_k_m mixture on whole 256-blocks and the model ru
   r = test::run_cli("quantize " + in + " -o " + out_s + " --type q4_k_s 2>&1");
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   for (const auto& [name, t] : tensor_types(out_s)) {
-    CAPTURE(name);
+    const std::string tensor = name;  // CAPTURE cannot take a structured binding (clang 14)
+    CAPTURE(tensor);
     if (name == "output.weight") CHECK(t == DType::Q6_K);
     else if (name.find("norm") != std::string::npos) CHECK(t == DType::F32);
     else CHECK(t == DType::Q4_K);
