@@ -5,6 +5,10 @@
 // read back from text, whole and streamed.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +20,10 @@
 #include "tools/serve/openai_api.h"
 #include "tools/serve/request_reader.h"
 #include "tools/serve/tool_calls.h"
+
+#ifndef EMBER_LLAMA_VOCAB_DIR
+#define EMBER_LLAMA_VOCAB_DIR ""
+#endif
 
 using namespace ember::serve;
 using json = nlohmann::json;
@@ -316,9 +324,8 @@ std::string constrained(ember_model* m, const ember_grammar* g, uint64_t seed) {
   return text;
 }
 
-}  // namespace
-
-TEST_CASE("serve tools: on a random model the call grammar gives calls that satisfy the schema, both syntaxes") {
+// A tiny llama3-family model with random weights (its built-in template: llama3).
+ember_model* random_model() {
   ember::SynthShape shape;
   REQUIRE(ember::synth_shape("tiny", &shape));
   shape.arch = "llama3";
@@ -328,6 +335,13 @@ TEST_CASE("serve tools: on a random model the call grammar gives calls that sati
   REQUIRE(ember::write_model(made.value()->spec, path).is_ok());
   ember_model* m = nullptr;
   REQUIRE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("serve tools: on a random model the call grammar gives calls that satisfy the schema, every syntax") {
+  ember_model* m = random_model();
   CompletionRequest r;
   RequestError e;
   REQUIRE(read_completion_request(
@@ -336,7 +350,7 @@ TEST_CASE("serve tools: on a random model the call grammar gives calls that sati
                 R"({"tz":{"enum":["UTC","CET"]}},"required":["tz"],"additionalProperties":false}}}],)"
                 R"("tool_choice":"required")"),
       true, ReadLimits(), &r, &e));
-  for (int syntax : {EMBER_TOOL_SYNTAX_HERMES, EMBER_TOOL_SYNTAX_LLAMA3}) {
+  for (int syntax : {EMBER_TOOL_SYNTAX_HERMES, EMBER_TOOL_SYNTAX_LLAMA3, EMBER_TOOL_SYNTAX_MISTRAL}) {
     CAPTURE(syntax);
     std::string gbnf, why;
     REQUIRE(tool_call_grammar(r, syntax, &gbnf, &why));
@@ -413,4 +427,110 @@ TEST_CASE("serve tools: cut and mutated tool requests are read or refused with a
   MESSAGE("mutated tool requests: " << read << " read, " << refused << " refused");
   CHECK(read > 0);
   CHECK(refused > 0);
+}
+
+namespace {
+
+// A template of llama.cpp's collection (tools/scripts/fetch_llama_vocabs.sh),
+// "" when it is not there.
+std::string llama_template(const char* file) {
+  std::string dir = std::string(EMBER_LLAMA_VOCAB_DIR) + "/templates";
+  if (const char* d = std::getenv("EMBER_LLAMA_VOCAB_DIR"); d && *d) dir = std::string(d) + "/templates";
+  std::ifstream f(std::filesystem::path(dir) / file, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("serve tools: Mistral's [TOOL_CALLS] array: the grammar, whole and streamed parsing, 9-letter ids") {
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE(read_completion_request(
+      chat_body(std::string(",\"tools\":[") + kWeather +
+                R"(,{"type":"function","function":{"name":"now"}}],"tool_choice":"required")"),
+      true, ReadLimits(), &r, &e));
+  std::string gbnf, why;
+  REQUIRE(tool_call_grammar(r, EMBER_TOOL_SYNTAX_MISTRAL, &gbnf, &why));
+  CHECK(gbnf.find("root ::= \"[TOOL_CALLS]\"? \"[\" tool-call ( \", \" tool-call )* \"]\"") != std::string::npos);
+  CHECK(gbnf.find("call-0 ::= \"\\\"get_weather\\\", \\\"arguments\\\": \" t0-root") != std::string::npos);
+  r.parallel_tool_calls = false;
+  REQUIRE(tool_call_grammar(r, EMBER_TOOL_SYNTAX_MISTRAL, &gbnf, &why));
+  CHECK(gbnf.find("root ::= \"[TOOL_CALLS]\"? \"[\" tool-call \"]\"\n") != std::string::npos);
+
+  ParsedReply p = parse_tool_calls(
+      "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"days\": 2}}, "
+      "{\"name\": \"now\", \"arguments\": {}}]",
+      EMBER_TOOL_SYNTAX_MISTRAL);
+  CHECK(p.content.empty());
+  REQUIRE(p.calls.size() == 2);
+  CHECK(p.calls[0].name == "get_weather");
+  CHECK(json::parse(p.calls[0].arguments) == json({{"city", "Oslo"}, {"days", 2}}));
+  CHECK(p.calls[1].name == "now");
+  for (const ToolCall& c : p.calls) {
+    CHECK(c.id.size() == 9);
+    CHECK(template_call_id(c.id, EMBER_TOOL_SYNTAX_MISTRAL) == c.id);  // already one the template takes
+  }
+  // The marker a control token printed as nothing: the array alone; text before it is content.
+  p = parse_tool_calls(" [{\"name\": \"now\", \"arguments\": {}}]", EMBER_TOOL_SYNTAX_MISTRAL);
+  CHECK(p.calls.size() == 1);
+  p = parse_tool_calls("Checking. [TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}}]", EMBER_TOOL_SYNTAX_MISTRAL);
+  CHECK(p.calls.size() == 1);
+  CHECK(p.content == "Checking.");
+  // Cut by a token limit: the whole calls before the cut.
+  p = parse_tool_calls("[{\"name\": \"now\", \"arguments\": {\"s\": \"]},\\\"\"}}, {\"name\": \"no", EMBER_TOOL_SYNTAX_MISTRAL);
+  REQUIRE(p.calls.size() == 1);
+  CHECK(json::parse(p.calls[0].arguments) == json({{"s", "]},\""}}));
+  // Not calls: the text as it is.
+  for (const char* text : {"[1, 2]", "[]", "[TOOL_CALLS][{\"name\": \"now\"}]", "plain"}) {
+    p = parse_tool_calls(text, EMBER_TOOL_SYNTAX_MISTRAL);
+    CHECK(p.calls.empty());
+    CHECK(p.content == text);
+  }
+  // Streamed: text before the marker is released, the marker held back while it may be one.
+  ToolCallStream s(EMBER_TOOL_SYNTAX_MISTRAL, false);
+  std::string sent;
+  for (const char* piece : {"Sure", ", [TOOL", "_CALLS][{\"name\": \"now\", ", "\"arguments\": {}}]"}) sent += s.add(piece);
+  CHECK(sent == "Sure, ");
+  CHECK(s.finish().calls.size() == 1);
+  ToolCallStream bare(EMBER_TOOL_SYNTAX_MISTRAL, false);
+  CHECK(bare.add("[{\"name\": \"now\", ").empty());
+  CHECK(bare.finish().calls.empty());  // cut: no call, its text is content
+  ToolCallStream text(EMBER_TOOL_SYNTAX_MISTRAL, false);
+  CHECK(text.add("a [b] c") == "a [b] c");
+}
+
+TEST_CASE("serve tools: Mistral's templates get 9-letter call ids, the call and its result agreeing") {
+  CHECK(ember_chat_tool_syntax(nullptr, "{{- \"[TOOL_CALLS][\" }}") == EMBER_TOOL_SYNTAX_MISTRAL);
+  const std::string a = template_call_id("call_1", EMBER_TOOL_SYNTAX_MISTRAL);
+  CHECK(a.size() == 9);
+  CHECK(a == template_call_id("call_1", EMBER_TOOL_SYNTAX_MISTRAL));
+  CHECK(a != template_call_id("call_2", EMBER_TOOL_SYNTAX_MISTRAL));
+  CHECK(template_call_id("call_1", EMBER_TOOL_SYNTAX_HERMES) == "call_1");
+  const std::string nemo = llama_template("mistralai-Mistral-Nemo-Instruct-2407.jinja");
+  if (nemo.empty()) {
+    if (ember::test::test_data_required()) FAIL("llama.cpp chat templates missing: run tools/scripts/fetch_llama_vocabs.sh");
+    MESSAGE("skipped: llama.cpp chat templates not found");
+    return;
+  }
+  CHECK(ember_chat_tool_syntax(nullptr, nemo.c_str()) == EMBER_TOOL_SYNTAX_MISTRAL);
+  for (const char* later : {"Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"}) {
+    const std::string tmpl = llama_template(later);
+    if (!tmpl.empty()) CHECK(ember_chat_tool_syntax(nullptr, tmpl.c_str()) == EMBER_TOOL_SYNTAX_HERMES);
+  }
+  const std::string body = std::string(R"({"messages":[{"role":"user","content":"weather?"},)") +
+                           R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",)"
+                           R"("function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},)"
+                           R"({"role":"tool","tool_call_id":"call_1","content":"cold"}],"tools":[)" +
+                           kWeather + "]}";
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE_MESSAGE(read_completion_request(body, true, ReadLimits(), &r, &e), e.message);
+  std::string out;
+  REQUIRE_MESSAGE(format_chat(nullptr, r, &out, nemo.c_str()) == EMBER_OK, ember_last_error());
+  CHECK(out.find("[AVAILABLE_TOOLS][{\"type\": \"function\"") != std::string::npos);
+  CHECK(out.find("[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}, \"id\": \"" + a +
+                 "\"}]") != std::string::npos);
+  CHECK(out.find("[TOOL_RESULTS]{\"content\": cold, \"call_id\": \"" + a + "\"}[/TOOL_RESULTS]") != std::string::npos);
 }

@@ -90,8 +90,12 @@ struct RequestError {
 // the template used, printed at start.
 ember_status format_chat(const ember_model* model, const std::vector<ChatMessage>& messages, std::string* out);
 // A chat request's messages (tool calls and tool results included) and its
-// tools through the model's template (ember_chat_format_json).
-ember_status format_chat(const ember_model* model, const CompletionRequest& request, std::string* out);
+// tools through the model's template (ember_chat_format_json), or through
+// chat_template (a name or template text, as ember_chat_format takes it)
+// when not NULL. Call ids are given as the template takes them
+// (template_call_id, tool_calls.h).
+ember_status format_chat(const ember_model* model, const CompletionRequest& request, std::string* out,
+                         const char* chat_template = nullptr);
 std::string chat_template_name(const ember_model* model);
 
 // {"error":{"message":...,"type":...,"param":...,"code":...}}: param and

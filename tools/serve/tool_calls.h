@@ -1,7 +1,8 @@
 // Tool calls in `ember serve`: the grammar that makes a model call a
 // function (tool_choice "required" or a named function), the call syntax
 // of its family (ember_chat_tool_syntax: Hermes/Qwen <tool_call> JSON
-// </tool_call>, or Llama 3.x's bare {"name", "parameters"} object), and
+// </tool_call>, Llama 3.x's bare {"name", "parameters"} object, or
+// Mistral's [TOOL_CALLS] and a JSON array of {"name", "arguments"}), and
 // reading calls back out of generated text, whole or as it streams.
 #pragma once
 
@@ -16,8 +17,9 @@ namespace ember::serve {
 
 // The GBNF (root rule "root") that admits only the calls `r` asks for:
 // tool_choice kNamed that function, kRequired any of r.tools; one call, or
-// one or more when r.parallel_tool_calls (Hermes form only: Llama 3.x writes
-// one). Each function's arguments follow its parameters schema
+// one or more when r.parallel_tool_calls (Hermes and Mistral: Llama 3.x's
+// templates render one call per message, so it is always one). Each
+// function's arguments follow its parameters schema
 // (ember_json_schema_to_gbnf, rules renamed apart; none: any object).
 // False with *error naming the function when its schema is refused.
 bool tool_call_grammar(const CompletionRequest& r, int syntax, std::string* gbnf, std::string* error);
@@ -34,8 +36,14 @@ struct ParsedReply {
 };
 ParsedReply parse_tool_calls(const std::string& text, int syntax);
 
-// "call_" and 24 random letters and digits.
-std::string new_tool_call_id();
+// "call_" and 24 random letters and digits; for Mistral 9 letters and
+// digits (its templates refuse other ids).
+std::string new_tool_call_id(int syntax = EMBER_TOOL_SYNTAX_HERMES);
+
+// A call id as the template of `syntax` takes it: Mistral's a stand-in of
+// 9 letters and digits (derived from the id, so an assistant's call and the
+// tool message answering it agree) unless it is one already; others as is.
+std::string template_call_id(const std::string& id, int syntax);
 
 // Streaming with tools: text that is surely not part of a call is released
 // as content as it comes; a call (or what may become one) is held until
