@@ -534,3 +534,27 @@ TEST_CASE("serve tools: Mistral's templates get 9-letter call ids, the call and 
                  "\"}]") != std::string::npos);
   CHECK(out.find("[TOOL_RESULTS]{\"content\": cold, \"call_id\": \"" + a + "\"}[/TOOL_RESULTS]") != std::string::npos);
 }
+
+TEST_CASE("serve tools: Llama 3.x writes one call, parallel_tool_calls true or not") {
+  // Its templates raise "This model only supports single tool-calls at
+  // once!" for more: the grammar holds one object, parallel or not.
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE(read_completion_request(chat_body(std::string(",\"tools\":[") + kWeather +
+                                            R"(],"tool_choice":"required","parallel_tool_calls":true)"),
+                                  true, ReadLimits(), &r, &e));
+  REQUIRE(r.parallel_tool_calls);
+  std::string gbnf, why;
+  REQUIRE(tool_call_grammar(r, EMBER_TOOL_SYNTAX_LLAMA3, &gbnf, &why));
+  CHECK(gbnf.rfind("root ::= \"{\\\"name\\\": \" ( call-0 ) \"}\"\n", 0) == 0);
+  ember_model* m = random_model();
+  ember_grammar* g = nullptr;
+  REQUIRE_MESSAGE(ember_grammar_create(m, gbnf.c_str(), "root", &g) == EMBER_OK, ember_last_error());
+  for (uint64_t seed = 21; seed <= 23; ++seed) {
+    const std::string text = constrained(m, g, seed);
+    CAPTURE(text);
+    CHECK(parse_tool_calls(text, EMBER_TOOL_SYNTAX_LLAMA3).calls.size() == 1);
+  }
+  ember_grammar_free(g);
+  ember_model_free(m);
+}
