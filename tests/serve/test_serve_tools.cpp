@@ -17,6 +17,7 @@
 #include "test_data.h"
 #include "tools/convert/model_writer.h"
 #include "tools/convert/synthetic.h"
+#include "tools/serve/grammar_cache.h"
 #include "tools/serve/openai_api.h"
 #include "tools/serve/request_reader.h"
 #include "tools/serve/tool_calls.h"
@@ -556,5 +557,51 @@ TEST_CASE("serve tools: Llama 3.x writes one call, parallel_tool_calls true or n
     CHECK(parse_tool_calls(text, EMBER_TOOL_SYNTAX_LLAMA3).calls.size() == 1);
   }
   ember_grammar_free(g);
+  ember_model_free(m);
+}
+
+namespace {
+
+void test_call_grammar_cache(ember_model* m) {
+  GrammarCache cache(m, 4);
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE(read_completion_request(chat_body(std::string(",\"tools\":[") + kWeather + R"(],"tool_choice":"required")"),
+                                  true, ReadLimits(), &r, &e));
+  bool hit = true;
+  const GrammarRef first = cache.get_tool_calls(r, EMBER_TOOL_SYNTAX_HERMES, &hit, &e);
+  REQUIRE_MESSAGE(first, e.message);
+  CHECK_FALSE(hit);
+  CHECK(cache.compiled() == 1);
+  // The second identical request (read again from its body): the same grammar, nothing compiled.
+  CompletionRequest again;
+  REQUIRE(read_completion_request(chat_body(std::string(",\"tools\":[") + kWeather + R"(],"tool_choice":"required")"),
+                                  true, ReadLimits(), &again, &e));
+  CHECK(cache.get_tool_calls(again, EMBER_TOOL_SYNTAX_HERMES, &hit, &e) == first);
+  CHECK(hit);
+  CHECK(cache.compiled() == 1);
+  // Each part of the key makes another grammar: syntax, parallel, tool_choice, a schema.
+  CHECK(cache.get_tool_calls(again, EMBER_TOOL_SYNTAX_MISTRAL, &hit, &e) != first);
+  again.parallel_tool_calls = false;
+  CHECK(cache.get_tool_calls(again, EMBER_TOOL_SYNTAX_HERMES, &hit, &e) != first);
+  again.tool_choice = ToolChoice::kNamed;
+  again.tool_choice_name = "get_weather";
+  CHECK(cache.get_tool_calls(again, EMBER_TOOL_SYNTAX_HERMES, &hit, &e) != nullptr);
+  CHECK_FALSE(hit);
+  CHECK(cache.compiled() == 4);
+  // A schema the translator refuses: a 400 naming the function, nothing kept.
+  again.tools[0].parameters = R"({"type":"array","uniqueItems":true})";
+  CHECK(cache.get_tool_calls(again, EMBER_TOOL_SYNTAX_HERMES, &hit, &e) == nullptr);
+  CHECK(e.status == 400);
+  CHECK(e.param == "tools");
+  CHECK(e.message.find("'get_weather'") != std::string::npos);
+  CHECK(cache.size() == 4);
+}
+
+}  // namespace
+
+TEST_CASE("serve tools: a call grammar is compiled once and found again for the same tools") {
+  ember_model* m = random_model();
+  test_call_grammar_cache(m);  // the cache's grammars are freed before the model
   ember_model_free(m);
 }
