@@ -5,7 +5,8 @@
 // grammar, so even random weights give a parseable call whose arguments
 // satisfy the schema: checked not streamed and streamed, with
 // parallel_tool_calls off, then a follow-up carrying the assistant's
-// tool_calls and the tool results; malformed tools are 400 naming them.
+// tool_calls and the tool results; the legacy functions/function_call;
+// malformed tools are 400 naming them.
 //
 //   node openai_tools_test.mjs EMBER CLIENT_DIR SCRATCH_DIR
 // Exit 77 (CTest: skipped) when the client is missing, unless
@@ -178,12 +179,22 @@ async function main() {
     const r3 = await client.chat.completions.create({ messages: follow, tools, tool_choice: 'none', max_tokens: 8 });
     check(!r3.choices[0].message.tool_calls, 'tool_choice none: no calls');
 
+    // The legacy functions / function_call: read as tools / tool_choice.
+    const functions = tools.map((t) => t.function);
+    const legacy = await client.chat.completions.create({
+      messages, functions, function_call: { name: 'get_time' }, max_tokens: 200, seed: 5 });
+    const lc = legacy.choices[0];
+    check(lc.finish_reason === 'tool_calls', `functions: finish_reason ${lc.finish_reason}`);
+    check((lc.message.tool_calls || []).length === 1, `functions: one call, got ${JSON.stringify(lc.message)}`);
+    if (lc.message.tool_calls) checkCall(lc.message.tool_calls[0], 'functions call', 'get_time');
+
     // Refusals naming the field.
     const refusals = [
       [{ tools: [{ type: 'retrieval' }] }, 'tools'],
       [{ tools, tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice'],
       [{ tool_choice: 'required' }, 'tool_choice'],
       [{ messages: [...messages, { role: 'tool', content: 'x' }] }, 'messages'],
+      [{ tools, functions: tools.map((t) => t.function) }, 'functions'],
     ];
     for (const [extra, param] of refusals) {
       let err = null;

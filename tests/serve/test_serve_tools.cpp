@@ -605,3 +605,72 @@ TEST_CASE("serve tools: a call grammar is compiled once and found again for the 
   test_call_grammar_cache(m);  // the cache's grammars are freed before the model
   ember_model_free(m);
 }
+
+TEST_CASE("serve tools: legacy functions and function_call are read as tools and tool_choice") {
+  const std::string weather = R"({"name":"get_weather","description":"Weather now",)"
+                              R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}})";
+  const std::string functions = ",\"functions\":[" + weather + R"(,{"name":"now"}])";
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE_MESSAGE(read_completion_request(chat_body(functions), true, ReadLimits(), &r, &e), e.message);
+  REQUIRE(r.tools.size() == 2);
+  CHECK(r.tools[0].name == "get_weather");
+  CHECK(r.tools[0].description == "Weather now");
+  CHECK(r.tools[0].parameters == R"({"type":"object","properties":{"city":{"type":"string"}}})");
+  CHECK(r.tools[1].parameters.empty());
+  CHECK(r.tool_choice == ToolChoice::kAuto);
+  CHECK_FALSE(r.parallel_tool_calls);  // a legacy reply holds one call
+  struct Choice {
+    const char* json;
+    ToolChoice choice;
+  };
+  for (const Choice& c : {Choice{R"("none")", ToolChoice::kNone}, Choice{R"("auto")", ToolChoice::kAuto},
+                          Choice{R"({"name":"now"})", ToolChoice::kNamed}}) {
+    CAPTURE(c.json);
+    REQUIRE_MESSAGE(read_completion_request(chat_body(functions + ",\"function_call\":" + c.json), true, ReadLimits(),
+                                            &r, &e),
+                    e.message);
+    CHECK(r.tool_choice == c.choice);
+  }
+  CHECK(r.tool_choice_name == "now");
+  // function_call with tools, as tool_choice would be.
+  REQUIRE(read_completion_request(chat_body(std::string(",\"tools\":[") + kWeather +
+                                            R"(],"function_call":{"name":"get_weather"})"),
+                                  true, ReadLimits(), &r, &e));
+  CHECK(r.tool_choice == ToolChoice::kNamed);
+  // Refusals name the legacy fields, and both spellings at once are refused naming both.
+  struct Bad {
+    std::string body;
+    const char* param;
+    const char* says;
+  };
+  const Bad bad[] = {
+      {chat_body(functions + ",\"tools\":[" + kWeather + "]"), "functions", "'functions' and 'tools' are both given"},
+      {chat_body(functions + R"(,"tool_choice":"auto","function_call":"auto")"), "function_call",
+       "'function_call' and 'tool_choice' are both given"},
+      {chat_body(R"(,"functions":{})"), "functions", "'functions' must be an array"},
+      {chat_body(R"(,"functions":[1])"), "functions", "'functions[0]' must be an object"},
+      {chat_body(R"(,"functions":[{"name":"a b"}])"), "functions", "'functions[0].name' must be 1 to 64"},
+      {chat_body(functions + R"(,"function_call":"required")"), "function_call", "'function_call' must be"},
+      {chat_body(functions + R"(,"function_call":{"name":"nope"})"), "function_call",
+       "'function_call.name' = \"nope\" is not one of the functions in 'functions'"},
+      {chat_body(R"(,"function_call":{"name":"now"})"), "function_call", "'functions' is empty"},
+      {R"({"prompt":"x","functions":[{"name":"f"}]})", "functions", "only for /v1/chat/completions"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.body);
+    CompletionRequest out;
+    RequestError err;
+    const bool chat = b.body.find("\"prompt\"") == std::string::npos;
+    REQUIRE_FALSE(read_completion_request(b.body, chat, ReadLimits(), &out, &err));
+    CHECK(err.status == 400);
+    CHECK(err.param == b.param);
+    CHECK_MESSAGE(err.message.find(b.says) != std::string::npos, err.message);
+  }
+  // The message naming both names both.
+  CompletionRequest out;
+  RequestError both;
+  CHECK_FALSE(read_completion_request(bad[0].body, true, ReadLimits(), &out, &both));
+  CHECK(both.message.find("'functions'") != std::string::npos);
+  CHECK(both.message.find("'tools'") != std::string::npos);
+}

@@ -26,8 +26,8 @@ namespace {
 // for nothing.
 enum class Neutral {
   kOne,          // the number 1 (n, best_of)
-  kEmpty,        // [] or {} (tools, functions)
-  kNone,         // the string "none" (tool_choice, function_call)
+  kEmpty,        // [] or {}
+  kNone,         // the string "none"
   kEmptyString,  // "" (suffix)
 };
 
@@ -40,8 +40,6 @@ struct Unsupported {
 const Unsupported kUnsupported[] = {
     {{"n", "1 (one choice per request)"}, Neutral::kOne},
     {{"best_of", "1"}, Neutral::kOne},
-    {{"functions", "[]"}, Neutral::kEmpty},
-    {{"function_call", "\"none\""}, Neutral::kNone},
     {{"suffix", "\"\""}, Neutral::kEmptyString},
 };
 constexpr size_t kUnsupportedCount = sizeof kUnsupported / sizeof kUnsupported[0];
@@ -74,6 +72,8 @@ const FieldName kFields[] = {
     {"tools", Field::kTools},
     {"tool_choice", Field::kToolChoice},
     {"parallel_tool_calls", Field::kParallelToolCalls},
+    {"functions", Field::kFunctions},
+    {"function_call", Field::kFunctionCall},
 };
 
 // The most logit_bias entries a request may give (OpenAI's own limit is 300).
@@ -323,16 +323,10 @@ bool RequestReader::top_value(const Value& v) {
       return true;
     }
     case Field::kTools:
-      if (v.kind != Value::kArray) return type_error("an array of {type: \"function\", function: {...}}", v);
-      return start_capture(Capture::kTools, v);
     case Field::kToolChoice:
-      tool_choice_seen_ = true;
-      if (v.kind == Value::kObject) return start_capture(Capture::kToolChoice, v);
-      return tool_choice_string(v);
     case Field::kParallelToolCalls:
-      if (v.kind != Value::kBool) return type_error("true or false", v);
-      out_->parallel_tool_calls = v.b;
-      return true;
+    case Field::kFunctions:
+    case Field::kFunctionCall: return tool_field(v);
     case Field::kTemperature: return real(v, 0.0, 100.0, false, &out_->temperature);
     case Field::kTopP: return real(v, 0.0, 1.0, true, &out_->top_p);
     case Field::kMinP: return real(v, 0.0, 1.0, false, &out_->min_p);

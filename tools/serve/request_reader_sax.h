@@ -61,6 +61,8 @@ enum class Field {
   kTools,
   kToolChoice,
   kParallelToolCalls,
+  kFunctions,     // legacy tools
+  kFunctionCall,  // legacy tool_choice
   kUnsupported,
 };
 
@@ -71,7 +73,7 @@ enum class Frame {
 };
 
 // What a captured value (compact JSON text, read when it ends) is.
-enum class Capture { kNone, kTools, kToolChoice, kToolCalls };
+enum class Capture { kNone, kTools, kToolChoice, kToolCalls, kFunctions, kFunctionCall };
 
 // One value as the SAX interface gives it.
 struct Value {
@@ -152,6 +154,7 @@ class RequestReader final : public nlohmann::json_sax<json> {
   bool part_field(const Value& v);
 
   // ---- request_reader_tools.cpp ----
+  bool tool_field(const Value& v);
   bool start_capture(Capture what, const Value& v);
   bool captured(size_t before);
   bool capture_value(const Value& v);
@@ -159,7 +162,10 @@ class RequestReader final : public nlohmann::json_sax<json> {
   bool capture_end();
   std::string capture_name() const;
   bool string_member(const ojson& o, const char* key, const std::string& where, const char* param, std::string* out);
+  bool read_function(const ojson& f, const std::string& where, const char* param);
   bool read_tools(const ojson& doc);
+  bool read_functions(const ojson& doc);
+  bool read_function_call(const ojson& doc);
   bool tool_choice_string(const Value& v);
   bool read_tool_choice(const ojson& doc);
   bool read_tool_calls(const ojson& doc);
@@ -214,6 +220,7 @@ class RequestReader final : public nlohmann::json_sax<json> {
   std::string captured_;
   bool after_key_ = false;            // the next value follows a member name
   bool tool_choice_seen_ = false;
+  bool tools_seen_ = false, functions_seen_ = false, function_call_seen_ = false;  // given, not null
 
   bool messages_seen_ = false, prompt_seen_ = false;
   size_t messages_ = 0, parts_ = 0, prompt_elements_ = 0;

@@ -26,6 +26,34 @@ bool function_name_ok(const std::string& n) {
 
 }  // namespace
 
+// A top-level member about tools (field_): tools, tool_choice,
+// parallel_tool_calls, and the legacy functions and function_call.
+bool RequestReader::tool_field(const Value& v) {
+  switch (field_) {
+    case Field::kTools:
+      if (v.kind != Value::kArray) return type_error("an array of {type: \"function\", function: {...}}", v);
+      tools_seen_ = true;
+      return start_capture(Capture::kTools, v);
+    case Field::kToolChoice:
+      tool_choice_seen_ = true;
+      if (v.kind == Value::kObject) return start_capture(Capture::kToolChoice, v);
+      return tool_choice_string(v);
+    case Field::kFunctions:
+      if (v.kind != Value::kArray) return type_error("an array of {name, description, parameters}", v);
+      functions_seen_ = true;
+      return start_capture(Capture::kFunctions, v);
+    case Field::kFunctionCall:
+      function_call_seen_ = true;
+      if (v.kind == Value::kObject) return start_capture(Capture::kFunctionCall, v);
+      return tool_choice_string(v);
+    case Field::kParallelToolCalls:
+      if (v.kind != Value::kBool) return type_error("true or false", v);
+      out_->parallel_tool_calls = v.b;
+      return true;
+    default: return skip(v);
+  }
+}
+
 bool RequestReader::start_capture(Capture what, const Value& v) {
   capture_ = what;
   capture_depth_ = 0;
@@ -90,6 +118,8 @@ bool RequestReader::capture_end() {
     case Capture::kTools: return read_tools(doc);
     case Capture::kToolChoice: return read_tool_choice(doc);
     case Capture::kToolCalls: return read_tool_calls(doc);
+    case Capture::kFunctions: return read_functions(doc);
+    case Capture::kFunctionCall: return read_function_call(doc);
     case Capture::kNone: break;
   }
   return true;
@@ -107,6 +137,34 @@ bool RequestReader::string_member(const ojson& o, const char* key, const std::st
   if (!it->is_string()) return fail(400, where + "." + key + "' must be a string", param);
   *out = it->get_ref<const std::string&>();
   return charge(out->size());
+}
+
+// One function's declaration {name, description, parameters}; `where` names
+// it for messages ("'tools[0].function", "'functions[0]").
+bool RequestReader::read_function(const ojson& f, const std::string& where, const char* p) {
+  if (!charge(sizeof(ToolFunction))) return false;
+  ToolFunction tf;
+  const auto name = f.find("name");
+  if (name == f.end() || !name->is_string() || !function_name_ok(name->get_ref<const std::string&>())) {
+    return fail(400, where + ".name' must be 1 to 64 letters, digits, '_' or '-'", p);
+  }
+  tf.name = name->get_ref<const std::string&>();
+  for (const ToolFunction& other : out_->tools) {
+    if (other.name == tf.name) return fail(400, where + ".name' = \"" + tf.name + "\" is given twice", p);
+  }
+  if (!string_member(f, "description", where, p, &tf.description)) return false;
+  const auto params = f.find("parameters");
+  if (params != f.end() && !params->is_null()) {
+    if (!params->is_object()) return fail(400, where + ".parameters' must be a JSON Schema object", p);
+    tf.parameters = params->dump();
+    if (tf.parameters.size() > kMaxParametersBytes) {
+      return fail(400, where + ".parameters' is over " + std::to_string(kMaxParametersBytes >> 10) +
+                           " KiB as compact JSON", p);
+    }
+    if (!charge(tf.parameters.size())) return false;
+  }
+  out_->tools.push_back(std::move(tf));
+  return true;
 }
 
 bool RequestReader::read_tools(const ojson& doc) {
@@ -127,28 +185,23 @@ bool RequestReader::read_tools(const ojson& doc) {
     if (f == t.end() || !f->is_object()) {
       return fail(400, where + ".function' must be an object {name, description, parameters}", p);
     }
-    if (!charge(sizeof(ToolFunction))) return false;
-    ToolFunction tf;
-    const auto name = f->find("name");
-    if (name == f->end() || !name->is_string() || !function_name_ok(name->get_ref<const std::string&>())) {
-      return fail(400, where + ".function.name' must be 1 to 64 letters, digits, '_' or '-'", p);
-    }
-    tf.name = name->get_ref<const std::string&>();
-    for (const ToolFunction& other : out_->tools) {
-      if (other.name == tf.name) return fail(400, where + ".function.name' = \"" + tf.name + "\" is given twice", p);
-    }
-    if (!string_member(*f, "description", where + ".function", p, &tf.description)) return false;
-    const auto params = f->find("parameters");
-    if (params != f->end() && !params->is_null()) {
-      if (!params->is_object()) return fail(400, where + ".function.parameters' must be a JSON Schema object", p);
-      tf.parameters = params->dump();
-      if (tf.parameters.size() > kMaxParametersBytes) {
-        return fail(400, where + ".function.parameters' is over " + std::to_string(kMaxParametersBytes >> 10) +
-                             " KiB as compact JSON", p);
-      }
-      if (!charge(tf.parameters.size())) return false;
-    }
-    out_->tools.push_back(std::move(tf));
+    if (!read_function(*f, where + ".function", p)) return false;
+  }
+  return true;
+}
+
+// The legacy form of tools: an array of the functions themselves.
+bool RequestReader::read_functions(const ojson& doc) {
+  const char* p = "functions";
+  if (doc.size() > kMaxTools) {
+    return fail(400, "'functions' has " + std::to_string(doc.size()) + " entries: at most " + std::to_string(kMaxTools),
+                p);
+  }
+  out_->tools.clear();
+  for (size_t i = 0; i < doc.size(); ++i) {
+    const std::string where = "'functions[" + std::to_string(i) + "]";
+    if (!doc[i].is_object()) return fail(400, where + "' must be an object {name, description, parameters}", p);
+    if (!read_function(doc[i], where, p)) return false;
   }
   return true;
 }
@@ -156,15 +209,29 @@ bool RequestReader::read_tools(const ojson& doc) {
 bool RequestReader::tool_choice_string(const Value& v) {
   if (v.kind == Value::kString) {
     const std::string& c = *v.s;
-    const bool known = c == "none" || c == "auto" || c == "required";
+    const bool known = c == "none" || c == "auto" || (c == "required" && field_ == Field::kToolChoice);
     if (known) {
       out_->tool_choice = c == "none" ? ToolChoice::kNone : c == "auto" ? ToolChoice::kAuto : ToolChoice::kRequired;
       return true;
     }
   }
+  if (field_ == Field::kFunctionCall) {
+    return fail(400, "'function_call' must be \"none\", \"auto\" or {\"name\": ...}, got " + describe(v), "function_call");
+  }
   return fail(400, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
                    "\"function\": {\"name\": ...}}, got " + describe(v),
               "tool_choice");
+}
+
+// function_call {"name": ...}: the legacy form of a named tool_choice.
+bool RequestReader::read_function_call(const ojson& doc) {
+  const auto name = doc.find("name");
+  if (name == doc.end() || !name->is_string()) {
+    return fail(400, "'function_call' as an object must be {\"name\": ...} with a string name", "function_call");
+  }
+  out_->tool_choice = ToolChoice::kNamed;
+  out_->tool_choice_name = name->get_ref<const std::string&>();
+  return charge(out_->tool_choice_name.size());
 }
 
 bool RequestReader::read_tool_choice(const ojson& doc) {
@@ -224,29 +291,46 @@ bool RequestReader::read_tool_calls(const ojson& doc) {
 // completions API takes neither.
 bool RequestReader::tools_end() {
   CompletionRequest& r = *out_;
+  // The legacy fields are another spelling of the same request: not both.
+  if (tools_seen_ && functions_seen_) {
+    return fail(400, "'functions' and 'tools' are both given: 'functions' is the legacy form of 'tools', give one",
+                "functions");
+  }
+  if (tool_choice_seen_ && function_call_seen_) {
+    return fail(400, "'function_call' and 'tool_choice' are both given: 'function_call' is the legacy form of "
+                     "'tool_choice', give one",
+                "function_call");
+  }
+  // Messages name the fields as the request spelled them (legacy or not).
+  const bool legacy = functions_seen_ || (function_call_seen_ && !tools_seen_);
+  const char* tools_name = legacy ? "functions" : "tools";
+  const char* choice_name = function_call_seen_ ? "function_call" : "tool_choice";
   if (!chat_) {
     if (!r.tools.empty()) {
-      return fail(400, "Unsupported parameter: 'tools' is only for /v1/chat/completions", "tools",
-                  "unsupported_parameter");
+      return fail(400, std::string("Unsupported parameter: '") + tools_name + "' is only for /v1/chat/completions",
+                  tools_name, "unsupported_parameter");
     }
-    if (tool_choice_seen_ && r.tool_choice != ToolChoice::kNone) {
-      return fail(400, "Unsupported parameter: 'tool_choice' is only for /v1/chat/completions", "tool_choice",
-                  "unsupported_parameter");
+    if ((tool_choice_seen_ || function_call_seen_) && r.tool_choice != ToolChoice::kNone) {
+      return fail(400, std::string("Unsupported parameter: '") + choice_name + "' is only for /v1/chat/completions",
+                  choice_name, "unsupported_parameter");
     }
     r.tool_choice = ToolChoice::kNone;
     return true;
   }
-  if (!tool_choice_seen_) r.tool_choice = r.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  if (functions_seen_) r.parallel_tool_calls = false;  // a legacy reply holds one function_call
+  if (!tool_choice_seen_ && !function_call_seen_) {
+    r.tool_choice = r.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  }
   if ((r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed) && r.tools.empty()) {
-    return fail(400, "'tool_choice' asks for a call but 'tools' is empty", "tool_choice");
+    return fail(400, std::string("'") + choice_name + "' asks for a call but '" + tools_name + "' is empty", choice_name);
   }
   if (r.tool_choice == ToolChoice::kNamed) {
     for (const ToolFunction& t : r.tools) {
       if (t.name == r.tool_choice_name) return true;
     }
-    return fail(400, "'tool_choice.function.name' = " + preview_string(r.tool_choice_name) +
-                         " is not one of the functions in 'tools'",
-                "tool_choice");
+    return fail(400, std::string("'") + choice_name + (function_call_seen_ ? ".name' = " : ".function.name' = ") +
+                         preview_string(r.tool_choice_name) + " is not one of the functions in '" + tools_name + "'",
+                choice_name);
   }
   return true;
 }
