@@ -5,7 +5,8 @@
 // grammar, so even random weights give a parseable call whose arguments
 // satisfy the schema: checked not streamed and streamed, with
 // parallel_tool_calls off, then a follow-up carrying the assistant's
-// tool_calls and the tool results; the legacy functions/function_call;
+// tool_calls and the tool results; streamed arguments arrive in pieces
+// (with the client and as raw events); the legacy functions/function_call;
 // malformed tools are 400 naming them.
 //
 //   node openai_tools_test.mjs EMBER CLIENT_DIR SCRATCH_DIR
@@ -104,6 +105,39 @@ function checkCall(call, what, only) {
   }
 }
 
+// The raw server-sent events of a required call: each call's first chunk
+// carries id, type and name; its arguments follow in more than one chunk,
+// and joined they are the call's JSON arguments.
+async function rawStream(port, messages) {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ messages, tools, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 400,
+                           seed: 13, stream: true }) });
+  const text = await res.text();
+  const events = text.split('\n\n').filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]');
+  const calls = [];
+  let pieces = 0;
+  for (const e of events) {
+    const chunk = JSON.parse(e.slice(6));
+    for (const t of (chunk.choices[0] && chunk.choices[0].delta.tool_calls) || []) {
+      if (!calls[t.index]) {
+        check(typeof t.id === 'string' && t.type === 'function' && t.function.name,
+              `raw SSE: the first chunk of call ${t.index} names it: ${JSON.stringify(t)}`);
+        calls[t.index] = { id: t.id, type: t.type, function: { name: t.function.name, arguments: '' } };
+      } else {
+        check(t.id === undefined && t.function.name === undefined, `raw SSE: later chunks carry arguments only`);
+      }
+      if (t.function.arguments) {
+        calls[t.index].function.arguments += t.function.arguments;
+        ++pieces;
+      }
+    }
+  }
+  check(calls.length === 1, `raw SSE: one call (parallel_tool_calls false), got ${calls.length}`);
+  check(pieces >= 2, `raw SSE: arguments in ${pieces} chunks`);
+  calls.forEach((call, i) => checkCall(call, `raw SSE call ${i}`));
+}
+
 async function main() {
   const model = path.join(scratch, 'qwen2-synth.ember');
   execFileSync(ember, ['synth', '--shape', 'tiny', '--arch', 'qwen2', '-o', model], { stdio: 'ignore' });
@@ -140,7 +174,7 @@ async function main() {
     const stream = await client.chat.completions.create({ messages, tools, tool_choice: 'required', max_tokens: 400,
                                                           seed: 11, stream: true });
     const got = [];
-    let finish = null, content = '';
+    let finish = null, content = '', argChunks = 0;
     for await (const ch of stream) {
       if (!ch.choices.length) continue;
       const d = ch.choices[0].delta;
@@ -148,7 +182,10 @@ async function main() {
       for (const t of d.tool_calls || []) {
         if (!got[t.index]) got[t.index] = { id: t.id, type: t.type, function: { name: '', arguments: '' } };
         if (t.function && t.function.name) got[t.index].function.name += t.function.name;
-        if (t.function && t.function.arguments) got[t.index].function.arguments += t.function.arguments;
+        if (t.function && t.function.arguments) {
+          got[t.index].function.arguments += t.function.arguments;
+          ++argChunks;
+        }
       }
       if (ch.choices[0].finish_reason) finish = ch.choices[0].finish_reason;
     }
@@ -156,6 +193,9 @@ async function main() {
     check(content === '', `streamed: no content, got ${JSON.stringify(content)}`);
     check(got.length >= 1, `streamed: calls ${got.length}`);
     got.forEach((call, i) => checkCall(call, `streamed call ${i}`));
+    // The arguments came in pieces as they were generated, not at the end.
+    check(argChunks > got.length, `streamed: arguments in pieces: ${argChunks} chunks for ${got.length} calls`);
+    await rawStream(srv.port, messages);
     // The client's own accumulation (finalChatCompletion) agrees.
     const runner = client.beta && client.beta.chat && client.beta.chat.completions.stream
       ? client.beta.chat.completions.stream({ messages, tools, tool_choice: 'required', max_tokens: 400, seed: 11 })

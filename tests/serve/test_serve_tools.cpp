@@ -258,10 +258,12 @@ TEST_CASE("serve tools: streamed text is released up to a call, the call held to
   sent += plain.add("b> c");
   CHECK(sent == "a <b> c");
   CHECK(plain.finish().content.empty());
-  // Required: everything is held.
+  // Required: no content; the call goes out as deltas, not at the end.
   ToolCallStream held(EMBER_TOOL_SYNTAX_HERMES, true);
   CHECK(held.add("<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>").empty());
-  CHECK(held.finish().calls.size() == 1);
+  CHECK(held.streamed_calls() == 1);
+  CHECK(held.deltas().size() == 1);
+  CHECK(held.finish().calls.empty());
   // Llama 3: a reply that starts with '{' is held; other text is released.
   ToolCallStream l3(EMBER_TOOL_SYNTAX_LLAMA3, false);
   CHECK(l3.add("  ").empty());
@@ -673,4 +675,94 @@ TEST_CASE("serve tools: legacy functions and function_call are read as tools and
   CHECK_FALSE(read_completion_request(bad[0].body, true, ReadLimits(), &out, &both));
   CHECK(both.message.find("'functions'") != std::string::npos);
   CHECK(both.message.find("'tools'") != std::string::npos);
+}
+
+namespace {
+
+// SSE text ("data: {...}\n\n" events) gathered as OpenAI's clients do:
+// delta.tool_calls by index. *arguments_chunks counts the chunks carrying
+// argument text; a call's first chunk must carry its id, type and name.
+json gather_sse_calls(const std::string& sse, int* arguments_chunks) {
+  json calls = json::array();
+  size_t at = 0;
+  while ((at = sse.find("data: ", at)) != std::string::npos) {
+    const size_t end = sse.find("\n\n", at);
+    REQUIRE(end != std::string::npos);
+    const json chunk = json::parse(sse.substr(at + 6, end - at - 6));
+    at = end;
+    for (const json& d : chunk["choices"][0]["delta"].value("tool_calls", json::array())) {
+      const size_t i = d["index"];
+      if (i == calls.size()) {
+        CHECK(d.contains("id"));
+        CHECK(d["type"] == "function");
+        calls.push_back({{"id", d["id"]}, {"name", d["function"]["name"]}, {"arguments", ""}});
+      }
+      REQUIRE(i < calls.size());
+      const std::string piece = d["function"].value("arguments", "");
+      if (!piece.empty()) ++*arguments_chunks;
+      calls[i]["arguments"] = calls[i]["arguments"].get<std::string>() + piece;
+    }
+  }
+  return calls;
+}
+
+}  // namespace
+
+TEST_CASE("serve tools: a demanded call's arguments stream as they are generated, in every syntax") {
+  const std::string a0 = R"({"city": "Oslo, \"}{\" [x]", "days": [1, {"n": 2}]})";
+  const std::string a1 = "{}";
+  const std::string hermes = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + a0 +
+                             "}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": " + a1 + "}\n</tool_call>";
+  const std::string mistral = "[{\"name\": \"get_weather\", \"arguments\": " + a0 + "}, {\"name\": \"now\", "
+                              "\"arguments\": " + a1 + "}]";
+  const std::string llama3 = "{\"name\": \"get_weather\", \"parameters\": " + a0 + "}";
+  struct Case {
+    int syntax;
+    std::string text;
+  };
+  for (const Case& c : {Case{EMBER_TOOL_SYNTAX_HERMES, hermes}, Case{EMBER_TOOL_SYNTAX_MISTRAL, mistral},
+                        Case{EMBER_TOOL_SYNTAX_LLAMA3, llama3}}) {
+    const int syntax = c.syntax;
+    const std::string& text = c.text;
+    CAPTURE(syntax);
+    CompletionRequest r;
+    r.chat = true;
+    ToolCallStream s(syntax, true);
+    std::string sse;
+    // Three bytes at a time, as tokens come.
+    for (size_t i = 0; i < text.size(); i += 3) {
+      CHECK(s.add(text.substr(i, 3)).empty());
+      sse += tool_stream_deltas(r, "chatcmpl-1", 1, "m", &s);
+    }
+    Finish finish = Finish::kStop;
+    sse += tool_stream_tail(r, "chatcmpl-1", 1, "m", &s, &finish);
+    CHECK(finish == Finish::kToolCalls);
+    int pieces = 0;
+    const json calls = gather_sse_calls(sse, &pieces);
+    const size_t n = syntax == EMBER_TOOL_SYNTAX_LLAMA3 ? 1 : 2;
+    REQUIRE(calls.size() == n);
+    CHECK(s.streamed_calls() == n);
+    CHECK(calls[0]["name"] == "get_weather");
+    CHECK(calls[0]["arguments"] == a0);  // the pieces add up to the arguments text
+    CHECK(json::parse(calls[0]["arguments"].get<std::string>())["days"][1]["n"] == 2);
+    if (n == 2) {
+      CHECK(calls[1]["name"] == "now");
+      CHECK(calls[1]["arguments"] == a1);
+      CHECK(calls[0]["id"] != calls[1]["id"]);
+    }
+    CHECK(pieces > static_cast<int>(a0.size() / 3) - 2);  // in pieces, not at the end
+  }
+  // A string-valued and a number-valued arguments value end where they end.
+  ToolCallStream s(EMBER_TOOL_SYNTAX_LLAMA3, true);
+  s.add("{\"name\": \"f\", \"parameters\": 12}");
+  const auto d = s.deltas();
+  REQUIRE(d.size() == 1);  // the start and its arguments, one add
+  CHECK(d[0].first);
+  CHECK(d[0].name == "f");
+  CHECK(d[0].arguments == "12");
+  ToolCallStream str(EMBER_TOOL_SYNTAX_HERMES, true);
+  str.add("<tool_call>\n{\"name\": \"f\", \"arguments\": \"a}\\\"b\"}\n</tool_call>");
+  const auto ds = str.deltas();
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].arguments == "\"a}\\\"b\"");
 }

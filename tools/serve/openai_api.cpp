@@ -209,23 +209,40 @@ std::string stream_chunk(const CompletionRequest& r, const std::string& id, int6
   return "data: " + dump(j) + "\n\n";
 }
 
+namespace {
+
+// A chunk whose delta holds one entry of tool_calls.
+std::string tool_call_chunk(const std::string& id, int64_t created, const std::string& model, json delta_call) {
+  json choice = {{"index", 0},
+                 {"delta", {{"tool_calls", json::array({std::move(delta_call)})}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr}};
+  json j = {{"id", id},
+            {"object", "chat.completion.chunk"},
+            {"created", created},
+            {"model", model},
+            {"choices", json::array({choice})}};
+  return "data: " + dump(j) + "\n\n";
+}
+
+}  // namespace
+
+std::string stream_tool_call_start(const CompletionRequest& r, const std::string& id, int64_t created,
+                                   const std::string& model, const ToolCall& call, size_t index) {
+  return tool_call_chunk(id, created, model,
+                         {{"index", index}, {"id", call.id}, {"type", "function"},
+                          {"function", {{"name", call.name}, {"arguments", ""}}}});
+}
+
+std::string stream_tool_call_arguments(const CompletionRequest& r, const std::string& id, int64_t created,
+                                       const std::string& model, const std::string& piece, size_t index) {
+  return tool_call_chunk(id, created, model, {{"index", index}, {"function", {{"arguments", piece}}}});
+}
+
 std::string stream_tool_call_chunks(const CompletionRequest& r, const std::string& id, int64_t created,
                                     const std::string& model, const ToolCall& call, size_t index) {
-  auto chunk = [&](json delta_call) {
-    json choice = {{"index", 0},
-                   {"delta", {{"tool_calls", json::array({std::move(delta_call)})}}},
-                   {"logprobs", nullptr},
-                   {"finish_reason", nullptr}};
-    json j = {{"id", id},
-              {"object", "chat.completion.chunk"},
-              {"created", created},
-              {"model", model},
-              {"choices", json::array({choice})}};
-    return "data: " + dump(j) + "\n\n";
-  };
-  return chunk({{"index", index}, {"id", call.id}, {"type", "function"},
-                {"function", {{"name", call.name}, {"arguments", ""}}}}) +
-         chunk({{"index", index}, {"function", {{"arguments", call.arguments}}}});
+  return stream_tool_call_start(r, id, created, model, call, index) +
+         stream_tool_call_arguments(r, id, created, model, call.arguments, index);
 }
 
 std::string stream_usage_chunk(const CompletionRequest& r, const std::string& id, int64_t created,

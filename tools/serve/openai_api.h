@@ -137,9 +137,15 @@ std::string stream_chunk(const CompletionRequest& r, const std::string& id, int6
                          const std::string& text, const Finish* finish, bool first,
                          const std::vector<TokenLogprobs>* logprobs = nullptr);
 // The chunks of one call, as OpenAI streams them: delta.tool_calls [{index,
-// id, type, function {name, arguments ""}}], then its arguments.
+// id, type, function {name, arguments ""}}] (stream_tool_call_start), then
+// its arguments, whole or in pieces (stream_tool_call_arguments: [{index,
+// function {arguments: piece}}]).
 std::string stream_tool_call_chunks(const CompletionRequest& r, const std::string& id, int64_t created,
                                     const std::string& model, const ToolCall& call, size_t index);
+std::string stream_tool_call_start(const CompletionRequest& r, const std::string& id, int64_t created,
+                                   const std::string& model, const ToolCall& call, size_t index);
+std::string stream_tool_call_arguments(const CompletionRequest& r, const std::string& id, int64_t created,
+                                       const std::string& model, const std::string& piece, size_t index);
 std::string stream_usage_chunk(const CompletionRequest& r, const std::string& id, int64_t created,
                                const std::string& model, const Usage& usage);
 

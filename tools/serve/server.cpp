@@ -827,6 +827,8 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   while (next(&text)) {
     if (prepared.tools_on) text = calls.add(text);
     logprobs.add(tokens, &lp);
+    // A demanded call's arguments go out as they are generated.
+    if (ok && prepared.all_calls) ok = c.write_all(tool_stream_deltas(cr, id, created, model, &calls));
     if (ok && (!text.empty() || !lp.empty())) {
       ok = c.write_all(stream_chunk(cr, id, created, model, text, nullptr, false, cr.logprobs ? &lp : nullptr));
     }

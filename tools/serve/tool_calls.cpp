@@ -261,7 +261,11 @@ std::string template_call_id(const std::string& id, int syntax) {
 
 std::string ToolCallStream::add(const std::string& text) {
   text_ += text;
-  if (all_calls_ || holding_) return {};
+  if (all_calls_) {
+    scan_calls();
+    return {};
+  }
+  if (holding_) return {};
   size_t safe = text_.size();
   if (syntax_ != EMBER_TOOL_SYNTAX_HERMES) {
     // Llama 3.x's call is the whole reply, Mistral's may be (its marker
@@ -308,22 +312,118 @@ std::string tool_completion_body(const CompletionRequest& r, const std::string& 
   return completion_body(r, id, created, model, parsed.content, finish, usage, logprobs, &parsed.calls);
 }
 
+std::string tool_stream_deltas(const CompletionRequest& r, const std::string& id, int64_t created,
+                               const std::string& model, ToolCallStream* calls) {
+  std::string out;
+  for (const ToolCallStream::Delta& d : calls->deltas()) {
+    if (d.first) {
+      ToolCall call{d.id, d.name, ""};
+      out += stream_tool_call_start(r, id, created, model, call, d.index);
+    }
+    if (!d.arguments.empty()) out += stream_tool_call_arguments(r, id, created, model, d.arguments, d.index);
+  }
+  return out;
+}
+
 std::string tool_stream_tail(const CompletionRequest& r, const std::string& id, int64_t created,
                              const std::string& model, ToolCallStream* calls, Finish* finish) {
+  std::string out = tool_stream_deltas(r, id, created, model, calls);
   const ParsedReply rest = calls->finish();
-  std::string out;
   if (!rest.content.empty()) out += stream_chunk(r, id, created, model, rest.content, nullptr, false);
   for (size_t i = 0; i < rest.calls.size(); ++i) out += stream_tool_call_chunks(r, id, created, model, rest.calls[i], i);
-  if (!rest.calls.empty() && *finish == Finish::kStop) *finish = Finish::kToolCalls;
+  const bool called = !rest.calls.empty() || calls->streamed_calls() > 0;
+  if (called && *finish == Finish::kStop) *finish = Finish::kToolCalls;
   return out;
 }
 
 ParsedReply ToolCallStream::finish() {
+  if (calls_ > 0) return {};  // streamed as deltas
   const std::string rest = text_.substr(released_);
   released_ = text_.size();
   ParsedReply p = parse_tool_calls(rest, syntax_);
   if (p.calls.empty()) p.content = rest;  // no call: the text as it came
   return p;
+}
+
+std::vector<ToolCallStream::Delta> ToolCallStream::deltas() {
+  std::vector<Delta> out;
+  out.swap(deltas_);
+  return out;
+}
+
+// The text is the call grammar's (tool_call_grammar): every call object
+// writes {"name": "NAME", "arguments"|"parameters": VALUE}, names without
+// escapes; the value is followed to its end by its brackets and strings.
+void ToolCallStream::scan_calls() {
+  while (scan_ < text_.size()) {
+    if (in_arguments_) {
+      scan_arguments();
+    } else if (!scan_call_start()) {
+      return;  // the next call's name is not whole yet
+    }
+  }
+}
+
+bool ToolCallStream::scan_call_start() {
+  static const char kName[] = "\"name\": \"";
+  const size_t at = text_.find(kName, scan_);
+  if (at == std::string::npos) return false;
+  const size_t name = at + sizeof kName - 1;
+  const size_t name_end = text_.find('"', name);
+  if (name_end == std::string::npos) return false;
+  const size_t colon = text_.find("\": ", name_end + 1);  // the end of "arguments": or "parameters":
+  if (colon == std::string::npos) return false;
+  Delta d;
+  d.index = calls_++;
+  d.first = true;
+  d.id = new_tool_call_id(syntax_);
+  d.name = text_.substr(name, name_end - name);
+  deltas_.push_back(std::move(d));
+  scan_ = colon + 3;
+  in_arguments_ = true;
+  depth_ = 0;
+  in_string_ = escaped_ = false;
+  return true;
+}
+
+void ToolCallStream::scan_arguments() {
+  const size_t from = scan_;
+  bool done = false;
+  while (scan_ < text_.size() && !done) {
+    const char c = text_[scan_++];
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+        done = depth_ == 0;  // a string value (a schema may ask for one)
+      }
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if (c == '}' || c == ']' || c == ',') {
+      if (depth_ == 0) {  // the end of a number or literal value: not its text
+        --scan_;
+        done = true;
+      } else if (c != ',') {
+        done = --depth_ == 0;
+      }
+    }
+  }
+  // One delta per call per add: pieces of the same call are joined.
+  const std::string piece = text_.substr(from, scan_ - from);
+  if (!deltas_.empty() && deltas_.back().index == calls_ - 1) {
+    deltas_.back().arguments += piece;
+  } else {
+    Delta d;
+    d.index = calls_ - 1;
+    d.arguments = piece;
+    deltas_.push_back(std::move(d));
+  }
+  if (done) in_arguments_ = false;
 }
 
 }  // namespace ember::serve
