@@ -1,8 +1,10 @@
 // The parts of the C API that need no model: status names, the thread-local
-// last error, the version.
+// last error, the version, a SHA-256.
+#include <cstring>
 #include <string>
 
 #include "api/c_api_internal.h"
+#include "security/sha256.h"
 
 // The header's version macros and the build's project(VERSION) must agree.
 static_assert(EMBER_VERSION_MAJOR == EMBER_PROJECT_VERSION_MAJOR && EMBER_VERSION_MINOR == EMBER_PROJECT_VERSION_MINOR &&
@@ -57,5 +59,18 @@ const char* ember_status_string(ember_status status) {
 const char* ember_last_error(void) { return ember::g_last_error_ptr(); }
 
 const char* ember_version(void) { return EMBER_VERSION_STRING; }
+
+ember_status ember_sha256_hex(const void* data, size_t size, char out_hex[65]) {
+  if (!out_hex || (!data && size > 0)) {
+    return ember::set_last_error(
+        ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "ember_sha256_hex: out_hex is NULL, or data is NULL with size %zu",
+                             size));
+  }
+  const ember::Sha256Digest d = ember::sha256(data ? data : "", size);
+  const std::string hex = ember::to_hex(d.data(), d.size());
+  std::memcpy(out_hex, hex.c_str(), hex.size() + 1);
+  ember::clear_last_error();
+  return EMBER_OK;
+}
 
 }  // extern "C"

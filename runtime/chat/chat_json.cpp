@@ -204,6 +204,9 @@ Status chat_tools_from_json(std::string_view text, const JsonReadLimits& limits,
 }
 
 ToolSyntax tool_syntax_of_template(std::string_view tmpl) {
+  // Mistral v3's templates write the marker and the array's bracket as one
+  // literal; the later "[TOOL_CALLS]name[ARGS]" form does not match.
+  if (tmpl.find("[TOOL_CALLS][") != std::string_view::npos) return ToolSyntax::Mistral;
   if (tmpl.find("<tool_call>") != std::string_view::npos) return ToolSyntax::Hermes;
   if (tmpl.find("<|start_header_id|>") != std::string_view::npos) return ToolSyntax::Llama3;
   return ToolSyntax::Hermes;

@@ -37,8 +37,9 @@ Status chat_messages_from_json(std::string_view text, const JsonReadLimits& limi
 Status chat_tools_from_json(std::string_view text, const JsonReadLimits& limits, Value* out);
 
 // How a template's model writes a tool call: Hermes/Qwen (<tool_call> JSON
-// </tool_call>) or Llama 3.x (a bare {"name", "parameters"} object).
-enum class ToolSyntax { Hermes = 0, Llama3 = 1 };
+// </tool_call>), Llama 3.x (a bare {"name", "parameters"} object) or
+// Mistral ("[TOOL_CALLS]" and a JSON array of {"name", "arguments"}).
+enum class ToolSyntax { Hermes = 0, Llama3 = 1, Mistral = 2 };
 ToolSyntax tool_syntax_of_template(std::string_view tmpl);
 
 }  // namespace ember::chat

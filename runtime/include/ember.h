@@ -117,6 +117,12 @@ EMBER_API const char* ember_last_error(void);
  * EMBER_VERSION_* macros of the header the library was built with. */
 EMBER_API const char* ember_version(void);
 
+/* The SHA-256 of size bytes at data, written to out_hex as 64 lowercase hex
+ * digits and a NUL (a digest for keys: `ember serve` keeps its compiled
+ * tool-call grammars under one). data may be NULL when size is 0. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (a NULL out_hex, NULL data with size > 0). */
+EMBER_API ember_status ember_sha256_hex(const void* data, size_t size, char out_hex[65]);
+
 /* ---- Models ------------------------------------------------------------ */
 
 typedef struct ember_model ember_model;
@@ -301,10 +307,16 @@ EMBER_API ember_status ember_chat_format_json(const ember_model* model, const ch
 /* How the model of a template writes a tool call (chat_template as for
  * ember_chat_format): EMBER_TOOL_SYNTAX_HERMES, "<tool_call>\n{"name": N,
  * "arguments": {...}}\n</tool_call>" (Qwen2.5, Qwen3, Hermes, and the
- * default for other families), or EMBER_TOOL_SYNTAX_LLAMA3, a bare
- * {"name": N, "parameters": {...}} object (a Llama 3.x template). Chosen
- * from the template's text; HERMES for NULL arguments or an unknown name. */
-enum { EMBER_TOOL_SYNTAX_HERMES = 0, EMBER_TOOL_SYNTAX_LLAMA3 = 1 };
+ * default for other families); EMBER_TOOL_SYNTAX_LLAMA3, a bare
+ * {"name": N, "parameters": {...}} object (a Llama 3.x template: one call
+ * per message); or EMBER_TOOL_SYNTAX_MISTRAL, "[TOOL_CALLS]" and a JSON
+ * array of {"name": N, "arguments": {...}} (a template that writes
+ * "[TOOL_CALLS][": Mistral 7B v0.3, Mistral Nemo; their call ids are 9
+ * letters and digits). Mistral's later "[TOOL_CALLS]name[ARGS]{...}"
+ * templates (Small 3.2, Devstral, Ministral 3) are HERMES until that form
+ * is written. Chosen from the template's text; HERMES for NULL arguments or
+ * an unknown name. Values are appended, never renumbered. */
+enum { EMBER_TOOL_SYNTAX_HERMES = 0, EMBER_TOOL_SYNTAX_LLAMA3 = 1, EMBER_TOOL_SYNTAX_MISTRAL = 2 };
 EMBER_API int ember_chat_tool_syntax(const ember_model* model, const char* chat_template);
 
 /* ---- Sessions ------------------------------------------------------------ */

@@ -273,6 +273,10 @@ int main(int argc, char** argv) {
     CHECK(strcmp(ember_status_string(EMBER_ERR_FORMAT), "EMBER_ERR_FORMAT") == 0);
     CHECK(strcmp(ember_status_string(EMBER_ERR_CONTEXT_FULL), "EMBER_ERR_CONTEXT_FULL") == 0);
     CHECK(ember_status_string((ember_status)9999) != NULL);
+    char digest[65];
+    CHECK(ember_sha256_hex("abc", 3, digest) == EMBER_OK);
+    CHECK(strcmp(digest, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0);
+    CHECK(ember_sha256_hex(NULL, 1, digest) == EMBER_ERR_INVALID_ARGUMENT);
     CHECK(ember_last_error() != NULL);
   }
   ember_model_options mopt;

@@ -156,6 +156,9 @@ TEST_CASE("chat tools: the call syntax follows the template") {
   // A model's own template: Qwen2.5's writes <tool_call>, Llama 3.1's its headers.
   CHECK(ember_chat_tool_syntax(nullptr, "{{ '<|start_header_id|>' }}{# <tool_call> #}") == EMBER_TOOL_SYNTAX_HERMES);
   CHECK(ember_chat_tool_syntax(nullptr, "{{ '<|start_header_id|>ipython' }}") == EMBER_TOOL_SYNTAX_LLAMA3);
+  // Mistral v3 writes the marker and the array's bracket as one literal.
+  CHECK(ember_chat_tool_syntax(nullptr, "{{- \"[TOOL_CALLS][\" }}") == EMBER_TOOL_SYNTAX_MISTRAL);
+  CHECK(ember_chat_tool_syntax(nullptr, "{{- '[TOOL_CALLS]' + name + '[ARGS]' }}") == EMBER_TOOL_SYNTAX_HERMES);
 }
 
 
@@ -191,6 +194,12 @@ TEST_CASE("chat tools: models' own templates render tools, calls and results") {
       {"meta-llama-Llama-3.2-3B-Instruct.jinja", EMBER_TOOL_SYNTAX_LLAMA3},
       {"meta-llama-Llama-3.3-70B-Instruct.jinja", EMBER_TOOL_SYNTAX_LLAMA3},
   };
+  // Mistral Nemo's refuses the conversation's ids (9 letters and digits
+  // only: serve maps them, tools/serve/tool_calls.h): its syntax is checked.
+  if (const auto nemo = std::filesystem::path(dir) / "mistralai-Mistral-Nemo-Instruct-2407.jinja";
+      std::filesystem::exists(nemo)) {
+    CHECK(ember_chat_tool_syntax(nullptr, read_file(nemo).c_str()) == EMBER_TOOL_SYNTAX_MISTRAL);
+  }
   for (const Family& f : families) {
     const std::string file = f.file;
     CAPTURE(file);

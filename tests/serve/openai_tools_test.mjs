@@ -5,7 +5,9 @@
 // grammar, so even random weights give a parseable call whose arguments
 // satisfy the schema: checked not streamed and streamed, with
 // parallel_tool_calls off, then a follow-up carrying the assistant's
-// tool_calls and the tool results; malformed tools are 400 naming them.
+// tool_calls and the tool results; streamed arguments arrive in pieces
+// (with the client and as raw events); the legacy functions/function_call;
+// malformed tools are 400 naming them.
 //
 //   node openai_tools_test.mjs EMBER CLIENT_DIR SCRATCH_DIR
 // Exit 77 (CTest: skipped) when the client is missing, unless
@@ -103,6 +105,39 @@ function checkCall(call, what, only) {
   }
 }
 
+// The raw server-sent events of a required call: each call's first chunk
+// carries id, type and name; its arguments follow in more than one chunk,
+// and joined they are the call's JSON arguments.
+async function rawStream(port, messages) {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ messages, tools, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 400,
+                           seed: 13, stream: true }) });
+  const text = await res.text();
+  const events = text.split('\n\n').filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]');
+  const calls = [];
+  let pieces = 0;
+  for (const e of events) {
+    const chunk = JSON.parse(e.slice(6));
+    for (const t of (chunk.choices[0] && chunk.choices[0].delta.tool_calls) || []) {
+      if (!calls[t.index]) {
+        check(typeof t.id === 'string' && t.type === 'function' && t.function.name,
+              `raw SSE: the first chunk of call ${t.index} names it: ${JSON.stringify(t)}`);
+        calls[t.index] = { id: t.id, type: t.type, function: { name: t.function.name, arguments: '' } };
+      } else {
+        check(t.id === undefined && t.function.name === undefined, `raw SSE: later chunks carry arguments only`);
+      }
+      if (t.function.arguments) {
+        calls[t.index].function.arguments += t.function.arguments;
+        ++pieces;
+      }
+    }
+  }
+  check(calls.length === 1, `raw SSE: one call (parallel_tool_calls false), got ${calls.length}`);
+  check(pieces >= 2, `raw SSE: arguments in ${pieces} chunks`);
+  calls.forEach((call, i) => checkCall(call, `raw SSE call ${i}`));
+}
+
 async function main() {
   const model = path.join(scratch, 'qwen2-synth.ember');
   execFileSync(ember, ['synth', '--shape', 'tiny', '--arch', 'qwen2', '-o', model], { stdio: 'ignore' });
@@ -139,7 +174,7 @@ async function main() {
     const stream = await client.chat.completions.create({ messages, tools, tool_choice: 'required', max_tokens: 400,
                                                           seed: 11, stream: true });
     const got = [];
-    let finish = null, content = '';
+    let finish = null, content = '', argChunks = 0;
     for await (const ch of stream) {
       if (!ch.choices.length) continue;
       const d = ch.choices[0].delta;
@@ -147,7 +182,10 @@ async function main() {
       for (const t of d.tool_calls || []) {
         if (!got[t.index]) got[t.index] = { id: t.id, type: t.type, function: { name: '', arguments: '' } };
         if (t.function && t.function.name) got[t.index].function.name += t.function.name;
-        if (t.function && t.function.arguments) got[t.index].function.arguments += t.function.arguments;
+        if (t.function && t.function.arguments) {
+          got[t.index].function.arguments += t.function.arguments;
+          ++argChunks;
+        }
       }
       if (ch.choices[0].finish_reason) finish = ch.choices[0].finish_reason;
     }
@@ -155,6 +193,9 @@ async function main() {
     check(content === '', `streamed: no content, got ${JSON.stringify(content)}`);
     check(got.length >= 1, `streamed: calls ${got.length}`);
     got.forEach((call, i) => checkCall(call, `streamed call ${i}`));
+    // The arguments came in pieces as they were generated, not at the end.
+    check(argChunks > got.length, `streamed: arguments in pieces: ${argChunks} chunks for ${got.length} calls`);
+    await rawStream(srv.port, messages);
     // The client's own accumulation (finalChatCompletion) agrees.
     const runner = client.beta && client.beta.chat && client.beta.chat.completions.stream
       ? client.beta.chat.completions.stream({ messages, tools, tool_choice: 'required', max_tokens: 400, seed: 11 })
@@ -178,12 +219,22 @@ async function main() {
     const r3 = await client.chat.completions.create({ messages: follow, tools, tool_choice: 'none', max_tokens: 8 });
     check(!r3.choices[0].message.tool_calls, 'tool_choice none: no calls');
 
+    // The legacy functions / function_call: read as tools / tool_choice.
+    const functions = tools.map((t) => t.function);
+    const legacy = await client.chat.completions.create({
+      messages, functions, function_call: { name: 'get_time' }, max_tokens: 200, seed: 5 });
+    const lc = legacy.choices[0];
+    check(lc.finish_reason === 'tool_calls', `functions: finish_reason ${lc.finish_reason}`);
+    check((lc.message.tool_calls || []).length === 1, `functions: one call, got ${JSON.stringify(lc.message)}`);
+    if (lc.message.tool_calls) checkCall(lc.message.tool_calls[0], 'functions call', 'get_time');
+
     // Refusals naming the field.
     const refusals = [
       [{ tools: [{ type: 'retrieval' }] }, 'tools'],
       [{ tools, tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice'],
       [{ tool_choice: 'required' }, 'tool_choice'],
       [{ messages: [...messages, { role: 'tool', content: 'x' }] }, 'messages'],
+      [{ tools, functions: tools.map((t) => t.function) }, 'functions'],
     ];
     for (const [extra, param] of refusals) {
       let err = null;

@@ -1,5 +1,7 @@
 #include "tools/serve/grammar_cache.h"
 
+#include "tools/serve/tool_calls.h"
+
 namespace ember::serve {
 
 GrammarCache::GrammarCache(const ember_model* model, size_t capacity)
@@ -15,7 +17,10 @@ GrammarRef GrammarCache::compile(const std::string& key, RequestError* error) {
   if (key.size() > kGateBytes) gate.lock();
   ember_grammar* g = nullptr;
   const ember_status st = ember_grammar_create_json_schema(model_, key.c_str(), &g);
-  if (st == EMBER_OK) return GrammarRef(g, [](const ember_grammar* p) { ember_grammar_free(const_cast<ember_grammar*>(p)); });
+  if (st == EMBER_OK) {
+    ++compiled_;
+    return GrammarRef(g, [](const ember_grammar* p) { ember_grammar_free(const_cast<ember_grammar*>(p)); });
+  }
   // EMBER_ERR_NO_MEMORY: the grammar's own budget (parse stacks, states),
   // not the process's: the schema is too complex, the request's doing.
   const bool client = st == EMBER_ERR_UNSUPPORTED || st == EMBER_ERR_INVALID_ARGUMENT || st == EMBER_ERR_NO_MEMORY;
@@ -29,28 +34,18 @@ GrammarRef GrammarCache::compile(const std::string& key, RequestError* error) {
   return nullptr;
 }
 
-GrammarRef GrammarCache::get(const CompletionRequest& request, bool* hit, RequestError* error) {
-  if (hit) *hit = false;
-  using Format = CompletionRequest::Format;
-  if (request.format == Format::kText) return nullptr;
-  // Schema text is a JSON object or boolean, never "": "" is json_object's key.
-  static const std::string kAnyObject;
-  const std::string& key = request.format == Format::kJsonSchema ? request.json_schema : kAnyObject;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (Entry& e : entries_) {
-      if (e.key == key) {
-        e.used = ++tick_;
-        if (hit) *hit = true;
-        return e.grammar;
-      }
+GrammarRef GrammarCache::find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Entry& e : entries_) {
+    if (e.key == key) {
+      e.used = ++tick_;
+      return e.grammar;
     }
   }
-  // Compiled outside the lock: other schemas' requests do not wait for it.
-  // Two requests with the same new schema may both compile it; the second
-  // one kept replaces nothing (the first is found below).
-  GrammarRef g = compile(key, error);
-  if (!g) return nullptr;
+  return nullptr;
+}
+
+GrammarRef GrammarCache::keep(const std::string& key, GrammarRef g) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Entry& e : entries_) {
     if (e.key == key) {
@@ -69,6 +64,78 @@ GrammarRef GrammarCache::get(const CompletionRequest& request, bool* hit, Reques
     *oldest = Entry{key, g, ++tick_};
   }
   return g;
+}
+
+GrammarRef GrammarCache::get(const CompletionRequest& request, bool* hit, RequestError* error) {
+  if (hit) *hit = false;
+  using Format = CompletionRequest::Format;
+  if (request.format == Format::kText) return nullptr;
+  // Schema text is a JSON object or boolean, never "": "" is json_object's key.
+  static const std::string kAnyObject;
+  const std::string& key = request.format == Format::kJsonSchema ? request.json_schema : kAnyObject;
+  if (GrammarRef g = find(key)) {
+    if (hit) *hit = true;
+    return g;
+  }
+  // Compiled outside the lock: other schemas' requests do not wait for it.
+  // Two requests with the same new schema may both compile it; the second
+  // one kept replaces nothing (the first is found by keep).
+  GrammarRef g = compile(key, error);
+  return g ? keep(key, std::move(g)) : nullptr;
+}
+
+namespace {
+
+// What a call grammar is made of, each part length-prefixed (so no two
+// requests that differ spell the same text), as a SHA-256.
+std::string tool_calls_key(const CompletionRequest& r, int syntax) {
+  std::string text;
+  auto add = [&text](const std::string& s) { text += std::to_string(s.size()) + ":" + s; };
+  add(std::to_string(syntax));
+  add(std::to_string(static_cast<int>(r.tool_choice)));
+  add(r.tool_choice == ToolChoice::kNamed ? r.tool_choice_name : "");
+  add(r.parallel_tool_calls ? "1" : "0");
+  for (const ToolFunction& t : r.tools) {
+    add(t.name);
+    add(t.parameters);
+  }
+  char hex[65] = {};
+  ember_sha256_hex(text.data(), text.size(), hex);
+  return std::string("tools:") + hex;
+}
+
+}  // namespace
+
+GrammarRef GrammarCache::compile_tool_calls(const CompletionRequest& request, int syntax, RequestError* error) {
+  std::string gbnf, why;
+  error->status = 400;
+  error->param = "tools";
+  if (!tool_call_grammar(request, syntax, &gbnf, &why)) {
+    error->message = why;
+    return nullptr;
+  }
+  std::unique_lock<std::mutex> gate(gate_, std::defer_lock);
+  if (gbnf.size() > kGateBytes) gate.lock();
+  ember_grammar* g = nullptr;
+  const ember_status st = ember_grammar_create(model_, gbnf.c_str(), "root", &g);
+  if (st != EMBER_OK) {
+    error->status = st == EMBER_ERR_INTERNAL ? 500 : 400;
+    error->message = std::string("'tools': the call grammar: ") + ember_last_error();
+    return nullptr;
+  }
+  ++compiled_;
+  return GrammarRef(g, [](const ember_grammar* p) { ember_grammar_free(const_cast<ember_grammar*>(p)); });
+}
+
+GrammarRef GrammarCache::get_tool_calls(const CompletionRequest& request, int syntax, bool* hit, RequestError* error) {
+  if (hit) *hit = false;
+  const std::string key = tool_calls_key(request, syntax);
+  if (GrammarRef g = find(key)) {
+    if (hit) *hit = true;
+    return g;
+  }
+  GrammarRef g = compile_tool_calls(request, syntax, error);
+  return g ? keep(key, std::move(g)) : nullptr;
 }
 
 }  // namespace ember::serve

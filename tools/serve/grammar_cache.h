@@ -1,8 +1,10 @@
-// The compiled grammars of `ember serve`'s response_format, kept by the
-// exact schema text: a grammar computes each state's token mask the first
-// time a generation reaches it and keeps it, so a schema that comes again
-// (clients send the same one with every request) skips the compilation and
-// finds its masks made.
+// The compiled grammars of `ember serve`: response_format's, kept by the
+// exact schema text, and the tool-call grammars of tool_choice "required" or
+// a named function (tool_calls.h), kept by a digest of what they are made
+// of. A grammar computes each state's token mask the first time a
+// generation reaches it and keeps it, so a schema or a set of tools that
+// comes again (clients send the same ones with every request) skips the
+// compilation and finds its masks made.
 //
 // Compiled on the connection thread that read the request (never the
 // scheduler's, which would stall every slot). At most `capacity` grammars
@@ -11,6 +13,7 @@
 // end (and the runtime's generator keeps one of its own).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,21 +44,39 @@ class GrammarCache {
   // Thread-safe.
   GrammarRef get(const CompletionRequest& request, bool* hit, RequestError* error);
 
+  // The call grammar of a request whose tool_choice demands a call
+  // (tool_call_grammar in `syntax`), kept under "tools:" and the SHA-256 of
+  // the tools' names and parameters schemas, tool_choice (and its name),
+  // parallel_tool_calls and the syntax: what the grammar is made of. *hit
+  // as for get. Refusals: 400, param "tools", naming the function whose
+  // schema is refused or the grammar's limit. Thread-safe.
+  GrammarRef get_tool_calls(const CompletionRequest& request, int syntax, bool* hit, RequestError* error);
+
   size_t size() const;
+  // Grammars compiled so far, of both kinds (a request that finds its
+  // grammar kept compiles none).
+  uint64_t compiled() const { return compiled_.load(); }
 
  private:
   struct Entry {
-    std::string key;  // the schema's compact text; "" for any JSON object
+    std::string key;  // the schema's compact text ("" for any JSON object), or "tools:" and a digest
     GrammarRef grammar;
     uint64_t used = 0;  // tick of the last use
   };
   GrammarRef compile(const std::string& key, RequestError* error);
+  GrammarRef compile_tool_calls(const CompletionRequest& request, int syntax, RequestError* error);
+  // The grammar kept under key (its use noted), or null.
+  GrammarRef find(const std::string& key);
+  // Keeps g under key, dropping the least recently used past capacity;
+  // returns the grammar kept (another request's, when it got there first).
+  GrammarRef keep(const std::string& key, GrammarRef g);
 
   const ember_model* model_;
   size_t capacity_;
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
   uint64_t tick_ = 0;
+  std::atomic<uint64_t> compiled_{0};
   // Schemas past kGateBytes compile one at a time (their compilation's
   // memory and CPU are bounded across connections, as long prompts'
   // tokenization is).

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/serve/tool_calls.h"
+
 namespace ember::serve {
 namespace {
 
@@ -37,9 +39,12 @@ ember_status format_chat(const ember_model* model, const std::vector<ChatMessage
   return st;
 }
 
-ember_status format_chat(const ember_model* model, const CompletionRequest& request, std::string* out) {
+ember_status format_chat(const ember_model* model, const CompletionRequest& request, std::string* out,
+                         const char* chat_template) {
   using ojson = nlohmann::ordered_json;  // a schema's properties reach the template in their order
   out->clear();
+  // Mistral's templates take only 9-character ids: other ids are mapped.
+  const int syntax = ember_chat_tool_syntax(model, chat_template);
   ojson messages = ojson::array();
   for (const ChatMessage& m : request.messages) {
     ojson j = {{"role", m.role}};
@@ -47,11 +52,13 @@ ember_status format_chat(const ember_model* model, const CompletionRequest& requ
     if (!m.tool_calls.empty()) {
       ojson calls = ojson::array();
       for (const ToolCall& c : m.tool_calls) {
-        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        calls.push_back({{"id", template_call_id(c.id, syntax)},
+                         {"type", "function"},
+                         {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
       }
       j["tool_calls"] = std::move(calls);
     }
-    if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
+    if (!m.tool_call_id.empty()) j["tool_call_id"] = template_call_id(m.tool_call_id, syntax);
     messages.push_back(std::move(j));
   }
   std::string tools_text;
@@ -68,10 +75,12 @@ ember_status format_chat(const ember_model* model, const CompletionRequest& requ
   const std::string messages_text = messages.dump(-1, ' ', false, ojson::error_handler_t::replace);
   const char* tools_arg = tools_text.empty() ? nullptr : tools_text.c_str();
   size_t len = 0;
-  ember_status st = ember_chat_format_json(model, nullptr, messages_text.c_str(), tools_arg, 1, nullptr, 0, &len);
+  ember_status st =
+      ember_chat_format_json(model, chat_template, messages_text.c_str(), tools_arg, 1, nullptr, 0, &len);
   if (st != EMBER_ERR_BUFFER_TOO_SMALL && st != EMBER_OK) return st;
   out->resize(len);
-  st = ember_chat_format_json(model, nullptr, messages_text.c_str(), tools_arg, 1, out->data(), out->size(), &len);
+  st = ember_chat_format_json(model, chat_template, messages_text.c_str(), tools_arg, 1, out->data(), out->size(),
+                              &len);
   if (st != EMBER_OK) out->clear();
   return st;
 }
@@ -200,23 +209,40 @@ std::string stream_chunk(const CompletionRequest& r, const std::string& id, int6
   return "data: " + dump(j) + "\n\n";
 }
 
+namespace {
+
+// A chunk whose delta holds one entry of tool_calls.
+std::string tool_call_chunk(const std::string& id, int64_t created, const std::string& model, json delta_call) {
+  json choice = {{"index", 0},
+                 {"delta", {{"tool_calls", json::array({std::move(delta_call)})}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr}};
+  json j = {{"id", id},
+            {"object", "chat.completion.chunk"},
+            {"created", created},
+            {"model", model},
+            {"choices", json::array({choice})}};
+  return "data: " + dump(j) + "\n\n";
+}
+
+}  // namespace
+
+std::string stream_tool_call_start(const CompletionRequest& r, const std::string& id, int64_t created,
+                                   const std::string& model, const ToolCall& call, size_t index) {
+  return tool_call_chunk(id, created, model,
+                         {{"index", index}, {"id", call.id}, {"type", "function"},
+                          {"function", {{"name", call.name}, {"arguments", ""}}}});
+}
+
+std::string stream_tool_call_arguments(const CompletionRequest& r, const std::string& id, int64_t created,
+                                       const std::string& model, const std::string& piece, size_t index) {
+  return tool_call_chunk(id, created, model, {{"index", index}, {"function", {{"arguments", piece}}}});
+}
+
 std::string stream_tool_call_chunks(const CompletionRequest& r, const std::string& id, int64_t created,
                                     const std::string& model, const ToolCall& call, size_t index) {
-  auto chunk = [&](json delta_call) {
-    json choice = {{"index", 0},
-                   {"delta", {{"tool_calls", json::array({std::move(delta_call)})}}},
-                   {"logprobs", nullptr},
-                   {"finish_reason", nullptr}};
-    json j = {{"id", id},
-              {"object", "chat.completion.chunk"},
-              {"created", created},
-              {"model", model},
-              {"choices", json::array({choice})}};
-    return "data: " + dump(j) + "\n\n";
-  };
-  return chunk({{"index", index}, {"id", call.id}, {"type", "function"},
-                {"function", {{"name", call.name}, {"arguments", ""}}}}) +
-         chunk({{"index", index}, {"function", {{"arguments", call.arguments}}}});
+  return stream_tool_call_start(r, id, created, model, call, index) +
+         stream_tool_call_arguments(r, id, created, model, call.arguments, index);
 }
 
 std::string stream_usage_chunk(const CompletionRequest& r, const std::string& id, int64_t created,

@@ -90,8 +90,12 @@ struct RequestError {
 // the template used, printed at start.
 ember_status format_chat(const ember_model* model, const std::vector<ChatMessage>& messages, std::string* out);
 // A chat request's messages (tool calls and tool results included) and its
-// tools through the model's template (ember_chat_format_json).
-ember_status format_chat(const ember_model* model, const CompletionRequest& request, std::string* out);
+// tools through the model's template (ember_chat_format_json), or through
+// chat_template (a name or template text, as ember_chat_format takes it)
+// when not NULL. Call ids are given as the template takes them
+// (template_call_id, tool_calls.h).
+ember_status format_chat(const ember_model* model, const CompletionRequest& request, std::string* out,
+                         const char* chat_template = nullptr);
 std::string chat_template_name(const ember_model* model);
 
 // {"error":{"message":...,"type":...,"param":...,"code":...}}: param and
@@ -133,9 +137,15 @@ std::string stream_chunk(const CompletionRequest& r, const std::string& id, int6
                          const std::string& text, const Finish* finish, bool first,
                          const std::vector<TokenLogprobs>* logprobs = nullptr);
 // The chunks of one call, as OpenAI streams them: delta.tool_calls [{index,
-// id, type, function {name, arguments ""}}], then its arguments.
+// id, type, function {name, arguments ""}}] (stream_tool_call_start), then
+// its arguments, whole or in pieces (stream_tool_call_arguments: [{index,
+// function {arguments: piece}}]).
 std::string stream_tool_call_chunks(const CompletionRequest& r, const std::string& id, int64_t created,
                                     const std::string& model, const ToolCall& call, size_t index);
+std::string stream_tool_call_start(const CompletionRequest& r, const std::string& id, int64_t created,
+                                   const std::string& model, const ToolCall& call, size_t index);
+std::string stream_tool_call_arguments(const CompletionRequest& r, const std::string& id, int64_t created,
+                                       const std::string& model, const std::string& piece, size_t index);
 std::string stream_usage_chunk(const CompletionRequest& r, const std::string& id, int64_t created,
                                const std::string& model, const Usage& usage);
 

@@ -673,13 +673,11 @@ bool Server::prepare(const HttpRequest& r, bool chat, Prepared* out, RequestErro
     out->tools_on = cr.tool_choice != ToolChoice::kNone;
     out->all_calls = cr.tool_choice == ToolChoice::kRequired || cr.tool_choice == ToolChoice::kNamed;
     if (out->all_calls) {
-      std::string gbnf, why;
-      if (!tool_call_grammar(cr, out->tool_syntax, &gbnf, &why)) return refuse(why, "tools");
-      ember_grammar* g = nullptr;
-      if (ember_grammar_create(model_, gbnf.c_str(), "root", &g) != EMBER_OK) {
-        return refuse(std::string("'tools': the call grammar: ") + ember_last_error(), "tools");
-      }
-      out->tool_grammar.reset(g, ember_grammar_free);
+      // Compiled on this thread, or found in the cache (the same tools again).
+      bool hit = false;
+      out->tool_grammar = grammars_.get_tool_calls(cr, out->tool_syntax, &hit, error);
+      if (!out->tool_grammar) return false;
+      metrics_->on_grammar_cache(hit);
     }
   }
   const int32_t room = ctx - static_cast<int32_t>(ids.size());
@@ -708,8 +706,7 @@ void Server::request_of(Prepared& prepared, GenerationRequest* req) {
   req->sampling.seed = cr.has_seed ? cr.seed : std::random_device{}();
   req->stop = cr.stop;
   // A demanded tool call's grammar wins over response_format's.
-  req->grammar = prepared.tool_grammar ? std::shared_ptr<const ember_grammar>(prepared.tool_grammar)
-                                       : std::move(prepared.grammar);
+  req->grammar = prepared.tool_grammar ? std::move(prepared.tool_grammar) : std::move(prepared.grammar);
 }
 
 bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
@@ -830,6 +827,8 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   while (next(&text)) {
     if (prepared.tools_on) text = calls.add(text);
     logprobs.add(tokens, &lp);
+    // A demanded call's arguments go out as they are generated.
+    if (ok && prepared.all_calls) ok = c.write_all(tool_stream_deltas(cr, id, created, model, &calls));
     if (ok && (!text.empty() || !lp.empty())) {
       ok = c.write_all(stream_chunk(cr, id, created, model, text, nullptr, false, cr.logprobs ? &lp : nullptr));
     }

@@ -78,7 +78,7 @@ class Server {
     bool tools_on = false;   // calls are read out of the text (chat, tools, tool_choice not none)
     bool all_calls = false;  // tool_choice required or named: the text is all calls
     int tool_syntax = EMBER_TOOL_SYNTAX_HERMES;  // how the model writes a call
-    std::shared_ptr<ember_grammar> tool_grammar;  // tool_choice required or named
+    GrammarRef tool_grammar;  // tool_choice required or named (the grammar cache's)
   };
   // The scheduler's request from a prepared one: prompt, sampling, stop
   // strings, the constraint.
