@@ -101,7 +101,7 @@ bool matches(ember::CompiledGrammar& g, const std::string& text) {
   return s.is_ok() && g.complete(s.value());
 }
 
-TEST_CASE("json schema corpus: grammars within a size bound; valid instances accepted, invalid ones rejected") {
+TEST_CASE("json schema corpus: grammars within a size bound, valid instances accepted, invalid ones rejected") {
   const std::string stories = ember::test::stories_model("llama2c");
   REQUIRE(!stories.empty());
   auto model = ember::Model::open(stories, ember::Model::Options{});

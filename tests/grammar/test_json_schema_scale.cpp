@@ -190,7 +190,7 @@ TEST_CASE("json schema scale: 40 optional properties compile, with live stacks l
   }
 }
 
-TEST_CASE("json schema scale: compile work is bounded; a hostile schema is refused quickly as too complex") {
+TEST_CASE("json schema scale: compile work is bounded, and a hostile schema is refused quickly as too complex") {
   Stories st;
   const ember::Tokenizer& tok = st.model->tokenizer();
   // 1,000 optional properties: within the default budget.
