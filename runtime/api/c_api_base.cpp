@@ -37,6 +37,7 @@ const char* ember_status_string(ember_status status) {
     case EMBER_ERR_TOKEN_OUT_OF_RANGE: return "EMBER_ERR_TOKEN_OUT_OF_RANGE";
     case EMBER_ERR_UNSUPPORTED: return "EMBER_ERR_UNSUPPORTED";
     case EMBER_ERR_BUFFER_TOO_SMALL: return "EMBER_ERR_BUFFER_TOO_SMALL";
+    case EMBER_ERR_TOO_COMPLEX: return "EMBER_ERR_TOO_COMPLEX";
     case EMBER_ERR_NO_MEMORY: return "EMBER_ERR_NO_MEMORY";
     case EMBER_ERR_CONTEXT_FULL: return "EMBER_ERR_CONTEXT_FULL";
     case EMBER_ERR_IO: return "EMBER_ERR_IO";

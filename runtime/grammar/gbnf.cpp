@@ -383,13 +383,13 @@ class GbnfReader {
       case 'n': *cp = '\n'; break;
       case 'r': *cp = '\r'; break;
       case 't': *cp = '\t'; break;
-      case '\\': case '"': case '\'': case '[': case ']': *cp = static_cast<unsigned char>(e); break;
+      case '\\': case '"': case '\'': case '[': case ']': case '-': *cp = static_cast<unsigned char>(e); break;
       case 'x': digits = 2; break;
       case 'u': digits = 4; break;
       case 'U': digits = 8; break;
       default:
         if (at + 1 >= text_.size()) return fail(at, "'\\' at the end of the text");
-        return fail(at, "unknown escape (known: \\n \\r \\t \\\\ \\\" \\' \\[ \\] \\xHH \\uHHHH \\UHHHHHHHH)");
+        return fail(at, "unknown escape (known: \\n \\r \\t \\\\ \\\" \\' \\[ \\] \\- \\xHH \\uHHHH \\UHHHHHHHH)");
     }
     pos_ = at + 2;
     if (digits == 0) return Status::ok();
@@ -407,11 +407,20 @@ class GbnfReader {
     return Status::ok();
   }
 
+  // A raw byte that cannot stand in a literal or class: NUL (llama.cpp
+  // reads C strings, where it ends the text). Other control characters,
+  // newlines included, stand for themselves there, as in llama.cpp.
+  Status check_raw_byte() {
+    if (text_[pos_] == '\0') return fail(pos_, "a NUL byte (write \\x00)");
+    return Status::ok();
+  }
+
   Status read_literal(Frame* f) {
     const size_t open = pos_++;
     f->item = f->body.size();
     for (;;) {
-      if (pos_ >= text_.size() || text_[pos_] == '\n') return fail(open, "unterminated literal: '\"' without its closing '\"' on the line");
+      if (pos_ >= text_.size()) return fail(open, "unterminated literal: '\"' without its closing '\"'");
+      EMBER_TRY(check_raw_byte());
       if (text_[pos_] == '"') {
         ++pos_;
         return Status::ok();
@@ -429,9 +438,10 @@ class GbnfReader {
       set.negated = true;
       ++pos_;
     }
-    const auto unterminated = [&] { return fail(open, "unterminated character class: '[' without its ']' on the line"); };
+    const auto unterminated = [&] { return fail(open, "unterminated character class: '[' without its ']'"); };
     for (;;) {
-      if (pos_ >= text_.size() || text_[pos_] == '\n') return unterminated();
+      if (pos_ >= text_.size()) return unterminated();
+      EMBER_TRY(check_raw_byte());
       if (text_[pos_] == ']') {
         ++pos_;
         break;
@@ -442,7 +452,7 @@ class GbnfReader {
       uint32_t hi = lo;
       if (peek(pos_) == '-' && pos_ + 1 < text_.size() && text_[pos_ + 1] != ']') {
         ++pos_;
-        if (text_[pos_] == '\n') return unterminated();
+        EMBER_TRY(check_raw_byte());
         EMBER_TRY(read_char(&hi));
         if (hi < lo) return fail(lo_pos, "character range U+%04X-U+%04X is reversed", lo, hi);
       }

@@ -5,14 +5,17 @@
 // definition each), alternatives split by '|'; a newline ends a rule only
 // where the next non-blank line begins `name ::=` (inside parentheses it is
 // a space); `# comments`; literals "..." and classes [a-z] [^...] in UTF-8
-// with escapes \n \r \t \\ \" \' \[ \] \xHH \uHHHH \UHHHHHHHH; `.`;
-// groups ( ); repetitions * + ? {m} {m,} {m,n}; references, before or after
-// their rule. Groups and repetitions become generated rules named after
-// the rule they are in (`value-3`); each distinct character set is held once.
+// with escapes \n \r \t \\ \" \' \[ \] \- \xHH \uHHHH \UHHHHHHHH, where a raw
+// newline or other control character stands for itself (as in llama.cpp;
+// a raw NUL is refused: llama.cpp's text ends there); `.`; groups ( );
+// repetitions * + ? {m} {m,} {m,n}; references, before or after their
+// rule. Groups and repetitions become generated rules named after the rule
+// they are in (`value-3`); each distinct character set is held once. A
+// repetition of something that can match nothing (`("a"?)*`, `(x*)+`,
+// `("" | "b")*`) means the repetition of its non-empty matches, as in
+// llama.cpp (check_grammar keeps such tail-call cycles).
 // Limits (GrammarLimits): text bytes, rules, elements (counted as they are
 // emitted), parenthesis nesting (the reader never recurses), m and n.
-// Not read: a repetition of something that can match nothing (`(x?)*`) is
-// refused as left recursion, as the matcher could not end it.
 #pragma once
 
 #include <string>

@@ -32,19 +32,84 @@ std::vector<bool> nullable_rules(const Grammar& g) {
 
 namespace {
 
-// The rules rule r can start with: the leading Refs of each alternative, past
-// every nullable one.
-std::vector<std::vector<uint32_t>> leading_refs(const Grammar& g, const std::vector<bool>& nullable) {
-  std::vector<std::vector<uint32_t>> lead(g.alts.size());
+// "Rule r can start with rule to": a leading Ref of one of r's alternatives,
+// past every nullable one. `grows` when something follows the Ref in its
+// alternative: expanding it pushes a stack node, so a cycle through such an
+// edge would push without end. A Ref that ends its alternative (a tail
+// call: the form of every repetition rule, R ::= x R | ) pushes nothing, so
+// a cycle of those returns to a (position, stack) pair the matcher's
+// closure has seen and ends there.
+struct LeadEdge {
+  uint32_t to;
+  bool grows;
+};
+
+std::vector<std::vector<LeadEdge>> leading_refs(const Grammar& g, const std::vector<bool>& nullable) {
+  std::vector<std::vector<LeadEdge>> lead(g.alts.size());
   for (size_t r = 0; r < g.alts.size(); ++r) {
     for (uint32_t a : g.alts[r]) {
       for (uint32_t i = a; i < g.elems.size() && g.elems[i].kind == GrammarElem::Ref; ++i) {
-        lead[r].push_back(g.elems[i].value);
+        lead[r].push_back({g.elems[i].value, g.elems[i + 1].kind != GrammarElem::End});
         if (!nullable[g.elems[i].value]) break;
       }
     }
   }
   return lead;
+}
+
+// Strongly connected components of the lead graph (Kosaraju, iterative: a
+// grammar of 65,536 rules must not recurse 65,536 deep): per rule, its
+// component's number.
+std::vector<uint32_t> lead_components(const std::vector<std::vector<LeadEdge>>& lead) {
+  const size_t n = lead.size();
+  std::vector<std::vector<uint32_t>> back(n);
+  for (size_t r = 0; r < n; ++r) {
+    for (const LeadEdge& e : lead[r]) back[e.to].push_back(static_cast<uint32_t>(r));
+  }
+  // Pass 1: rules in order of finishing.
+  std::vector<uint32_t> order;
+  std::vector<uint8_t> seen(n, 0);
+  std::vector<std::pair<uint32_t, size_t>> stack;
+  for (uint32_t s = 0; s < n; ++s) {
+    if (seen[s]) continue;
+    seen[s] = 1;
+    stack.push_back({s, 0});
+    while (!stack.empty()) {
+      auto& [r, next] = stack.back();
+      if (next == lead[r].size()) {
+        order.push_back(r);
+        stack.pop_back();
+        continue;
+      }
+      const uint32_t to = lead[r][next++].to;
+      if (!seen[to]) {
+        seen[to] = 1;
+        stack.push_back({to, 0});
+      }
+    }
+  }
+  // Pass 2: on the reversed graph, latest finisher first.
+  const uint32_t kUnset = 0xffffffffu;
+  std::vector<uint32_t> comp(n, kUnset);
+  std::vector<uint32_t> todo;
+  uint32_t count = 0;
+  for (size_t k = n; k-- > 0;) {
+    if (comp[order[k]] != kUnset) continue;
+    comp[order[k]] = count;
+    todo.push_back(order[k]);
+    while (!todo.empty()) {
+      const uint32_t r = todo.back();
+      todo.pop_back();
+      for (uint32_t from : back[r]) {
+        if (comp[from] == kUnset) {
+          comp[from] = count;
+          todo.push_back(from);
+        }
+      }
+    }
+    ++count;
+  }
+  return comp;
 }
 
 }  // namespace
@@ -89,31 +154,19 @@ Status check_grammar(const Grammar& g, const GrammarLimits& limits) {
       }
     }
   }
-  // Left recursion: a cycle in "starts with" (iterative DFS, colours).
+  // Left recursion the matcher could not end: a cycle in "starts with"
+  // that takes a growing edge. A cycle of tail calls only is kept: the
+  // repetition of something that can match nothing ("a"?)* is one, and
+  // means the repetition of its non-empty matches.
   const std::vector<bool> nullable = nullable_rules(g);
-  const std::vector<std::vector<uint32_t>> lead = leading_refs(g, nullable);
-  std::vector<uint8_t> colour(n, 0);  // 0 new, 1 on the path, 2 done
-  std::vector<std::pair<uint32_t, size_t>> stack;
-  for (uint32_t s = 0; s < n; ++s) {
-    if (colour[s]) continue;
-    stack.push_back({s, 0});
-    colour[s] = 1;
-    while (!stack.empty()) {
-      auto& [r, next] = stack.back();
-      if (next == lead[r].size()) {
-        colour[r] = 2;
-        stack.pop_back();
-        continue;
-      }
-      const uint32_t to = lead[r][next++];
-      if (colour[to] == 1) {
+  const std::vector<std::vector<LeadEdge>> lead = leading_refs(g, nullable);
+  const std::vector<uint32_t> comp = lead_components(lead);
+  for (size_t r = 0; r < n; ++r) {
+    for (const LeadEdge& e : lead[r]) {
+      if (e.grows && comp[e.to] == comp[r]) {
         return Status::error(EMBER_ERR_INVALID_ARGUMENT,
                              "grammar: rule '%s' is left-recursive (it can begin with itself, through '%s')",
-                             g.names[to].c_str(), g.names[r].c_str());
-      }
-      if (colour[to] == 0) {
-        colour[to] = 1;
-        stack.push_back({to, 0});
+                             g.names[e.to].c_str(), g.names[r].c_str());
       }
     }
   }

@@ -6,9 +6,11 @@
 //
 // The form the matcher needs, and every producer guarantees (check_grammar):
 // every Ref names a rule; the root exists; no rule reaches itself at its
-// leftmost position, directly or through rules that can match nothing (left
-// recursion: the matcher would never stop expanding); sizes within
-// GrammarLimits. Repetitions (* + ? {m,n}) and groups are already rules.
+// leftmost position, directly or through rules that can match nothing, with
+// something left to match after the reference (left recursion: the matcher
+// would never stop expanding; a reference that ends its alternative, as in
+// the rule R ::= x R | of a repetition x*, is a tail call and is kept);
+// sizes within GrammarLimits. Repetitions (* + ? {m,n}) and groups are already rules.
 #pragma once
 
 #include <cstdint>
@@ -69,7 +71,7 @@ struct GrammarLimits {
 
 // EMBER_ERR_INVALID_ARGUMENT naming the rule when a Ref is out of range,
 // the root is missing, a rule is left-recursive (directly or through
-// nullable rules), or a limit is passed.
+// nullable rules, other than by tail calls), or a limit is passed.
 Status check_grammar(const Grammar& grammar, const GrammarLimits& limits = {});
 
 // Per rule: whether it can match the empty string.

@@ -20,7 +20,8 @@
 //   lengths counted in code points; `pattern` writes escapes only for " and
 //   \; format grammars accept a faithful subset (below).
 // - Arrays past `prefixItems` with no `items`: any JSON value.
-// - enum/const: each value in its compact form.
+// - enum/const: each value in its compact form (the values factored by
+//   common prefix into a trie of rules).
 // - oneOf is translated as anyOf: a text matching two branches is allowed
 //   by the grammar though a validator rejects it.
 // - Whitespace between tokens: none, one space, or a newline and up to 20
@@ -34,6 +35,7 @@
 // kRefused.
 #include "grammar/json_schema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -155,8 +157,13 @@ class Translator {
     while (!base.empty() && base.back() == '-') base.pop_back();
     if (base.size() > 48) base.resize(48);
     if (base.empty()) base = "rule";
+    // The next suffix per base: a schema of 4,000 properties asks for the
+    // same base thousands of times, and counting up from 2 each time was
+    // quadratic.
     std::string name = base;
-    for (int i = 2; used_names_.count(name); ++i) name = base + "-" + std::to_string(i);
+    int& next = next_suffix_[base];
+    if (next < 2) next = 2;
+    while (used_names_.count(name)) name = base + "-" + std::to_string(next++);
     used_names_.insert(name);
     return name;
   }
@@ -580,19 +587,70 @@ class Translator {
       if (types.count("number")) return true;
       return types.count("integer") > 0 && (v.is_number_integer() || v.get<double>() == std::floor(v.get<double>()));
     };
-    std::vector<std::string> alts;
+    std::vector<std::string> texts;
     for (const json& v : values) {
       if (!type_ok(v)) continue;
       // An integral float (1.0) is written as the integer it equals.
       if (v.is_number_float() && std::fabs(v.get<double>()) < 1e15 && v.get<double>() == std::floor(v.get<double>())) {
-        alts.push_back(literal(std::to_string(static_cast<int64_t>(v.get<double>()))));
+        texts.push_back(std::to_string(static_cast<int64_t>(v.get<double>())));
       } else {
-        alts.push_back(json_literal(v));
+        texts.push_back(v.dump(-1, ' ', false, json::error_handler_t::replace));
       }
     }
-    if (alts.empty()) return never();
-    EMBER_ASSIGN_OR_RETURN(std::string name, rule(hint, join_alts(alts)));
+    if (texts.empty()) return never();
+    EMBER_ASSIGN_OR_RETURN(std::string name, one_of_texts(texts, hint));
     return Expr{name};
+  }
+
+  // A rule matching exactly one of `texts` (UTF-8), factored by common
+  // prefix: one rule per node of their trie where it branches, so the
+  // matcher keeps one stack per distinct continuation, not one per value (an
+  // enum of 500 strings all begin with '"'). Built from the sorted texts
+  // with a work list: no recursion, memory linear in the text.
+  Result<std::string> one_of_texts(const std::vector<std::string>& texts, const std::string& hint) {
+    std::vector<std::vector<uint32_t>> cps;
+    for (const std::string& t : texts) cps.push_back(rx::decode_utf8(t));
+    std::sort(cps.begin(), cps.end());
+    cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
+    std::string key;  // the same values again share the rule
+    for (const auto& c : cps) key += literal(cp_text(c, 0, c.size())) + " | ";
+    if (auto it = by_body_.find(key); it != by_body_.end()) return it->second;
+    struct Branch {
+      size_t lo, hi, depth;  // cps[lo, hi) share their first `depth` code points
+      std::string name;
+    };
+    std::vector<Branch> todo{{0, cps.size(), 0, fresh_name(hint)}};
+    const std::string root = todo[0].name;
+    while (!todo.empty()) {
+      const Branch b = todo.back();
+      todo.pop_back();
+      std::vector<std::string> alts;
+      size_t a = b.lo;
+      if (cps[a].size() == b.depth) alts.push_back("\"\""), ++a;  // sorted: the prefix itself comes first
+      while (a < b.hi) {
+        size_t e = a + 1;
+        while (e < b.hi && cps[e][b.depth] == cps[a][b.depth]) ++e;
+        // The group's common prefix: that of its first and last (sorted).
+        size_t d = b.depth + 1;
+        while (d < cps[a].size() && d < cps[e - 1].size() && cps[a][d] == cps[e - 1][d]) ++d;
+        std::string alt = literal(cp_text(cps[a], b.depth, d));
+        if (e - a > 1) {
+          todo.push_back({a, e, d, fresh_name(hint)});
+          alt += " " + todo.back().name;
+        }
+        alts.push_back(std::move(alt));
+        a = e;
+      }
+      EMBER_TRY(define(b.name, join_alts(alts)));
+    }
+    by_body_.emplace(key, root);
+    return root;
+  }
+
+  static std::string cp_text(const std::vector<uint32_t>& cps, size_t from, size_t to) {
+    std::string out;
+    for (size_t i = from; i < to; ++i) rx::append_utf8(out, cps[i]);
+    return out;
   }
 
   // x repeated lo..hi times (hi may be kUnbounded); counts past
@@ -799,11 +857,48 @@ class Translator {
     return node_names[0];
   }
 
+  // One declared property: its `"key" ws ":" ws value ws` text.
+  struct Member {
+    std::string kv;
+    bool required;
+  };
+
+  // The members of an object between its braces: the declared ones in
+  // order (required always, optional optionally), then any number of
+  // `extra` ones. Written from the last member back:
+  //   after(i)  = "," ws choice(i), optional when members i.. are all optional
+  //   choice(i) = kv(i) after(i+1) | choice(i+1)   (the second if i is optional)
+  //   choice(k) = extra ("," ws extra)*
+  // so a comma is read once and is followed by one stack per member that
+  // may come next: live stacks stay linear in the optional members. Where
+  // two texts use choice(i) (member i-1 optional) it is a rule, so the text
+  // stays linear too.
+  Result<std::string> member_list(const std::vector<Member>& members, const std::string& extra, const std::string& ws,
+                                  const std::string& hint) {
+    const std::string more_extra = extra.empty() ? "" : "( \",\" " + ws + " " + extra + " )*";
+    std::string choice = extra.empty() ? "" : extra + " " + more_extra;  // choice(i+1)
+    bool choice_alts = false;                                           // it has alternatives
+    std::string after = more_extra;                                     // after(i+1)
+    bool optional_tail = true;                                         // members i.. all optional
+    for (size_t i = members.size(); i-- > 0;) {
+      const Member& m = members[i];
+      std::string own = m.kv + (after.empty() ? "" : " " + after);
+      choice_alts = !m.required && !choice.empty();
+      choice = choice_alts ? own + " | " + choice : std::move(own);
+      optional_tail = optional_tail && !m.required;
+      if (i > 0 && !members[i - 1].required) {  // used by choice(i-1) and after(i)
+        EMBER_ASSIGN_OR_RETURN(choice, rule(hint + "-members", choice));
+        choice_alts = false;
+      }
+      after = "\",\" " + ws + " " + (choice_alts ? "( " + choice + " )" : choice);
+      if (optional_tail) after = "( " + after + " )?";
+    }
+    if (choice.empty()) return std::string();
+    if (optional_tail) return "( " + choice + " )?";
+    return choice_alts ? "( " + choice + " )" : choice;
+  }
+
   Result<Expr> object(const json& s, const std::string& ptr, uint32_t depth, const std::string& hint) {
-    struct Member {
-      std::string kv;
-      bool required;
-    };
     const std::string ws = use("ws");
     std::vector<Member> members;
     std::vector<std::string> declared;
@@ -880,33 +975,8 @@ class Translator {
     if (!extra.empty()) {
       EMBER_ASSIGN_OR_RETURN(extra, rule(hint + "-extra-member", extra));
     }
-    // rest[i]: members i.. after at least one member, each with its comma.
-    const size_t k = members.size();
-    std::vector<std::string> rest(k + 1);
-    rest[k] = extra.empty() ? "" : "( \",\" " + ws + " " + extra + " )*";
-    for (size_t i = k; i-- > 0;) {
-      std::string part = "\",\" " + ws + " " + members[i].kv;
-      if (!members[i].required) part = "( " + part + " )?";
-      rest[i] = rest[i + 1].empty() ? part : part + " " + rest[i + 1];
-      if (k > 6 && i > 0) {
-        EMBER_ASSIGN_OR_RETURN(rest[i], rule(hint + "-rest", rest[i]));
-      }
-    }
-    size_t first_required = k;
-    for (size_t i = 0; i < k; ++i) {
-      if (members[i].required) {
-        first_required = i;
-        break;
-      }
-    }
-    std::vector<std::string> firsts;
-    for (size_t i = 0; i < k && i <= first_required; ++i) {
-      firsts.push_back(members[i].kv + (rest[i + 1].empty() ? "" : " " + rest[i + 1]));
-    }
-    if (first_required == k && !extra.empty()) firsts.push_back(extra + " " + rest[k]);
-    std::string body = "\"{\" " + ws;
-    if (!firsts.empty()) body += " ( " + join_alts(firsts) + (first_required == k ? " )?" : " )");
-    body += " \"}\"";
+    EMBER_ASSIGN_OR_RETURN(std::string list, member_list(members, extra, ws, hint));
+    std::string body = "\"{\" " + ws + (list.empty() ? "" : " " + list) + " \"}\"";
     EMBER_ASSIGN_OR_RETURN(std::string name, rule(hint, body));
     return Expr{name};
   }
@@ -978,6 +1048,7 @@ class Translator {
   const GrammarLimits& limits_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::set<std::string> used_names_;
+  std::map<std::string, int> next_suffix_;  // fresh_name's next suffix per base
   std::map<std::string, std::string> by_body_;
   std::map<std::string, std::string> ref_rules_;
   std::vector<std::pair<std::string, std::string>> ref_queue_;

@@ -14,6 +14,15 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// All 64 bits of x spread over the low ones (a table index).
+uint64_t scramble(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(Grammar grammar, const Tokenizer& tokenizer, const MatcherLimits& limits)
@@ -24,7 +33,9 @@ Result<std::shared_ptr<CompiledGrammar>> CompiledGrammar::create(Grammar grammar
   EMBER_TRY(check_grammar(grammar));
   std::shared_ptr<CompiledGrammar> g(new CompiledGrammar(std::move(grammar), tokenizer, limits));
   EMBER_TRY(g->prepare_vocabulary());
+  EMBER_TRY(g->check_continuations());
   std::vector<uint32_t> stacks;
+  g->step_work_ = 0;
   for (uint32_t a : g->grammar_.alts[g->grammar_.root]) EMBER_TRY(g->close(a, kNone, &stacks));
   EMBER_ASSIGN_OR_RETURN(g->initial_, g->intern(stacks, 0, 0, 0, 0));
   if (g->initial_ == kDead) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "grammar: the root rule matches nothing");
@@ -63,12 +74,60 @@ Status CompiledGrammar::prepare_vocabulary() {
   return Status::ok();
 }
 
+// What every transition into the grammar starts from: the closure after
+// each character element, up to the end of its rule (the caller's
+// continuation left out: an End there is one stack). A position whose
+// closure alone holds more than max_stacks stacks is refused now, at
+// compile time, rather than when a text reaches it; the positions all these
+// closures visit are the compile work (max_compile_work), about what one
+// text through every position would cost the matcher. The nodes they make
+// are dropped: generation makes its own.
+Status CompiledGrammar::check_continuations() {
+  const std::vector<GrammarElem>& el = grammar_.elems;
+  std::vector<uint32_t> rule_of(el.size(), 0);
+  for (uint32_t r = 0; r < grammar_.alts.size(); ++r) {
+    for (uint32_t a : grammar_.alts[r]) {
+      for (uint32_t i = a; el[i].kind != GrammarElem::End; ++i) rule_of[i] = r;
+    }
+  }
+  uint64_t work = 0;
+  std::vector<uint32_t> out;
+  for (uint32_t p = 0; p < el.size(); ++p) {
+    if (el[p].kind != GrammarElem::Chars) continue;
+    const size_t kept = nodes_.size();
+    out.clear();
+    step_work_ = 0;
+    Status st = close(p + 1, kNone, &out);
+    work += step_work_;
+    std::sort(out.begin(), out.end());
+    if (st.is_ok() && std::unique(out.begin(), out.end()) - out.begin() > std::ptrdiff_t{limits_.max_stacks}) {
+      st = too_many_stacks();
+    }
+    for (size_t id = kept; id < nodes_.size(); ++id) node_ids_.erase((uint64_t{nodes_[id].pos} << 32) | nodes_[id].parent);
+    nodes_.resize(kept);
+    if (!st.is_ok()) {
+      return Status::error(st.code(), "%s, after a character of rule '%s'", st.message().c_str(),
+                           grammar_.names[rule_of[p]].c_str());
+    }
+    stats_.compile_work = work;
+    if (work > limits_.max_compile_work) {
+      return Status::error(EMBER_ERR_TOO_COMPLEX,
+                           "grammar: too complex: compiling visits more than %llu grammar positions "
+                           "(max_compile_work; by rule '%s', %u rules in all)",
+                           static_cast<unsigned long long>(limits_.max_compile_work),
+                           grammar_.names[rule_of[p]].c_str(), static_cast<uint32_t>(grammar_.alts.size()));
+    }
+  }
+  return Status::ok();
+}
+
 Result<uint32_t> CompiledGrammar::node(uint32_t pos, uint32_t parent) {
   const uint64_t key = (uint64_t{pos} << 32) | parent;
   auto it = node_ids_.find(key);
   if (it != node_ids_.end()) return it->second;
   if (nodes_.size() >= limits_.max_nodes) {
-    return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u parse-stack nodes", limits_.max_nodes);
+    return Status::error(EMBER_ERR_TOO_COMPLEX, "grammar: too complex: more than %u parse-stack nodes (max_nodes)",
+                         limits_.max_nodes);
   }
   const uint32_t id = static_cast<uint32_t>(nodes_.size());
   nodes_.push_back({pos, parent});
@@ -81,18 +140,20 @@ Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_
   work_.clear();
   work_.push_back(pos);
   work_.push_back(parent);
-  std::vector<uint64_t> seen;  // (pos, parent) pairs this closure visited
+  seen_.clear();  // (pos, parent) pairs this closure visited
   while (!work_.empty()) {
     const uint32_t par = work_.back();
     work_.pop_back();
     const uint32_t p = work_.back();
     work_.pop_back();
-    const uint64_t key = (uint64_t{p} << 32) | par;
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(key);
-    if (seen.size() > 4 * size_t{limits_.max_stacks}) {
-      return Status::error(EMBER_ERR_NO_MEMORY, "grammar: expanding a position reaches more than %u alternatives",
-                           4 * limits_.max_stacks);
+    if (!seen_.insert((uint64_t{p} << 32) | par)) continue;
+    // Each pair visited is a unit of the state's budget: a grammar whose
+    // closures fan out (an ambiguous one) is refused, not slow.
+    if (++step_work_ > limits_.max_step_work) {
+      return Status::error(EMBER_ERR_TOO_COMPLEX,
+                           "grammar: too complex: one matcher state expands more than %llu grammar positions "
+                           "(max_step_work)",
+                           static_cast<unsigned long long>(limits_.max_step_work));
     }
     const GrammarElem& e = el[p];
     if (e.kind == GrammarElem::End) {
@@ -118,11 +179,48 @@ Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_
       }
     }
   }
-  if (out->size() > limits_.max_stacks) {
-    return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u parse stacks at once (an ambiguous grammar)",
-                         limits_.max_stacks);
+  return Status::ok();  // intern() counts the distinct stacks
+}
+
+void CompiledGrammar::SeenSet::clear() {
+  count = 0;
+  if (++gen == 0) {  // wrapped: every entry is stale again
+    std::fill(gens.begin(), gens.end(), 0u);
+    gen = 1;
   }
-  return Status::ok();
+}
+
+bool CompiledGrammar::SeenSet::insert(uint64_t key) {
+  if ((count + 1) * 2 > keys.size()) {
+    // Grow to twice the size (at least 64), keeping the live entries.
+    std::vector<uint64_t> old_keys;
+    std::vector<uint32_t> old_gens;
+    old_keys.swap(keys);
+    old_gens.swap(gens);
+    keys.assign(std::max<size_t>(64, old_keys.size() * 2), 0);
+    gens.assign(keys.size(), 0);
+    count = 0;
+    for (size_t i = 0; i < old_keys.size(); ++i) {
+      if (old_gens[i] == gen) insert(old_keys[i]);
+    }
+  }
+  const size_t mask = keys.size() - 1;
+  for (size_t i = scramble(key) & mask;; i = (i + 1) & mask) {
+    if (gens[i] != gen) {
+      gens[i] = gen;
+      keys[i] = key;
+      ++count;
+      return true;
+    }
+    if (keys[i] == key) return false;
+  }
+}
+
+Status CompiledGrammar::too_many_stacks() const {
+  return Status::error(EMBER_ERR_TOO_COMPLEX,
+                       "grammar: too complex: more than %u parse stacks at once (max_stacks; an ambiguous grammar, "
+                       "or too many optional parts that may come next)",
+                       limits_.max_stacks);
 }
 
 Result<uint32_t> CompiledGrammar::intern(std::vector<uint32_t>& stacks, uint32_t partial, uint8_t need, uint32_t lo,
@@ -130,10 +228,7 @@ Result<uint32_t> CompiledGrammar::intern(std::vector<uint32_t>& stacks, uint32_t
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   if (stacks.empty()) return kDead;
-  if (stacks.size() > limits_.max_stacks) {
-    return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u parse stacks at once (an ambiguous grammar)",
-                         limits_.max_stacks);
-  }
+  if (stacks.size() > limits_.max_stacks) return too_many_stacks();
   uint64_t h = mix(mix(partial, need), (uint64_t{lo} << 32) | hi);
   for (uint32_t s : stacks) h = mix(h, s);
   std::vector<uint32_t>& bucket = state_ids_[h];
@@ -142,7 +237,8 @@ Result<uint32_t> CompiledGrammar::intern(std::vector<uint32_t>& stacks, uint32_t
     if (s.partial == partial && s.need == need && s.lo == lo && s.hi == hi && s.stacks == stacks) return id;
   }
   if (states_.size() >= limits_.max_states) {
-    return Status::error(EMBER_ERR_NO_MEMORY, "grammar: more than %u matcher states", limits_.max_states);
+    return Status::error(EMBER_ERR_TOO_COMPLEX, "grammar: too complex: more than %u matcher states (max_states)",
+                         limits_.max_states);
   }
   const uint32_t id = static_cast<uint32_t>(states_.size());
   states_.emplace_back();
@@ -239,6 +335,7 @@ Result<uint32_t> CompiledGrammar::step_byte(uint32_t state, uint8_t b) {
     if (known != kUnknown) return known;
   }
   uint32_t result = kDead;
+  step_work_ = 0;  // max_step_work is per transition
   const State& s = states_[state];
   uint32_t partial = 0, lo = 0, hi = 0;
   uint8_t need = 0;

@@ -16,11 +16,13 @@
 // return to states already seen, so after the first tokens most steps are a
 // cached mask applied to the logits.
 //
-// Bounds: the states, the nodes and the masks' bytes are capped
-// (MatcherLimits); past the node or state cap a transition fails with
-// EMBER_ERR_NO_MEMORY (the sequence ends with that error), past the mask
-// budget older masks are dropped and recomputed when needed. A set of more
-// than max_stacks stacks (a highly ambiguous grammar) is refused the same way.
+// Bounds (MatcherLimits): the states, the nodes, the stacks of one state,
+// the work of building one state, the work of compiling (create() checks
+// the closure after every character element), and the masks' bytes are
+// capped. Past any but the last, create() or a transition fails with
+// EMBER_ERR_TOO_COMPLEX, its message beginning "grammar: too complex:" (the
+// grammar is the caller's to simplify; a sequence ends with that error);
+// past the mask budget older masks are dropped and recomputed when needed.
 //
 // Threading: a CompiledGrammar may be shared by sequences, generators and
 // threads; its caches are guarded by one mutex.
@@ -43,6 +45,15 @@ struct MatcherLimits {
   uint32_t max_states = 1u << 18;
   uint32_t max_nodes = 1u << 22;
   uint32_t max_stacks = 4096;                 // per state
+  // Grammar positions the closures of one transition (or of the initial
+  // state) may visit: bounds the time one new state costs.
+  uint64_t max_step_work = uint64_t{1} << 18;
+  // Grammar positions create() may visit checking, after each character
+  // element, the closure a text reaching it needs (each alone within
+  // max_stacks): bounds compile time, and refuses at compile time a grammar
+  // that a text through it would make slow (thousands of optional
+  // properties, each comma opening one stack per property left).
+  uint64_t max_compile_work = uint64_t{1} << 22;
   uint64_t max_mask_bytes = uint64_t{256} << 20;
   // One state per unfinished character where every stack takes whatever it
   // becomes (off only to test that it changes no mask).
@@ -79,6 +90,7 @@ class CompiledGrammar {
   // Counters for tests and reports.
   struct Stats {
     uint32_t states = 0, nodes = 0, masks_computed = 0, masks_reused = 0;
+    uint64_t compile_work = 0;  // the units create() spent (max_compile_work)
     double mask_ms = 0;  // time spent computing masks
   };
   Stats stats() const;
@@ -104,10 +116,12 @@ class CompiledGrammar {
   static constexpr uint32_t kUniform = 0xffffffffu;
 
   Status prepare_vocabulary();
+  Status check_continuations();
   Result<uint32_t> node(uint32_t pos, uint32_t parent);
   // Adds to `out` the stacks that continuing at `pos` over `parent` leaves,
   // with every leading rule reference expanded (tops are Chars elements).
   Status close(uint32_t pos, uint32_t parent, std::vector<uint32_t>* out);
+  Status too_many_stacks() const;
   Result<uint32_t> intern(std::vector<uint32_t>& stacks, uint32_t partial, uint8_t need, uint32_t lo, uint32_t hi);
   Result<uint32_t> step_byte(uint32_t state, uint8_t byte);
   Result<uint32_t> step_code_point(uint32_t state, uint32_t cp);
@@ -142,6 +156,19 @@ class CompiledGrammar {
   uint64_t mask_bytes_ = 0;
   Stats stats_;
   std::vector<uint32_t> work_;  // close()'s scratch: (pos, parent) pairs
+  // close()'s visited (pos, parent) pairs: open addressing, emptied in O(1)
+  // by a new generation (most closures visit a handful of pairs; the table
+  // keeps the size of the largest).
+  struct SeenSet {
+    std::vector<uint64_t> keys;
+    std::vector<uint32_t> gens;  // an entry is live when its gen is `gen`
+    uint32_t gen = 1;
+    size_t count = 0;
+    void clear();
+    bool insert(uint64_t key);  // false when already there
+  };
+  SeenSet seen_;
+  uint64_t step_work_ = 0;             // pairs visited by the transition being built
 };
 
 }  // namespace ember

@@ -81,6 +81,12 @@ typedef enum ember_status {
   EMBER_ERR_BUFFER_TOO_SMALL = 103, /* a caller's buffer or arena is too small;
                                        the function says how the size needed
                                        is reported */
+  EMBER_ERR_TOO_COMPLEX = 104,      /* valid input past a complexity budget
+                                       ember sets on it, not the process out of
+                                       memory: a grammar whose matcher would
+                                       hold too many parse stacks, states or
+                                       nodes, or cost too much to compile
+                                       (messages begin "grammar: too complex:") */
 
   EMBER_ERR_NO_MEMORY = 200,        /* allocation failed or budget exceeded */
   EMBER_ERR_CONTEXT_FULL = 201,     /* no room left in the session's context */
@@ -592,7 +598,13 @@ EMBER_API ember_status ember_session_load_buffer(ember_session* session, const v
  * ember_grammar_create_json_schema: a JSON Schema (text); NULL or "" for
  * any JSON object (OpenAI's json_object mode). EMBER_ERR_UNSUPPORTED names a
  * validation keyword ember cannot honour and where ("schema keyword
- * 'uniqueItems' at /properties/tags"); annotations are ignored. */
+ * 'uniqueItems' at /properties/tags"); annotations are ignored.
+ *
+ * Both: EMBER_ERR_TOO_COMPLEX ("grammar: too complex: ...") for a grammar
+ * past the matcher's budgets (parse stacks, states, compile work): the
+ * caller's grammar, not the process's memory. A generation constrained by
+ * a grammar can end with the same status (EMBER_STOP_ERROR) when the text
+ * leads the matcher past a budget. */
 typedef struct ember_grammar ember_grammar;
 EMBER_API ember_status ember_grammar_create(const ember_model* model, const char* gbnf, const char* root,
                                             ember_grammar** out);

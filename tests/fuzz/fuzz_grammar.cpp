@@ -6,7 +6,7 @@
 // matcher runs it (small limits) over a vocabulary of every byte and some
 // multi-byte pieces: the text after the first NUL byte of the input is fed
 // byte by byte, and masks are taken along the way — errors are statuses
-// (NO_MEMORY past a limit), never crashes, and a token the mask allows is
+// (TOO_COMPLEX past a limit), never crashes, and a token the mask allows is
 // one the grammar accepts.
 #include <cstddef>
 #include <cstdint>
@@ -98,7 +98,7 @@ void run_matcher(const ember::Grammar& g, std::string_view feed) {
   auto made = ember::CompiledGrammar::create(g, vocabulary(), ml);
   if (!made.is_ok()) {
     const ember_status c = made.status().code();
-    if (c != EMBER_ERR_INVALID_ARGUMENT && c != EMBER_ERR_NO_MEMORY) std::abort();
+    if (c != EMBER_ERR_INVALID_ARGUMENT && c != EMBER_ERR_TOO_COMPLEX) std::abort();
     return;
   }
   ember::CompiledGrammar& m = *made.value();
@@ -109,7 +109,7 @@ void run_matcher(const ember::Grammar& g, std::string_view feed) {
     std::fill(logits.begin(), logits.end(), 0.0f);
     auto allowed = m.apply_mask(state, logits.data(), n);
     if (!allowed.is_ok()) {
-      if (allowed.status().code() != EMBER_ERR_NO_MEMORY) std::abort();
+      if (allowed.status().code() != EMBER_ERR_TOO_COMPLEX) std::abort();
       return;
     }
     // Each allowed token is accepted.

@@ -101,15 +101,16 @@ bool matches(ember::CompiledGrammar& g, const std::string& text) {
   return s.is_ok() && g.complete(s.value());
 }
 
-TEST_CASE("json schema corpus: grammars within a size bound; valid instances accepted, invalid ones rejected") {
+TEST_CASE("json schema corpus: grammars within a size bound, valid instances accepted, invalid ones rejected") {
   const std::string stories = ember::test::stories_model("llama2c");
   REQUIRE(!stories.empty());
   auto model = ember::Model::open(stories, ember::Model::Options{});
   REQUIRE(model.is_ok());
   const std::vector<Entry> all = corpus();
-  double total_ms = 0, worst_ms = 0;
+  double total_ms = 0, worst_ms = 0, worst_compile_ms = 0;
   size_t biggest = 0, instances_checked = 0;
-  std::string worst_name, biggest_name;
+  uint64_t most_work = 0;
+  std::string worst_name, biggest_name, worst_compile_name, most_work_name;
   for (const Entry& e : all) {
     const std::string schema = read_file(e.dir / (e.name + ".schema.json"));
     const auto t0 = std::chrono::steady_clock::now();
@@ -123,10 +124,18 @@ TEST_CASE("json schema corpus: grammars within a size bound; valid instances acc
     INFO(e.name << "\n" << gbnf);
     // A bound with room: the largest corpus grammar is a few KiB.
     CHECK(gbnf.size() < 32 * 1024);
+    const auto t1 = std::chrono::steady_clock::now();
     auto parsed = ember::parse_gbnf(gbnf);
     REQUIRE_MESSAGE(parsed.is_ok(), parsed.status().message());
     auto compiled = ember::CompiledGrammar::create(std::move(parsed).value(), model.value()->tokenizer());
     REQUIRE_MESSAGE(compiled.is_ok(), compiled.status().message());
+    const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+    if (compile_ms > worst_compile_ms) worst_compile_ms = compile_ms, worst_compile_name = e.name;
+    // Far within the compile budget (a schema of real-world shape is not
+    // what max_compile_work is for).
+    const uint64_t work = compiled.value()->stats().compile_work;
+    CHECK(work * 64 < ember::MatcherLimits{}.max_compile_work);
+    if (work > most_work) most_work = work, most_work_name = e.name;
     ember::CompiledGrammar& g = *compiled.value();
     const ordered_json valid = instances(e, "valid"), invalid = instances(e, "invalid");
     REQUIRE(valid.is_array());
@@ -144,8 +153,9 @@ TEST_CASE("json schema corpus: grammars within a size bound; valid instances acc
     }
   }
   MESSAGE("translation: " << total_ms << " ms in all, slowest " << worst_ms << " ms (" << worst_name
-                          << "); largest grammar " << biggest << " bytes (" << biggest_name << "); "
-                          << instances_checked << " instances checked");
+                          << "); largest grammar " << biggest << " bytes (" << biggest_name << "); slowest compile "
+                          << worst_compile_ms << " ms (" << worst_compile_name << "), most compile work " << most_work
+                          << " units (" << most_work_name << "); " << instances_checked << " instances checked");
 }
 
 TEST_CASE("json schema corpus: mutated schemas never crash, each failure is a status with a message") {

@@ -244,13 +244,16 @@ TEST_CASE("serve response_format: the grammar cache keeps grammars by schema tex
   CHECK(m.param == "response_format");
   CHECK(m.code == "invalid_schema");
   CHECK(m.message.find("required") != std::string::npos);
-  // Past the grammar matcher's budget: the schema's doing, a 400.
-  json values = json::array();
-  for (int i = 0; i < 12000; ++i) values.push_back("value number " + std::to_string(i));
+  // Past the grammar matcher's budget (EMBER_ERR_TOO_COMPLEX: 5,000
+  // optional properties, each comma opening a parse per property left):
+  // the schema's doing, a 400.
+  json wide = json::object();
+  for (int i = 0; i < 5000; ++i) wide["p" + std::to_string(i)] = {{"type", "integer"}};
   RequestError c;
-  CHECK(cache.get(schema_request(json{{"enum", values}}.dump()), &hit, &c) == nullptr);
+  CHECK(cache.get(schema_request(json{{"properties", wide}}.dump()), &hit, &c) == nullptr);
   CHECK(c.status == 400);
   CHECK(c.code == "schema_too_complex");
+  CHECK_MESSAGE(c.message.find("too complex") != std::string::npos, c.message);
   CHECK(cache.size() == 2);  // refusals are not kept
 }
 
