@@ -31,7 +31,12 @@ const char* g_last_error_ptr() { return g_last_error.c_str(); }
 extern "C" {
 
 const char* ember_status_string(ember_status status) {
-  switch (status) {
+  // A C caller may pass any int; read it as one (a C++ load of an enum
+  // value outside its range is undefined: clang's -fsanitize=enum says so).
+  static_assert(sizeof(ember_status) == sizeof(int), "ember_status is an int");
+  int code;
+  std::memcpy(&code, &status, sizeof code);
+  switch (code) {
     case EMBER_OK: return "EMBER_OK";
     case EMBER_ERR_INVALID_ARGUMENT: return "EMBER_ERR_INVALID_ARGUMENT";
     case EMBER_ERR_TOKEN_OUT_OF_RANGE: return "EMBER_ERR_TOKEN_OUT_OF_RANGE";

@@ -21,15 +21,15 @@ GrammarRef GrammarCache::compile(const std::string& key, RequestError* error) {
     ++compiled_;
     return GrammarRef(g, [](const ember_grammar* p) { ember_grammar_free(const_cast<ember_grammar*>(p)); });
   }
-  // EMBER_ERR_NO_MEMORY: the grammar's own budget (parse stacks, states),
-  // not the process's: the schema is too complex, the request's doing.
-  const bool client = st == EMBER_ERR_UNSUPPORTED || st == EMBER_ERR_INVALID_ARGUMENT || st == EMBER_ERR_NO_MEMORY;
+  // EMBER_ERR_TOO_COMPLEX: the grammar's own budget (parse stacks, states,
+  // compile work), not the process's memory: the request's doing.
+  const bool client = st == EMBER_ERR_UNSUPPORTED || st == EMBER_ERR_INVALID_ARGUMENT || st == EMBER_ERR_TOO_COMPLEX;
   error->status = client ? 400 : 500;
   error->message = std::string("'response_format.json_schema.schema': ") + ember_last_error();
   error->param = "response_format";
   error->code = st == EMBER_ERR_UNSUPPORTED      ? "unsupported_schema"
                 : st == EMBER_ERR_INVALID_ARGUMENT ? "invalid_schema"
-                : st == EMBER_ERR_NO_MEMORY        ? "schema_too_complex"
+                : st == EMBER_ERR_TOO_COMPLEX      ? "schema_too_complex"
                                                    : "";
   return nullptr;
 }

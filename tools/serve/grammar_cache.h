@@ -40,7 +40,7 @@ class GrammarCache {
   // code "unsupported_schema" for a keyword ember cannot honour (the
   // runtime's message, naming it and where), "invalid_schema" for a
   // malformed schema or one past the grammar's size limits,
-  // "schema_too_complex" past its matcher's budget; 500 otherwise.
+  // "schema_too_complex" past its matcher's budget (EMBER_ERR_TOO_COMPLEX); 500 otherwise.
   // Thread-safe.
   GrammarRef get(const CompletionRequest& request, bool* hit, RequestError* error);
 

@@ -155,12 +155,13 @@ std::string address_of(const sockaddr_storage& a) {
 }
 
 // A failed generation as the answer says it: the grammar's own limits
-// (a schema whose grammar keeps too many parses open at some point: its
-// messages begin "grammar:") are the request's doing, a 400 naming
-// response_format; anything else is the server's, a 500.
+// (a schema whose grammar keeps too many parses open at some point:
+// EMBER_ERR_TOO_COMPLEX, its messages begin "grammar: too complex:") are
+// the request's doing, a 400 naming response_format; anything else is the
+// server's, a 500.
 RequestError generation_failure(const GenerationResult& res, bool constrained) {
   RequestError e;
-  if (constrained && res.error.rfind("grammar:", 0) == 0) {
+  if (constrained && res.error.rfind("grammar: too complex:", 0) == 0) {
     e.status = 400;
     e.message = "'response_format.json_schema.schema' is past what ember's grammar matcher holds: " + res.error;
     e.param = "response_format";
