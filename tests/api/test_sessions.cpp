@@ -173,7 +173,7 @@ TEST_CASE("a multi-turn conversation's logits equal a fresh prefill of the whole
   CHECK(c.tokens() == a.tokens());
 }
 
-TEST_CASE("a turn that does not fit the context is refused and changes nothing; context shift goes on") {
+TEST_CASE("a turn that does not fit the context is refused and changes nothing, context shift goes on") {
   const std::string path = stories();
   if (path.empty()) return;
   Model m(path);
@@ -186,7 +186,7 @@ TEST_CASE("a turn that does not fit the context is refused and changes nothing; 
   g.prompt_tokens = big.data();
   g.n_prompt_tokens = big.size();
   CHECK(ember_generate(a.s, nullptr, &g, nullptr, nullptr) == EMBER_ERR_CONTEXT_FULL);
-  CHECK(std::string(ember_last_error()).find("exceed the context of 32") != std::string::npos);
+  CHECK(std::string(ember_last_error()).find("does not fit the context of 32") != std::string::npos);
   CHECK(a.tokens() == held);
 
   // Generating into a full context stops with EMBER_STOP_CONTEXT_FULL ...
@@ -341,7 +341,7 @@ TEST_CASE("save -> load into a fresh session -> continue equals continuing direc
   }
 }
 
-TEST_CASE("a saved state from another context, KV type or model is refused; bad bytes are a status") {
+TEST_CASE("a saved state from another context, KV type or model is refused, bad bytes are a status") {
   const std::string path = stories();
   if (path.empty()) return;
   Model m(path);

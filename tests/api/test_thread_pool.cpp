@@ -174,7 +174,7 @@ TEST_CASE("the plan counts the pool's threads, not n_threads") {
   ember_threadpool_free(pool);
 }
 
-TEST_CASE("thread pool misuse: bad counts are errors naming the value; freeing the pool first is harmless") {
+TEST_CASE("thread pool misuse: bad counts are errors naming the value, freeing the pool first is harmless") {
   ember_threadpool* pool = reinterpret_cast<ember_threadpool*>(&pool);
   CHECK(ember_threadpool_create(0, &pool) == EMBER_ERR_INVALID_ARGUMENT);
   CHECK(pool == nullptr);

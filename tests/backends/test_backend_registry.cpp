@@ -227,7 +227,7 @@ TEST_CASE("op params: the model puts eps, rope and attention parameters on its o
 }
 
 #if EMBER_VULKAN
-TEST_CASE("vulkan: planning opens no device; creating a session opens one") {
+TEST_CASE("vulkan: planning opens no device, creating a session opens one") {
   const std::string path = ember::test::stories_model("llama2c");
   if (path.empty()) return;
   const char* lvp = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";

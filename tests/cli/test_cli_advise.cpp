@@ -43,7 +43,7 @@ std::string fake_bench(const std::string& dir, double tps, double ttft, double p
 
 TEST_SUITE("cli") {
 
-TEST_CASE("advise: $0.70/h at 2,400 tok/s and 70% → $0.1157 per 1M tokens; 10 QPS x 200 x 1.5 → 2 replicas") {
+TEST_CASE("advise: $0.70/h at 2,400 tok/s and 70% → $0.1157 per 1M tokens, 10 QPS x 200 x 1.5 → 2 replicas") {
   // 0.70 / (2400 x 0.7 x 3600) x 1e6 = 0.70 / 6,048,000 x 1e6 = 0.11574
   // 10 x 200 x 1.5 = 3000 tokens/s over 2400 x 0.7 = 1680 per replica: 1.79 → 2
   const auto r = run_ember("advise --throughput 2400 --hourly-cost 0.70 --utilization 0.7 --qps 10 "

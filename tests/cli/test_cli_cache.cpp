@@ -105,7 +105,7 @@ TEST_CASE("run -m FILE.gguf converts once into EMBER_CACHE_DIR, then uses the ca
   fs::remove_all(dir);
 }
 
-TEST_CASE("a corrupt cache entry is converted again; a file beside the cache is left alone") {
+TEST_CASE("a corrupt cache entry is converted again, a file beside the cache is left alone") {
   const std::string gguf = ember::test::test_data("models/stories260K-f32.gguf");
   if (gguf.empty()) return;
   const std::string dir = ember::test::temp_dir("cli-cache-corrupt");
@@ -170,7 +170,7 @@ TEST_CASE("a corrupt cache entry is converted again; a file beside the cache is 
   fs::remove_all(dir);
 }
 
-TEST_CASE("a GGUF file changed in place is hashed again and converted anew; touched, it finds its entry") {
+TEST_CASE("a GGUF file changed in place is hashed again and converted anew, touched, it finds its entry") {
   const std::string gguf = ember::test::test_data("models/stories260K-f32.gguf");
   if (gguf.empty()) return;
   const std::string dir = ember::test::temp_dir("cli-cache-changed");

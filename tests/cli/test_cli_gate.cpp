@@ -64,7 +64,7 @@ const char* const kQuick = "--threads 1 --bench-prompt 16 --bench-tokens 8 --ben
 
 TEST_SUITE("cli") {
 
-TEST_CASE("gate: stories260K f32 → q8_0 passes; the reports carry every measurement") {
+TEST_CASE("gate: stories260K f32 → q8_0 passes, the reports carry every measurement") {
   const Models m = stories_models();
   if (m.f32.empty()) return;
   const std::string dir = ember::test::temp_dir("gate");

@@ -34,7 +34,7 @@ int prompt_tokens(const std::string& err) {
 
 TEST_SUITE("cli") {
 
-TEST_CASE("run --tokens gives the text prompt's logits; -n 0 prefills only; --ids prints the golden ids") {
+TEST_CASE("run --tokens gives the text prompt's logits, -n 0 prefills only, --ids prints the golden ids") {
   const std::string model = ember::test::stories_model("llama2c");
   const std::string ids_path = ember::test::test_data("golden/once-upon-a-time.ids.txt");
   const std::string logits_path = ember::test::test_data("golden/once-upon-a-time.logits.txt");

@@ -210,7 +210,7 @@ TEST_CASE("generator: batched sequences give what each gives alone through ember
   }
 }
 
-TEST_CASE("generator: token events carry whole UTF-8 characters; their text is the tokens' text") {
+TEST_CASE("generator: token events carry whole UTF-8 characters, their text is the tokens' text") {
   // The built-in vocabulary has 256 byte pieces: a sampled run breaks
   // characters across tokens.
   ember::SynthShape shape;
@@ -305,7 +305,7 @@ TEST_CASE("generator: each finish reason, exactly one last event") {
   ember_session_free(s);
 }
 
-TEST_CASE("generator: logit bias bans and forces tokens; log-probabilities are the model's softmax") {
+TEST_CASE("generator: logit bias bans and forces tokens, log-probabilities are the model's softmax") {
   const std::string path = ember::test::stories_model("llama2c");
   if (path.empty()) return;
   Model model(path);

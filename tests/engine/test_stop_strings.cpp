@@ -105,7 +105,7 @@ TEST_CASE("stop strings: the earliest of several wins, overlaps are found") {
   CHECK(out3.text() == "one.");
 }
 
-TEST_CASE("stop strings: empty pieces keep their place; no stops pass everything") {
+TEST_CASE("stop strings: empty pieces keep their place, no stops pass everything") {
   StopStrings f;
   f.set({"xyz"});
   Out out;

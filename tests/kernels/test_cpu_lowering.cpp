@@ -138,7 +138,7 @@ TEST_CASE("the decode prefetch distance follows the CPU, and EMBER_DECODE_PREFET
   }
 }
 
-TEST_CASE("AMX runs when EMBER_AMX=1 asks and the CPU and int8 family allow it; other values are refused") {
+TEST_CASE("AMX runs when EMBER_AMX=1 asks and the CPU and int8 family allow it, other values are refused") {
   CpuFeatures spr;  // an AMX part with the tile state granted
   spr.amx_int8 = true;
   const CpuFeatures plain;
@@ -195,7 +195,7 @@ TEST_CASE("a combined kernel table takes the int8 entries from one path and the 
   CHECK((generic_float.softmax == cpu_kernels_for(CpuIsa::Generic).softmax));
 }
 
-TEST_CASE("matmul kernel families by dtype and layout; a layout the kernels do not read has none") {
+TEST_CASE("matmul kernel families by dtype and layout, a layout the kernels do not read has none") {
   CHECK(cpu_matmul_family(DType::Q8_0, Layout::RowMajor) == CpuMatmulFamily::Int8);
   CHECK(cpu_matmul_family(DType::Q4_0, Layout::Rows16) == CpuMatmulFamily::Int8);
   CHECK(cpu_matmul_family(DType::F32, Layout::RowMajor) == CpuMatmulFamily::Float);

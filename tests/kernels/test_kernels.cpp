@@ -198,7 +198,7 @@ TEST_CASE("q8 activation quantization gives the reference bytes on every path") 
   }
 }
 
-TEST_CASE("quantized matmuls (q8_0, q4_0; gemv and gemm) match the scalar reference on every path") {
+TEST_CASE("quantized matmuls (q8_0, q4_0, gemv and gemm) match the scalar reference on every path") {
   for (DType t : {DType::Q8_0, DType::Q4_0}) {
     CAPTURE(dtype_name(t));
     std::mt19937 rng(11);
@@ -251,7 +251,7 @@ std::vector<QMatmulFn> gguf_kernels(const CpuKernels& k, DType t) {
   return {p.gemv, p.gemm};
 }
 
-TEST_CASE("GGUF block types (q4_1 .. iq4_xs; gemv and gemm) match the scalar reference on every path") {
+TEST_CASE("GGUF block types (q4_1 .. iq4_xs, gemv and gemm) match the scalar reference on every path") {
   const DType types[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
                          DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
   int checked = 0;
@@ -548,7 +548,7 @@ TEST_CASE("AMX prefill: the tile gemm gives the avx512vnni gemv's and gemm's bit
   MESSAGE("AMX: " << tiled << " rows16 types' gemm on tiles, bit-identical to avx512vnni");
 }
 
-TEST_CASE("float matmuls (f32, f16, bf16; gemv and gemm) match the scalar reference on every path") {
+TEST_CASE("float matmuls (f32, f16, bf16, gemv and gemm) match the scalar reference on every path") {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     CAPTURE(dtype_name(t));
     std::mt19937 rng(13);

@@ -206,7 +206,7 @@ TEST_CASE("batched decoding allocates nothing on the heap either: 4 sequences, 5
   ember_session_free(s);
 }
 
-TEST_CASE("a full context returns EMBER_ERR_CONTEXT_FULL and changes nothing; rewinding equals a fresh session") {
+TEST_CASE("a full context returns EMBER_ERR_CONTEXT_FULL and changes nothing, rewinding equals a fresh session") {
   Model model(tiny_model());
   ember_session_options o = options(16);
   ember_session *s = nullptr, *fresh = nullptr;

@@ -69,7 +69,7 @@ TEST_CASE("greedy is argmax, lowest id on ties, whatever the other options") {
   CHECK(small.sample(with_nan.data(), nullptr, 0) == 3);
 }
 
-TEST_CASE("same seed gives the same sequence; a different seed a different one") {
+TEST_CASE("same seed gives the same sequence, a different seed a different one") {
   SamplerParams p;
   p.temperature = 1.0f;
   p.seed = 1234;

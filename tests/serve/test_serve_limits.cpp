@@ -110,7 +110,7 @@ TEST_CASE("serve limits: nested bodies are refused in every field, without seria
   CHECK(e.message.find("an array") != std::string::npos);
 }
 
-TEST_CASE("serve limits: what a request keeps is bounded by its size; values in messages are cut short") {
+TEST_CASE("serve limits: what a request keeps is bounded by its size, values in messages are cut short") {
   // 4 MiB of [] in a field nobody reads: skipped, nothing kept.
   std::string junk = "{\"prompt\":\"x\",\"junk\":[";
   for (int i = 0; i < (4 << 20) / 3; ++i) junk += i ? ",[]" : "[]";
@@ -189,7 +189,7 @@ TEST_CASE("serve limits: unsupported parameters are 400 naming them unless absen
         "logit_bias");
 }
 
-TEST_CASE("serve limits: top_p 0 is a 400 naming top_p; what the reader takes the sampler takes") {
+TEST_CASE("serve limits: top_p 0 is a 400 naming top_p, what the reader takes the sampler takes") {
   RequestError e = read_error(R"({"prompt":"x","top_p":0})");
   CHECK(e.param == "top_p");
   CHECK(e.message.find("top_p") != std::string::npos);
@@ -287,7 +287,7 @@ TEST_CASE("serve limits: admission caps an address, keeps spare slots, one per a
   CHECK(m1.total == m1.per_connection * 68);
 }
 
-TEST_CASE("serve limits: a POST without a length is 411 and its body is not a second request; Expect") {
+TEST_CASE("serve limits: a POST without a length is 411 and its body is not a second request, Expect") {
   HttpLimits limits;
   size_t used = 0;
   {

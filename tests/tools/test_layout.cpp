@@ -164,7 +164,7 @@ TEST_CASE("rows16: the writer regroups q8_0/q4_0/q2_k/q3_k/q4_k/q5_k/q6_k/iq4_xs
   }
 }
 
-TEST_CASE("rows16: quantize reads a rows16 file; the CLI's --layout chooses, and refuses unknown layouts") {
+TEST_CASE("rows16: quantize reads a rows16 file, the CLI's --layout chooses, and refuses unknown layouts") {
   SynthShape shape;
   REQUIRE(synth_shape("tiny", &shape));
   const std::string dir = test::temp_dir("layout-cli");

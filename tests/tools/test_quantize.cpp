@@ -60,7 +60,7 @@ void check_error_bounds(DType dtype, const float* ref, const uint8_t* q, int64_t
 
 TEST_SUITE("tools") {
 
-TEST_CASE("quantize: q8_0 and q4_0 within per-block bounds of f32; odd rows keep f32; norms f32") {
+TEST_CASE("quantize: q8_0 and q4_0 within per-block bounds of f32, odd rows keep f32, norms f32") {
   for (DType target : {DType::Q8_0, DType::Q4_0, DType::F16}) {
     const std::string target_name = dtype_name(target);
     CAPTURE(target_name);

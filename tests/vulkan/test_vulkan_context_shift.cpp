@@ -210,7 +210,7 @@ TEST_CASE("vulkan: stories260K context shift agrees with the CPU, f32, f16 and q
   }
 }
 
-TEST_CASE("vulkan: save -> load -> continue equals continuing directly; a CPU session's state loads too") {
+TEST_CASE("vulkan: save -> load -> continue equals continuing directly, a CPU session's state loads too") {
   Model model;
   if (!model.open()) return;
   if (!ember::test::open_vulkan()) return;
