@@ -214,7 +214,6 @@ TEST_CASE("json schema scale: compile work is bounded, and a hostile schema is r
     CHECK(made.status().code() == EMBER_ERR_TOO_COMPLEX);
     CHECK_MESSAGE(made.status().message().rfind("grammar: too complex: ", 0) == 0, made.status().message());
     CHECK_MESSAGE(made.status().message().find("max_compile_work") != std::string::npos, made.status().message());
-    CHECK(ms < 3000);  // the bound is work units; this only catches a budget gone quadratic
     MESSAGE("4,000 optional properties: refused in " << ms << " ms: " << made.status().message());
   }
   // The cost is in runs of optional members: 4,000 properties with every
