@@ -40,6 +40,17 @@ std::string chat_body(const std::string& extra) {
   return R"({"messages":[{"role":"user","content":"hi"}])" + extra + "}";
 }
 
+// A chat request with the get_weather and now tools, tool_choice "required".
+CompletionRequest weather_and_now_required() {
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE(read_completion_request(
+      chat_body(std::string(",\"tools\":[") + kWeather +
+                R"(,{"type":"function","function":{"name":"now"}}],"tool_choice":"required")"),
+      true, ReadLimits(), &r, &e));
+  return r;
+}
+
 RequestError read_error(const std::string& body, bool chat = true) {
   CompletionRequest r;
   RequestError e;
@@ -187,12 +198,7 @@ TEST_CASE("serve tools: rules are prefixed outside literals, classes and comment
 }
 
 TEST_CASE("serve tools: the call grammar admits the asked-for calls, read back into tool_calls") {
-  CompletionRequest r;
-  RequestError e;
-  REQUIRE(read_completion_request(
-      chat_body(std::string(",\"tools\":[") + kWeather +
-                R"(,{"type":"function","function":{"name":"now"}}],"tool_choice":"required")"),
-      true, ReadLimits(), &r, &e));
+  CompletionRequest r = weather_and_now_required();
   std::string gbnf, why;
   REQUIRE(tool_call_grammar(r, EMBER_TOOL_SYNTAX_HERMES, &gbnf, &why));
   CHECK(gbnf.find("root ::= tool-call ( \"\\n\" tool-call )*") != std::string::npos);
@@ -448,12 +454,7 @@ std::string llama_template(const char* file) {
 }  // namespace
 
 TEST_CASE("serve tools: Mistral's [TOOL_CALLS] array: the grammar, whole and streamed parsing, 9-letter ids") {
-  CompletionRequest r;
-  RequestError e;
-  REQUIRE(read_completion_request(
-      chat_body(std::string(",\"tools\":[") + kWeather +
-                R"(,{"type":"function","function":{"name":"now"}}],"tool_choice":"required")"),
-      true, ReadLimits(), &r, &e));
+  CompletionRequest r = weather_and_now_required();
   std::string gbnf, why;
   REQUIRE(tool_call_grammar(r, EMBER_TOOL_SYNTAX_MISTRAL, &gbnf, &why));
   CHECK(gbnf.find("root ::= \"[TOOL_CALLS]\"? \"[\" tool-call ( \", \" tool-call )* \"]\"") != std::string::npos);
