@@ -139,13 +139,17 @@ void log_softmax(const std::vector<float>& logits, std::vector<double>* out) {
 
 // Scores `target` from the last step's logits (both models' under --kl-base).
 void score_token(const Handles& h, int32_t target, Score* sc) {
-  sc->nll += nll_of(h.logits, target);
   ++sc->scored;
-  if (!h.base_session) return;
-  sc->nll_base += nll_of(h.base_logits, target);
+  if (!h.base_session) {
+    sc->nll += nll_of(h.logits, target);
+    return;
+  }
+  // Both models' log-probabilities, once: the NLLs and the KL read them.
   static thread_local std::vector<double> lp, lq;
   log_softmax(h.base_logits, &lp);
   log_softmax(h.logits, &lq);
+  sc->nll -= lq[static_cast<size_t>(target)];
+  sc->nll_base -= lp[static_cast<size_t>(target)];
   double kl = 0;
   for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
   sc->kl.push_back(std::max(kl, 0.0));
