@@ -37,7 +37,7 @@ uint32_t rows_of(const Graph& graph, int32_t id, uint32_t n, uint32_t n_out) {
 }  // namespace
 
 uint64_t step_words(const Graph& graph) {
-  return 4 + 3 * static_cast<uint64_t>(graph.max_batch) + static_cast<uint64_t>(graph.n_seqs);
+  return 4 + 3 * static_cast<uint64_t>(graph.max_batch) + static_cast<uint64_t>(graph_max_outputs(graph));
 }
 
 void dispatch_1d(const Device& dev, VkPipelineLayout layout, VkCommandBuffer cb, VkPipeline pipeline,

@@ -88,7 +88,7 @@ Result<Sizes> device_sizes(const Graph& g) {
   s.other = static_cast<uint64_t>(g.context) * rotated * 4 *  // rope cos + sin (rotated pairs), per table
                 std::max<uint64_t>(1, rope_tables(g).size())
             + vk::step_words(g) * 4                                // step
-            + static_cast<uint64_t>(hp.vocab_size) * g.n_seqs * 4  // logits (n_out rows at most)
+            + static_cast<uint64_t>(hp.vocab_size) * graph_max_outputs(g) * 4  // logits (n_out rows at most)
             + kDummyBytes
             + vk::KvShift::device_bytes(g, s.k_row_words, s.v_row_words);
   return s;
@@ -312,7 +312,7 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
     s.bufs.v.push_back(v);
   }
   EMBER_ASSIGN_OR_RETURN(s.bufs.step, vk::create_buffer(dev, 4 * vk::step_words(graph), true, "the step buffer"));
-  EMBER_ASSIGN_OR_RETURN(s.bufs.logits, vk::create_buffer(dev, 4ull * hp.vocab_size * graph.n_seqs, true,
+  EMBER_ASSIGN_OR_RETURN(s.bufs.logits, vk::create_buffer(dev, 4ull * hp.vocab_size * graph_max_outputs(graph), true,
                                                           "the logits buffer"));
   EMBER_ASSIGN_OR_RETURN(s.bufs.dummy, vk::create_buffer(dev, kDummyBytes, false, "a placeholder buffer"));
 

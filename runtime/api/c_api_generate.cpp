@@ -98,6 +98,13 @@ bool sequence_from_c(const char* prompt, const ember_generate_options& o, Prompt
   params->top_logprobs = o.top_logprobs;
   params->prompt_logits = o.prompt_logits;
   params->grammar = o.grammar ? o.grammar->grammar : nullptr;
+  if (o.lookup != 0 && o.lookup != 1) {
+    done(Status::error(EMBER_ERR_INVALID_ARGUMENT, "lookup = %d: must be 0 or 1", o.lookup));
+    return false;
+  }
+  params->speculative.lookup = o.lookup != 0;
+  params->speculative.draft_max = o.draft_max;
+  params->speculative.ngram = o.lookup_ngram;
   if (prompt) spec->text = prompt;
   spec->tokens = o.prompt_tokens;
   spec->n_tokens = o.n_prompt_tokens;
@@ -129,6 +136,9 @@ void stats_to_c(const SequenceStats& g, int32_t position, ember_generate_stats* 
   full.sampled_tokens = g.sampled_tokens;
   full.last_token = g.last_token;
   full.reused_tokens = g.reused_tokens;
+  full.decode_steps = g.decode_steps;
+  full.drafted_tokens = g.drafted_tokens;
+  full.accepted_tokens = g.accepted_tokens;
   std::memcpy(stats, &full, stats->struct_size);
 }
 
@@ -153,6 +163,7 @@ void ember_generate_options_default(ember_generate_options* o) {
   o->repeat_last_n = 64;
   o->seed = 0;
   o->add_bos = -1;
+  o->lookup_ngram = 3;
 }
 
 ember_status ember_generate(ember_session* session, const char* prompt, const ember_generate_options* options,

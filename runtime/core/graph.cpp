@@ -177,9 +177,9 @@ Status check_step(const Graph& graph, const StepArgs& step) {
     }
   }
   if (step.out_rows) {
-    if (step.n_out <= 0 || step.n_out > graph.n_seqs) {
+    if (step.n_out <= 0 || step.n_out > graph_max_outputs(graph)) {
       return Status::error(EMBER_ERR_INTERNAL, "step with %d output rows: the plan holds 1..%d", step.n_out,
-                           graph.n_seqs);
+                           graph_max_outputs(graph));
     }
     for (int32_t j = 0; j < step.n_out; ++j) {
       if (step.out_rows[j] < 0 || step.out_rows[j] >= n) {

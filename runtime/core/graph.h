@@ -124,7 +124,7 @@ struct ActivationDesc {
   const char* name = "";
   int64_t cols = 0;      // f32 elements per row
   int32_t rows = 0;      // rows at most: the session's max batch, or 1
-  // Rows are the step's output rows (the logits head: n_seqs of them), not
+  // Rows are the step's output rows (the logits head: graph_max_outputs), not
   // its tokens; an activation of one row is read so too.
   bool per_output = false;
 };
@@ -139,8 +139,12 @@ struct Graph {
   int32_t context = 0;     // positions the KV cache holds, per sequence
   // Sequences the KV cache holds (batched decoding: each its own positions
   // 0 .. context - 1; layer l's keys of sequence s, position t are cache row
-  // s * context + t). The logits head computes up to n_seqs rows a step.
+  // s * context + t).
   int32_t n_seqs = 1;
+  // Rows the logits head computes in one step at most: n_seqs, or n_seqs x
+  // (1 + max_draft) where sequences verify drafted tokens (speculative
+  // decoding: every drafted row's logits in the step that runs it). 0: n_seqs.
+  int32_t max_outputs = 0;
   // Cache rows each sequence holds per layer: empty (every layer holds
   // `context`), or one entry per layer. A sliding-window layer may hold
   // fewer (set_sliding_kv_rings): a ring where position p lives in slot
@@ -154,6 +158,9 @@ struct Graph {
   std::vector<Op> ops;
   int32_t logits = -1;     // activation holding [n_out, vocab_size] after a step
 };
+
+// Graph::max_outputs, with 0 read as n_seqs.
+inline int32_t graph_max_outputs(const Graph& g) { return g.max_outputs > 0 ? g.max_outputs : g.n_seqs; }
 
 // Positions layer `layer` holds per sequence (graph.kv_rows, else context).
 int32_t kv_layer_rows(const Graph& graph, int32_t layer);
@@ -207,7 +214,7 @@ struct StepArgs {
   int32_t pos = 0;
   const int32_t* seqs = nullptr;       // per row, in 0 .. n_seqs - 1; null: all 0
   const int32_t* positions = nullptr;  // per row, in 0 .. context - 1; null: pos + i
-  // The rows whose logits the step computes (n_out <= n_seqs), in this
+  // The rows whose logits the step computes (n_out <= graph_max_outputs), in this
   // order; null: the last row alone (n_out 1).
   const int32_t* out_rows = nullptr;
   int32_t n_out = 1;

@@ -33,7 +33,13 @@ struct Generator::Seq {
   SequenceParams params;
   Sampler sampler;
   TextOut text;
-  std::vector<float> logits;  // vocab_size: this step's output for the sequence
+  std::vector<float> logits;  // vocab_size per row: this step's output rows for the sequence
+  // Speculative decoding: this step's rows (next, then the drafts), the
+  // draft length the acceptance so far allows, the cap.
+  std::vector<int32_t> spec_tokens;
+  int32_t n_draft = 0;
+  int32_t draft_len = 0;
+  int32_t draft_cap = 0;
   std::vector<float> work;    // the sampler's copy (log-probabilities, a constraint)
   uint32_t grammar_state = 0; // the constraint's matcher state (params.grammar)
   // Log-probabilities of sampled tokens not yet released (held back by the
@@ -144,6 +150,23 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
       return Status::error(EMBER_ERR_INVALID_ARGUMENT, "stop string %zu is empty", i);
     }
   }
+  const SpeculativeParams& sp = params.speculative;
+  int32_t draft_cap = 0;
+  if (sp.lookup) {
+    if (sp.draft_max < 0 || sp.draft_max > kMaxDraft) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft_max = %d: must be in 0..%d", sp.draft_max, kMaxDraft);
+    }
+    draft_cap = sp.draft_max > 0 ? sp.draft_max : session_.max_draft();
+    if (draft_cap == 0 || draft_cap > session_.max_draft()) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                           "draft_max = %d: speculative decoding needs a session made with max_draft >= %d (it has %d)",
+                           sp.draft_max, std::max(draft_cap, 1), session_.max_draft());
+    }
+    if (sp.ngram < 1 || sp.ngram > kMaxLookupNgram) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT, "lookup ngram = %d: must be in 1..%d", sp.ngram,
+                           kMaxLookupNgram);
+    }
+  }
   if (params.grammar && &params.grammar->tokenizer() != &model.tokenizer()) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "the grammar was compiled for another model's vocabulary");
   }
@@ -205,7 +228,11 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
   q.sampler = std::move(sampler).value();
   q.text.start(std::move(q.params.stop_strings), params.whole_characters);
   q.params.stop_strings.clear();
-  q.logits.resize(static_cast<size_t>(vocab));
+  q.logits.resize(static_cast<size_t>(vocab) * (1 + draft_cap));
+  q.draft_cap = draft_cap;
+  q.draft_len = draft_cap;
+  q.n_draft = 0;
+  q.spec_tokens.reserve(static_cast<size_t>(1 + draft_cap));
   if (params.logprobs || params.grammar) q.work.resize(static_cast<size_t>(vocab));
   if (params.grammar) q.grammar_state = params.grammar->initial_state();
   q.pending.clear();
@@ -230,8 +257,12 @@ Status Generator::step(GenSink sink, void* user) {
   order_.clear();
   for (auto& p : seqs_) {
     if (!p || !p->active) continue;
-    if (p->prefilled < p->prompt.size()) order_.push_back(p.get());
-    else ++decoding;
+    if (p->prefilled < p->prompt.size()) {
+      order_.push_back(p.get());
+    } else {
+      draft(*p);
+      decoding += 1 + p->n_draft;
+    }
   }
   std::sort(order_.begin(), order_.end(), [](const Seq* a, const Seq* b) { return a->started < b->started; });
   size_t budget = static_cast<size_t>(std::max(1, rows_ - decoding));
@@ -252,6 +283,11 @@ Status Generator::step(GenSink sink, void* user) {
       it.tokens = q.prompt.data() + q.prefilled;
       it.n_tokens = static_cast<int32_t>(q.chunk);
       it.logits = q.prefilled + q.chunk == q.prompt.size() ? q.logits.data() : nullptr;
+    } else if (q.n_draft > 0) {
+      it.tokens = q.spec_tokens.data();
+      it.n_tokens = 1 + q.n_draft;
+      it.n_logits = it.n_tokens;
+      it.logits = q.logits.data();
     } else {
       it.tokens = &q.next;
       it.n_tokens = 1;
@@ -282,11 +318,11 @@ Status Generator::step(GenSink sink, void* user) {
   return Status::ok();
 }
 
-void Generator::fill_logprobs(Seq& q, int32_t token) {
+void Generator::fill_logprobs(Seq& q, const float* row, int32_t token) {
   // Of the model's distribution: a softmax of the raw logits, before the
   // sampling chain (bias, penalties, temperature) touches them.
-  const float* l = q.logits.data();
-  const int32_t n = static_cast<int32_t>(q.logits.size());
+  const float* l = row;
+  const int32_t n = static_cast<int32_t>(session_.model().hparams().vocab_size);
   float max = -INFINITY;
   for (int32_t i = 0; i < n; ++i) {
     if (l[i] > max) max = l[i];
@@ -329,23 +365,40 @@ void Generator::fill_logprobs(Seq& q, int32_t token) {
   p.n_top = m;
 }
 
-void Generator::after_step(Seq& q, GenSink sink, void* user) {
-  if (q.chunk > 0) {
-    q.prefilled += q.chunk;
-    q.chunk = 0;
-    if (q.prefilled < q.prompt.size()) return;
-    q.stats.prefill_ms = now_ms() - q.t0;
-    q.t_first = now_ms();
-    if (q.params.prompt_logits) std::memcpy(q.params.prompt_logits, q.logits.data(), q.logits.size() * sizeof(float));
-    if (q.params.max_new_tokens == 0) return finish(q, StopReason::MaxTokens, sink, user);
+void Generator::draft(Seq& q) {
+  q.n_draft = 0;
+  if (q.draft_cap == 0) return;
+  // Room: the tokens still to sample after this step's first, and the
+  // positions left (every drafted row runs at a position of the context).
+  const int32_t pos = session_.seq_position(q.index);  // where q.next runs
+  const int32_t room = std::min({q.draft_len, q.params.max_new_tokens - q.stats.sampled_tokens - 1,
+                                 session_.context() - pos - 1});
+  if (room <= 0) return;
+  // Prompt lookup over the sequence's text: what it holds, then q.next.
+  const int32_t* h = session_.seq_history(q.index);
+  const int32_t len = pos + 1;
+  auto at = [&](int32_t i) { return i == pos ? q.next : h[i]; };
+  for (int32_t n = std::min(q.params.speculative.ngram, len - 1); n >= 1; --n) {
+    // The latest earlier occurrence of the last n tokens with a token after it.
+    for (int32_t i = len - n - 1; i >= 0; --i) {
+      int32_t m = 0;
+      while (m < n && at(i + m) == at(len - n + m)) ++m;
+      if (m < n) continue;
+      q.spec_tokens.assign(1, q.next);
+      for (int32_t j = i + n; j < len && q.n_draft < room; ++j, ++q.n_draft) q.spec_tokens.push_back(at(j));
+      return;
+    }
   }
+}
+
+int32_t Generator::sample_row(Seq& q, float* row, size_t history_len, Status* error) {
   const int32_t* history = session_.seq_history(q.index);
-  const size_t history_len = static_cast<size_t>(session_.seq_position(q.index));
+  const size_t vocab = session_.model().hparams().vocab_size;
   int32_t token;
   if (q.params.grammar) {
     CompiledGrammar& g = *q.params.grammar;
     // The constraint: the chain runs over the tokens the grammar allows
-    // (the log-probabilities stay the model's, from q.logits). First, where
+    // (the log-probabilities stay the model's, from the row). First, where
     // the chain truncates nothing (greedy, or temperature alone), a draw
     // from all the logits that the grammar accepts is already a draw from
     // the allowed ones (rejection sampling: exact), and no mask is needed.
@@ -353,43 +406,104 @@ void Generator::after_step(Seq& q, GenSink sink, void* user) {
     const bool exact_first = sp.temperature == 0.0f || (sp.top_k == 0 && sp.top_p >= 1.0f && sp.min_p <= 0.0f);
     token = -1;
     if (exact_first) {
-      std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
+      std::memcpy(q.work.data(), row, vocab * sizeof(float));
       const int32_t first = q.sampler.sample(q.work.data(), history, history_len);
       const Result<uint32_t> next = g.advance(q.grammar_state, first);
-      if (!next.is_ok()) return finish(q, StopReason::Error, sink, user, &next.status());
+      if (!next.is_ok()) {
+        *error = next.status();
+        return -1;
+      }
       if (next.value() != CompiledGrammar::kDead) {
         token = first;
         q.grammar_state = next.value();
       }
     }
     if (token < 0) {
-      std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
-      const Result<int32_t> allowed =
-          g.apply_mask(q.grammar_state, q.work.data(), static_cast<int32_t>(q.work.size()));
-      if (!allowed.is_ok()) return finish(q, StopReason::Error, sink, user, &allowed.status());
+      std::memcpy(q.work.data(), row, vocab * sizeof(float));
+      const Result<int32_t> allowed = g.apply_mask(q.grammar_state, q.work.data(), static_cast<int32_t>(vocab));
+      if (!allowed.is_ok()) {
+        *error = allowed.status();
+        return -1;
+      }
       if (allowed.value() == 0) {
         const Status none = Status::error(EMBER_ERR_INVALID_ARGUMENT,
                                           "grammar: no token of the vocabulary can continue the text here");
-        return finish(q, StopReason::Error, sink, user, &none);
+        *error = none;
+        return -1;
       }
       token = q.sampler.sample(q.work.data(), history, history_len);
       const Result<uint32_t> next = g.advance(q.grammar_state, token);
-      if (!next.is_ok()) return finish(q, StopReason::Error, sink, user, &next.status());
+      if (!next.is_ok()) {
+        *error = next.status();
+        return -1;
+      }
       if (next.value() == CompiledGrammar::kDead) {
         // Only when every allowed token's logit is -inf (a logit bias).
         const Status banned = Status::error(EMBER_ERR_INVALID_ARGUMENT,
                                             "grammar: every token the grammar allows here is banned (logit_bias)");
-        return finish(q, StopReason::Error, sink, user, &banned);
+        *error = banned;
+        return -1;
       }
       q.grammar_state = next.value();
     }
   } else if (q.params.logprobs) {
-    std::memcpy(q.work.data(), q.logits.data(), q.logits.size() * sizeof(float));
+    std::memcpy(q.work.data(), row, vocab * sizeof(float));
     token = q.sampler.sample(q.work.data(), history, history_len);
   } else {
-    token = q.sampler.sample(q.logits.data(), history, history_len);
+    token = q.sampler.sample(row, history, history_len);
   }
-  take_token(q, token, sink, user);
+  return token;
+}
+
+void Generator::after_step(Seq& q, GenSink sink, void* user) {
+  if (q.chunk > 0) {
+    q.prefilled += q.chunk;
+    q.chunk = 0;
+    if (q.prefilled < q.prompt.size()) return;
+    q.stats.prefill_ms = now_ms() - q.t0;
+    q.t_first = now_ms();
+    if (q.params.prompt_logits) {
+      std::memcpy(q.params.prompt_logits, q.logits.data(), session_.model().hparams().vocab_size * sizeof(float));
+    }
+    if (q.params.max_new_tokens == 0) return finish(q, StopReason::MaxTokens, sink, user);
+    Status error;
+    const int32_t token = sample_row(q, q.logits.data(), static_cast<size_t>(session_.seq_position(q.index)), &error);
+    if (token < 0) return finish(q, StopReason::Error, sink, user, &error);
+    return take_token(q, token, q.logits.data(), true, sink, user);
+  }
+  // A decode step: row j holds the logits after the step's token j (q.next,
+  // then the drafts). Row after row, as one token at a time would: sample,
+  // and go on while the sampled token is the next draft.
+  ++q.stats.decode_steps;
+  const int32_t nd = q.n_draft;
+  q.n_draft = 0;
+  const size_t vocab = session_.model().hparams().vocab_size;
+  const int32_t pos0 = session_.seq_position(q.index) - 1 - nd;  // q.next's position
+  int32_t sampled[kMaxDraft + 1];
+  int32_t n = 0;
+  Status error;  // a row that could not be sampled: reported after the tokens before it
+  for (int32_t j = 0; j <= nd; ++j) {
+    const int32_t token = sample_row(q, q.logits.data() + j * vocab, static_cast<size_t>(pos0 + 1 + j), &error);
+    if (token < 0) break;
+    sampled[n++] = token;
+    if (j == nd || token != q.spec_tokens[1 + j]) break;
+  }
+  if (nd > 0) {
+    // Drafts that were sampled (their positions stay): all sampled tokens
+    // but the last, or all of them when a row after them failed.
+    const int32_t kept = error.is_ok() ? n - 1 : n;
+    q.stats.drafted_tokens += nd;
+    q.stats.accepted_tokens += kept;
+    // The draft length: one more after a step that kept every draft, else
+    // what this one kept plus one.
+    q.draft_len = kept == nd ? std::min(q.draft_len + 1, q.draft_cap) : std::max(1, kept + 1);
+    const Status removed = session_.remove_seq(q.index, pos0 + 1 + kept, pos0 + 1 + nd);
+    if (!removed.is_ok()) return finish(q, StopReason::Error, sink, user, &removed);
+  }
+  for (int32_t i = 0; i < n && q.active; ++i) {
+    take_token(q, sampled[i], q.logits.data() + i * vocab, i == n - 1 && error.is_ok(), sink, user);
+  }
+  if (!error.is_ok() && q.active) finish(q, StopReason::Error, sink, user, &error);
 }
 
 bool Generator::relay_text(void* self, int32_t token, std::string_view text) {
@@ -410,7 +524,7 @@ bool Generator::relay_text(void* self, int32_t token, std::string_view text) {
   return r->sink && r->sink(r->user, e);
 }
 
-void Generator::take_token(Seq& q, int32_t token, GenSink sink, void* user) {
+void Generator::take_token(Seq& q, int32_t token, const float* row, bool last, GenSink sink, void* user) {
   const Tokenizer& tokenizer = session_.model().tokenizer();
   if (q.stats.sampled_tokens == 0) q.t_first = now_ms();
   ++q.stats.sampled_tokens;
@@ -418,7 +532,7 @@ void Generator::take_token(Seq& q, int32_t token, GenSink sink, void* user) {
   // End of generation (eos, eot, <|im_end|>, ...: Tokenizer::is_eog);
   // llama2.c-style vocabularies also end a story at BOS.
   if (tokenizer.is_eog(token) || token == tokenizer.vocab().bos_id) return finish(q, StopReason::End, sink, user);
-  if (q.params.logprobs) fill_logprobs(q, token);
+  if (q.params.logprobs) fill_logprobs(q, row, token);
   piece_.clear();
   const Status decoded = tokenizer.decode_token(q.prev, token, &piece_);
   if (!decoded.is_ok()) return finish(q, StopReason::Error, sink, user, &decoded);
@@ -432,6 +546,8 @@ void Generator::take_token(Seq& q, int32_t token, GenSink sink, void* user) {
   if (q.params.grammar && q.params.grammar->finished(q.grammar_state)) return finish(q, StopReason::End, sink, user);
   // The last token needs no forward pass.
   if (q.stats.sampled_tokens >= q.params.max_new_tokens) return finish(q, StopReason::MaxTokens, sink, user);
+  // A kept draft: it has run already, at a position the context holds.
+  if (!last) return;
   // It runs at the sequence's next position: there must be one.
   const int32_t pos = session_.seq_position(q.index);
   if (pos >= session_.context()) {

@@ -11,8 +11,17 @@
 // ember_generate (one sequence, a callback), the C API's ember_generator_*,
 // and through them `ember run`, `ember chat` and `ember serve` all run this.
 // A constraint (SequenceParams::grammar) masks the logits before the
-// sampler; drafted tokens verified in the same step (speculative decoding)
-// have room to grow here.
+// sampler. Speculative decoding (SequenceParams::speculative): a decoding
+// sequence's token goes into the step with up to k drafted tokens after it
+// (prompt lookup: the continuation of the latest earlier occurrence of the
+// text's last n tokens), all rows' logits come back, and the sequence
+// samples row after row as it would one step at a time, keeping a draft
+// while the sampled token equals it: the output is the same, token for
+// token (the rows' logits are bit-identical whatever the step: tests/
+// kernels/test_step_rows.cpp), and a sampled run draws the same random
+// numbers (a fixed draft is accepted exactly when the draw picks it, which
+// is the standard accept/resample rule for a one-token proposal). The
+// drafted positions the sample did not keep are removed.
 //
 // Threading: one thread at a time, like the session (whose other
 // sequences the host may use directly between steps).
@@ -69,6 +78,16 @@ struct PromptSpec {
   bool reuse_prefix = false;
 };
 
+// Speculative decoding of one sequence (see the file comment).
+struct SpeculativeParams {
+  bool lookup = false;      // prompt lookup drafts
+  // Most tokens drafted per step (1..the session's max_draft); 0: the
+  // session's max_draft. The draft length adapts to the acceptance below it.
+  int32_t draft_max = 0;
+  int32_t ngram = 3;        // lookup: the longest suffix matched, 1..kMaxLookupNgram
+};
+constexpr int32_t kMaxLookupNgram = 16;
+
 struct SequenceParams {
   SamplerParams sampling;
   int32_t max_new_tokens = 128;  // >= 0; 0 only runs the prompt
@@ -86,6 +105,7 @@ struct SequenceParams {
   // compiled grammar's caches serve every sequence using it. Made for this
   // session's model's vocabulary.
   std::shared_ptr<CompiledGrammar> grammar;
+  SpeculativeParams speculative;
 };
 
 // What one sequence produced, as the sink sees it. A token event releases
@@ -118,6 +138,11 @@ struct SequenceStats {
   double first_token_ms = 0;    // start to the first sampled token
   double decode_ms = 0;         // first sampled token to the end
   StopReason stop = StopReason::None;
+  // Speculative decoding: decode steps run (each verifying its drafts),
+  // tokens drafted and drafted tokens kept.
+  int32_t decode_steps = 0;
+  int32_t drafted_tokens = 0;
+  int32_t accepted_tokens = 0;
 };
 
 struct GeneratorOptions {
@@ -172,9 +197,15 @@ class Generator {
   Generator(Session& session, int32_t rows);
   Status prepare(Seq& q, int32_t seq, const PromptSpec& prompt, const SequenceParams& params);
   void after_step(Seq& q, GenSink sink, void* user);
-  void take_token(Seq& q, int32_t token, GenSink sink, void* user);
+  // Samples one row of logits (q's grammar advanced); -1 and *error when
+  // it cannot.
+  int32_t sample_row(Seq& q, float* row, size_t history_len, Status* error);
+  // The sampled token released; last: the token the next step runs.
+  void take_token(Seq& q, int32_t token, const float* row, bool last, GenSink sink, void* user);
   void finish(Seq& q, StopReason why, GenSink sink, void* user, const Status* error = nullptr);
-  void fill_logprobs(Seq& q, int32_t token);
+  void fill_logprobs(Seq& q, const float* row, int32_t token);
+  // This step's drafts of a decoding sequence (q.spec_tokens after q.next).
+  void draft(Seq& q);
 
   Session& session_;
   int32_t rows_;

@@ -413,7 +413,16 @@ typedef struct ember_session_options {
    * (EMBER_ERR_UNSUPPORTED) where the window would read positions the ring
    * no longer holds; 1 keeps them all. Appended. */
   int32_t sliding_window_full;
+  /* Speculative decoding: tokens one sequence may have verified in a step
+   * beyond its own (0..EMBER_MAX_DRAFT, below max_batch; default 0 = none).
+   * The session's logits buffer then holds n_seqs x (1 + max_draft) rows
+   * (the plan's runtime_bytes count them); ember_generate_options.lookup
+   * drafts up to this many. Appended. */
+  int32_t max_draft;
 } ember_session_options;
+
+/* The most drafted tokens a step verifies per sequence. */
+#define EMBER_MAX_DRAFT 16
 
 /* Every byte a session would use, computed before anything is allocated. */
 typedef struct ember_memory_plan {
@@ -704,6 +713,20 @@ typedef struct ember_generate_options {
    * owned: it must outlive the generation (it is shared; one grammar may
    * serve many sequences and threads). Default NULL. */
   const struct ember_grammar* grammar;
+  /* Speculative decoding by prompt lookup (1; default 0): each decode step
+   * also runs up to draft_max tokens drafted from the text itself (what
+   * follows the latest earlier occurrence of its last lookup_ngram tokens,
+   * or of fewer), and keeps those the sampling picks, so that one weight
+   * read yields several tokens where the text repeats (code, documents
+   * quoted back, structured output). The output is the same as without it
+   * for the same seed, token for token; only the speed differs. Needs a
+   * session made with max_draft >= 1. draft_max: 1..the session's
+   * max_draft, 0 (default) = the session's max_draft; the draft length
+   * adapts to the acceptance below it. lookup_ngram: 1..16, default 3.
+   * ember_generate_stats reports drafted and accepted tokens. */
+  int lookup;
+  int32_t draft_max;
+  int32_t lookup_ngram;
 } ember_generate_options;
 
 
@@ -785,6 +808,13 @@ typedef struct ember_generate_stats {
                                when none was sampled */
   int32_t reused_tokens;    /* of prompt_tokens, those the sequence already held
                                (reuse_prefix) and that did not run again. Appended. */
+  /* Speculative decoding (appended): decode steps run, tokens drafted, and
+   * drafted tokens kept (acceptance = accepted / drafted; tokens per step =
+   * sampled_tokens / decode_steps, the first sampled token, which comes
+   * with the prompt, aside). */
+  int32_t decode_steps;
+  int32_t drafted_tokens;
+  int32_t accepted_tokens;
 } ember_generate_stats;
 
 /* Fills *stats (stats->struct_size set by the caller; a smaller, older

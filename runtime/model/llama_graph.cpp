@@ -204,10 +204,11 @@ AttentionParams llama_attention_params(const HParams& hp) {
 }
 
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
-                                KvType kv_type_k, KvType kv_type_v, int32_t n_seqs) {
+                                KvType kv_type_k, KvType kv_type_v, int32_t n_seqs, int32_t max_outputs) {
   const HParams& hp = contents.hparams;
   Graph g;
   g.n_seqs = n_seqs;
+  g.max_outputs = max_outputs > 0 ? max_outputs : n_seqs;
   g.kv_type_k = kv_type_k;
   g.kv_type_v = kv_type_v;
   g.hparams = hp;
@@ -280,9 +281,10 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
   const int32_t o = activation("o", dim, B);
   const int32_t gate = activation("gate", hp.hidden_dim, B);
   const int32_t up = activation("up", hp.hidden_dim, B);
-  // The logits head: one row per sequence a step may finish.
-  const int32_t last = activation("final", dim, n_seqs);
-  const int32_t logits = activation("logits", hp.vocab_size, n_seqs);
+  // The logits head: one row per sequence a step may finish, and its
+  // drafted rows (Graph::max_outputs).
+  const int32_t last = activation("final", dim, g.max_outputs);
+  const int32_t logits = activation("logits", hp.vocab_size, g.max_outputs);
   g.activations[last].per_output = true;
   g.activations[logits].per_output = true;
 

@@ -29,12 +29,12 @@ Status check_llama_tensors(const ModelContents& contents);
 bool is_llama_tensor(const HParams& hp, const std::string& name);
 
 // Emits the forward pass for a session shape (n_seqs sequences of `context`
-// positions each). The model must have passed check_llama_tensors.
+// positions each; a step's logits for up to max_outputs rows, 0: n_seqs). The model must have passed check_llama_tensors.
 // LongRoPE: the Rope ops read the long factors when `context` exceeds
 // HParams::long_rope_threshold(), else the short ones.
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
                                 KvType kv_type_k = KvType::F32, KvType kv_type_v = KvType::F32,
-                                int32_t n_seqs = 1);
+                                int32_t n_seqs = 1, int32_t max_outputs = 0);
 
 // The llama ops' parameters from the hyper-parameters (what
 // build_llama_graph puts on each op; tests building graphs by hand use them

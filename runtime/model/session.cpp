@@ -18,10 +18,13 @@ uint64_t align64(uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignmen
 // and a batched step's rows.
 struct RuntimeLayout {
   uint64_t logits = 0, history = 0, positions = 0, step_tokens = 0, step_seqs = 0, step_pos = 0, step_out = 0,
-           step_item = 0, total = 0;
+           step_item = 0, step_row = 0, total = 0;
 };
 
-RuntimeLayout runtime_layout(uint32_t vocab, int32_t context, int32_t max_batch, int32_t n_seqs) {
+// Rows a step's logits hold at most.
+int32_t max_outputs(int32_t n_seqs, int32_t max_draft) { return n_seqs * (1 + max_draft); }
+
+RuntimeLayout runtime_layout(uint32_t vocab, int32_t context, int32_t max_batch, int32_t n_seqs, int32_t max_draft) {
   RuntimeLayout r;
   uint64_t at = 0;
   auto take = [&at](uint64_t bytes) {
@@ -30,16 +33,18 @@ RuntimeLayout runtime_layout(uint32_t vocab, int32_t context, int32_t max_batch,
     return o;
   };
   const uint64_t seqs = static_cast<uint64_t>(n_seqs), batch = static_cast<uint64_t>(max_batch);
-  r.logits = take(seqs * vocab * sizeof(float));
+  const uint64_t outs = static_cast<uint64_t>(max_outputs(n_seqs, max_draft));
+  r.logits = take(outs * vocab * sizeof(float));
   r.history = take(seqs * static_cast<uint64_t>(context) * sizeof(int32_t));
   r.positions = take(seqs * sizeof(int32_t));
-  // One sequence: prefill's steps need none of the batched rows.
-  if (n_seqs > 1) {
+  // One sequence without drafts: prefill's steps need none of the batched rows.
+  if (n_seqs > 1 || max_draft > 0) {
     r.step_tokens = take(batch * sizeof(int32_t));
     r.step_seqs = take(batch * sizeof(int32_t));
     r.step_pos = take(batch * sizeof(int32_t));
-    r.step_out = take(seqs * sizeof(int32_t));
-    r.step_item = take(seqs * sizeof(int32_t));
+    r.step_out = take(outs * sizeof(int32_t));
+    r.step_item = take(outs * sizeof(int32_t));
+    r.step_row = take(outs * sizeof(int32_t));
   }
   r.total = at;
   return r;
@@ -55,6 +60,9 @@ Status check_options(const HParams& hp, const SessionOptions& o) {
   }
   if (o.max_batch <= 0 || o.max_batch > 65536) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_batch = %d: must be in 1..65536", o.max_batch);
+  }
+  if (o.max_draft < 0 || o.max_draft > kMaxDraft) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_draft = %d: must be in 0..%d", o.max_draft, kMaxDraft);
   }
   if (o.backend_options.cpu.n_threads < 0 || o.backend_options.cpu.n_threads > 1024) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "n_threads = %d: must be in 0..1024",
@@ -123,8 +131,16 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   EMBER_TRY(check_options(hp, options));
   const int32_t context = options.context_length ? options.context_length : static_cast<int32_t>(hp.max_seq_len);
   const int32_t max_batch = std::min(options.max_batch, context);
+  // A verification step runs a sequence's token and its drafts together,
+  // and a sliding-window ring takes back at most max_batch positions.
+  if (options.max_draft > 0 && options.max_draft >= max_batch) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "max_draft = %d: a verification step of %d rows exceeds max_batch = %d", options.max_draft,
+                         options.max_draft + 1, max_batch);
+  }
   EMBER_ASSIGN_OR_RETURN(*graph, build_llama_graph(model.file().contents(), context, max_batch, options.kv_type_k,
-                                                   options.kv_type_v, options.n_seqs));
+                                                   options.kv_type_v, options.n_seqs,
+                                                   max_outputs(options.n_seqs, options.max_draft)));
   const BackendOptions& bo = options.backend_options;
   std::string auto_note;
   EMBER_ASSIGN_OR_RETURN(const BackendEntry* entry, choose_entry(*graph, options, bo, &auto_note));
@@ -135,6 +151,7 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   plan.context = context;
   plan.max_batch = max_batch;
   plan.n_seqs = options.n_seqs;
+  plan.max_draft = options.max_draft;
   plan.backend = entry->kind;
   plan.auto_note = auto_note;
   plan.backend_description = entry->name;
@@ -144,7 +161,7 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   plan.device_bytes = entry->device_bytes(*graph, bo);
   // Runtime buffers inside the arena: the logits, the token history and
   // positions, a batched step's rows.
-  plan.runtime_bytes = runtime_layout(hp.vocab_size, context, max_batch, options.n_seqs).total;
+  plan.runtime_bytes = runtime_layout(hp.vocab_size, context, max_batch, options.n_seqs, options.max_draft).total;
   plan.arena_bytes = plan.memory.arena_bytes + plan.runtime_bytes;
   // Heap tables made once at creation (they stay the same size for the
   // session's life): the graph, the backend object, the session itself.
@@ -218,18 +235,20 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
     session->owns_arena_ = true;
   }
   uint8_t* runtime = session->arena_ + plan.memory.arena_bytes;
-  const RuntimeLayout rl = runtime_layout(model.hparams().vocab_size, plan.context, plan.max_batch, plan.n_seqs);
+  const RuntimeLayout rl =
+      runtime_layout(model.hparams().vocab_size, plan.context, plan.max_batch, plan.n_seqs, plan.max_draft);
   auto ints = [runtime](uint64_t offset) { return reinterpret_cast<int32_t*>(runtime + offset); };
   session->logits_ = reinterpret_cast<float*>(runtime + rl.logits);
   session->history_ = ints(rl.history);
   session->positions_ = ints(rl.positions);
   std::memset(session->positions_, 0, static_cast<size_t>(plan.n_seqs) * sizeof(int32_t));
-  if (plan.n_seqs > 1) {
+  if (plan.n_seqs > 1 || plan.max_draft > 0) {
     session->step_tokens_ = ints(rl.step_tokens);
     session->step_seqs_ = ints(rl.step_seqs);
     session->step_pos_ = ints(rl.step_pos);
     session->step_out_ = ints(rl.step_out);
     session->step_item_ = ints(rl.step_item);
+    session->step_row_ = ints(rl.step_row);
   }
   // The executor, made only now: planning opened no device.
   Result<std::unique_ptr<Backend>> made = create_backend(plan.backend, options.backend_options);
@@ -375,17 +394,23 @@ Status Session::decode_batch(const BatchItem* items, size_t n_items) {
                              i, t, it.tokens[t], vocab - 1);
       }
     }
+    if (it.n_logits < 1 || it.n_logits > std::min(it.n_tokens, 1 + plan_.max_draft)) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                           "items[%zu].n_logits = %d: must be in 1..%d (its tokens, and 1 + the session's max_draft %d)",
+                           i, it.n_logits, std::min(it.n_tokens, 1 + plan_.max_draft), plan_.max_draft);
+    }
     if (it.n_tokens > graph_.context - positions_[it.seq]) {
       return Status::error(EMBER_ERR_CONTEXT_FULL, "items[%zu]: %d tokens at position %d of sequence %d exceed the context of %d",
                            i, it.n_tokens, positions_[it.seq], it.seq, graph_.context);
     }
   }
-  // One sequence: the rows are prefill's (and a backend that runs one
-  // sequence sees only such steps).
-  if (graph_.n_seqs == 1) return prefill(items[0].tokens, static_cast<size_t>(items[0].n_tokens), items[0].logits);
+  // One sequence and one output row: the rows are prefill's.
+  if (graph_.n_seqs == 1 && items[0].n_logits == 1) {
+    return prefill(items[0].tokens, static_cast<size_t>(items[0].n_tokens), items[0].logits);
+  }
 
   // The rows of all items in order, cut into steps of max_batch rows; an
-  // item's last row is an output row of the step it falls in.
+  // item's last n_logits rows are output rows of the steps they fall in.
   size_t item = 0;
   int32_t offset = 0;  // tokens of items[item] already in earlier steps
   while (item < n_items) {
@@ -395,17 +420,21 @@ Status Session::decode_batch(const BatchItem* items, size_t n_items) {
     while (item < n_items && n < graph_.max_batch) {
       const BatchItem& it = items[item];
       const int32_t take = std::min(it.n_tokens - offset, graph_.max_batch - n);
+      const int32_t first_out = it.n_tokens - it.n_logits;
       for (int32_t t = 0; t < take; ++t) {
         step_tokens_[n + t] = it.tokens[offset + t];
         step_seqs_[n + t] = it.seq;
         step_pos_[n + t] = positions_[it.seq] + t;  // earlier steps advanced it
+        if (offset + t >= first_out) {
+          step_out_[n_out] = n + t;
+          step_item_[n_out] = static_cast<int32_t>(item);
+          step_row_[n_out] = offset + t - first_out;
+          ++n_out;
+        }
       }
       n += take;
       offset += take;
       if (offset == it.n_tokens) {
-        step_out_[n_out] = n - 1;
-        step_item_[n_out] = static_cast<int32_t>(item);
-        ++n_out;
         ++item;
         offset = 0;
       }
@@ -413,8 +442,14 @@ Status Session::decode_batch(const BatchItem* items, size_t n_items) {
     StepArgs step;
     step.tokens = step_tokens_;
     step.n_tokens = n;
-    step.seqs = step_seqs_;
-    step.positions = step_pos_;
+    // One sequence: its next positions (a backend of one sequence reads no
+    // sequence ids).
+    if (graph_.n_seqs > 1) {
+      step.seqs = step_seqs_;
+      step.positions = step_pos_;
+    } else {
+      step.pos = step_pos_[0];
+    }
     step.out_rows = n_out > 0 ? step_out_ : nullptr;
     step.n_out = n_out > 0 ? n_out : 1;
     step.logits = logits_;
@@ -433,7 +468,10 @@ Status Session::decode_batch(const BatchItem* items, size_t n_items) {
     }
     for (int32_t j = 0; j < n_out; ++j) {
       float* out = items[step_item_[j]].logits;
-      if (out) std::memcpy(out, logits_ + static_cast<int64_t>(j) * vocab, static_cast<size_t>(vocab) * sizeof(float));
+      if (out) {
+        std::memcpy(out + static_cast<int64_t>(step_row_[j]) * vocab, logits_ + static_cast<int64_t>(j) * vocab,
+                    static_cast<size_t>(vocab) * sizeof(float));
+      }
     }
   }
   return Status::ok();

@@ -20,6 +20,8 @@ namespace ember {
 
 // Sequences one session may hold (SessionOptions::n_seqs).
 constexpr int32_t kMaxSessionSeqs = 256;
+// Drafted tokens one sequence may verify in a step (SessionOptions::max_draft).
+constexpr int32_t kMaxDraft = 16;
 
 struct SessionOptions {
   int32_t context_length = 0;  // 0: the model's max_seq_len; per sequence
@@ -27,6 +29,11 @@ struct SessionOptions {
   // Sequences the session holds, each with its own positions and KV
   // (batched decoding: decode_batch runs several in one step). 1..256.
   int32_t n_seqs = 1;
+  // Tokens beyond its own that one sequence may have verified in a step
+  // (speculative decoding, 0..kMaxDraft, below max_batch): a step then
+  // computes logits for up to n_seqs x (1 + max_draft) rows
+  // (BatchItem::n_logits), and the logits buffer holds that many.
+  int32_t max_draft = 0;
   // Sliding-window layers keep every position (as the full layers do)
   // rather than a ring of window + max_batch rows. The ring (default, on the
   // cpu) saves memory; it cannot remove or copy positions whose window
@@ -60,6 +67,7 @@ struct SessionPlan {
   int32_t context = 0;
   int32_t max_batch = 0;
   int32_t n_seqs = 1;
+  int32_t max_draft = 0;
   BackendKind backend = BackendKind::Cpu;  // what runs it (auto resolved)
   // The plan: the backend's name; a session: its executor's describe(). Each
   // followed by " [auto: ...]" when auto passed a GPU over.
@@ -92,15 +100,19 @@ class Session {
   // decode tokens). Each sequence at most once per call. logits: vocab_size
   // floats for the item's last token, or null. Everything is checked before
   // anything runs (bad sequence, repeated sequence, token id, context full:
-  // nothing changes).
+  // nothing changes). n_logits > 1 (speculative verification, at most
+  // 1 + max_draft and n_tokens): logits receives the last n_logits tokens'
+  // rows, n_logits x vocab_size floats, oldest first.
   struct BatchItem {
     int32_t seq = 0;
     const int32_t* tokens = nullptr;
     int32_t n_tokens = 0;
     float* logits = nullptr;
+    int32_t n_logits = 1;
   };
   Status decode_batch(const BatchItem* items, size_t n_items);
   int32_t n_seqs() const { return graph_.n_seqs; }
+  int32_t max_draft() const { return plan_.max_draft; }
   // Sequence `seq`'s position (0 <= seq < n_seqs), its tokens (position
   // entries), forgetting [start, end) of it, starting it over.
   int32_t seq_position(int32_t seq) const { return positions_[seq]; }
@@ -157,14 +169,15 @@ class Session {
   bool owns_arena_ = false;
   Status check_seq(int32_t seq, const char* what) const;
   // Into the arena (plan: runtime_bytes).
-  float* logits_ = nullptr;     // n_seqs x vocab_size: a step's output rows
+  float* logits_ = nullptr;     // max outputs x vocab_size: a step's output rows
   int32_t* history_ = nullptr;  // n_seqs x context entries
   int32_t* positions_ = nullptr;  // n_seqs: each sequence's next position
   int32_t* step_tokens_ = nullptr;  // max_batch: a batched step's rows
   int32_t* step_seqs_ = nullptr;  // max_batch
   int32_t* step_pos_ = nullptr;   // max_batch
-  int32_t* step_out_ = nullptr;   // n_seqs: its output rows
-  int32_t* step_item_ = nullptr;  // n_seqs: the item of each output row
+  int32_t* step_out_ = nullptr;   // max outputs: its output rows
+  int32_t* step_item_ = nullptr;  // max outputs: the item of each output row
+  int32_t* step_row_ = nullptr;   // max outputs: the item's logits row of each
 };
 
 }  // namespace ember

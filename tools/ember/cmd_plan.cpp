@@ -13,6 +13,14 @@ namespace ember::cli {
 const char* const kSessionFlags[] = {"--ctx",       "--batch",   "--threads",   "--kv-type", "--kv-type-k",
                                      "--kv-type-v", "--backend", "--max-bytes", nullptr};
 
+const char* const kSpeculativeFlags[] = {"--draft-max", "--lookup-ngram", nullptr};
+const char* const kSpeculativeHelp =
+    "speculative decoding (the same output, fewer weight reads where the text repeats):\n"
+    "  --lookup           draft tokens by prompt lookup: what followed the latest earlier occurrence\n"
+    "                     of the text's last tokens, verified in the decode step\n"
+    "  --draft-max K      most tokens drafted per step (1..16, default 4; adapts below it)\n"
+    "  --lookup-ngram N   longest suffix matched (1..16, default 3)\n";
+
 namespace {
 
 int32_t kv_type_arg(Args& args, const std::string& flag, int32_t fallback) {
@@ -44,6 +52,17 @@ void session_options_from_args(Args& args, ember_session_options* o) {
   const std::string backend = args.get("--backend", "cpu");
   o->backend = backend == "auto" ? EMBER_BACKEND_AUTO : backend == "vulkan" ? EMBER_BACKEND_VULKAN
                : backend == "cpu"  ? EMBER_BACKEND_CPU : -1;
+}
+
+void speculative_from_args(Args& args, ember_generate_options* g, ember_session_options* so) {
+  const bool lookup = args.has("--lookup");
+  const int64_t k = args.get_int("--draft-max", 4, 1, EMBER_MAX_DRAFT);
+  const int64_t n = args.get_int("--lookup-ngram", 3, 1, 16);
+  if (!lookup) return;
+  g->lookup = 1;
+  g->draft_max = static_cast<int32_t>(k);
+  g->lookup_ngram = static_cast<int32_t>(n);
+  so->max_draft = static_cast<int32_t>(k);
 }
 
 namespace {

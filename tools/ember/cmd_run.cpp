@@ -131,8 +131,9 @@ int parse_run(int argc, char** argv, RunConfig* c) {
                                          "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
                                          "--require-signature", "--tokens", "--stop", "--system", "--template"};
   for (int i = 0; kGrammarValueFlags[i]; ++i) with_value.push_back(kGrammarValueFlags[i]);
+  for (int i = 0; kSpeculativeFlags[i]; ++i) with_value.push_back(kSpeculativeFlags[i]);
   std::vector<std::string> known = with_value;
-  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids", "--chat", kGrammarSwitch});
+  known.insert(known.end(), {"--verify-digest", "--context-shift", "--ids", "--chat", kGrammarSwitch, "--lookup"});
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -141,6 +142,7 @@ int parse_run(int argc, char** argv, RunConfig* c) {
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kRunHelp, stdout);
     std::fputs(kGrammarHelp, stdout);
+    std::fputs(kSpeculativeHelp, stdout);
     return 0;
   }
   args.check_known(known);
@@ -156,6 +158,7 @@ int parse_run(int argc, char** argv, RunConfig* c) {
   g.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0, INT64_MAX));
   g.context_shift = args.has("--context-shift") ? 1 : 0;
   session_options_from_args(args, &c->so);
+  speculative_from_args(args, &g, &c->so);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember run --help)");
   if (c->so.kv_type_k < 0 || c->so.kv_type_v < 0) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
@@ -309,6 +312,13 @@ int report_run(const RunConfig& c, ember_status st, const std::string& generate_
                  load_ms, stats.prompt_tokens, stats.prefill_ms,
                  stats.prefill_ms > 0 ? stats.prompt_tokens * 1000.0 / stats.prefill_ms : 0.0, stats.first_token_ms,
                  generated, decode_ms > 0 && generated > 1 ? (generated - 1) * 1000.0 / decode_ms : 0.0);
+    if (c.g.lookup) {
+      std::fprintf(stderr, "lookup: %d drafted, %d accepted (%.0f%%) | %d decode steps, %.2f tokens per step\n",
+                   stats.drafted_tokens, stats.accepted_tokens,
+                   stats.drafted_tokens > 0 ? 100.0 * stats.accepted_tokens / stats.drafted_tokens : 0.0,
+                   stats.decode_steps,
+                   stats.decode_steps > 0 ? static_cast<double>(stats.sampled_tokens - 1) / stats.decode_steps : 0.0);
+    }
   }
   return code;
 }

@@ -14,6 +14,12 @@ class Args;
 void session_options_from_args(Args& args, ember_session_options* out);
 // The flags session_options_from_args reads (for Args and check_known).
 extern const char* const kSessionFlags[];
+// Speculative decoding, shared by run, bench and plan: --lookup (prompt
+// lookup drafts), --draft-max K (default 4; the session's max_draft),
+// --lookup-ngram N (default 3). Errors go to args' error().
+void speculative_from_args(Args& args, ember_generate_options* g, ember_session_options* so);
+extern const char* const kSpeculativeFlags[];  // the flags with a value
+extern const char* const kSpeculativeHelp;
 
 int cmd_run(int argc, char** argv);
 int cmd_demo(int argc, char** argv);
