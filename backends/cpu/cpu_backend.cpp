@@ -529,7 +529,9 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
   // moment). Prefill: a thirty-second (its pieces take milliseconds; the
   // pool's waits fell from 3.1% to 2.0% of a 1.1b IQ4_XS 512-token
   // prefill's samples, from eight shared chunks per thread).
-  const int64_t split = n == 1 ? s.split : kMatmulRowSplitPrefill;
+  // A small step streams the weights as decode does (kernels.h kStreamTokens).
+  const bool stream = n <= kStreamTokens;
+  const int64_t split = stream ? s.split : kMatmulRowSplitPrefill;
   // Rows [r0, r1) of matmul j by its int8 or float kernel.
   auto rows_of = [&](const CpuMatmul& j, int64_t r0, int64_t r1) {
     if (j.q_gemv) {
@@ -545,8 +547,8 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
     units += (jobs[m].rows + split - 1) / split;
   }
   if (!xnn) {
-    if (n == 1 && idle_prefetch_ > 0 && s.next_matmuls >= 0) set_idle_prefetch(steps_[s.next_matmuls]);
-    const int64_t piece = std::max<int64_t>(1, units / ((n == 1 ? 16 : 32) * pool_->size()));
+    if (stream && idle_prefetch_ > 0 && s.next_matmuls >= 0) set_idle_prefetch(steps_[s.next_matmuls]);
+    const int64_t piece = std::max<int64_t>(1, units / ((stream ? 16 : 32) * pool_->size()));
     pool_->run_ranges(units, piece, [&](int64_t u0, int64_t u1, int) {
       int64_t base = 0;
       for (int m = 0; m < count && u0 < u1; ++m) {

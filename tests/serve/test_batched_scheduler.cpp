@@ -195,6 +195,44 @@ TEST_CASE("serve scheduler: 8 concurrent greedy requests each give the text they
   CHECK(st.kv_bytes_in_use <= st.kv_bytes_planned);
 }
 
+TEST_CASE("serve scheduler: 4 concurrent greedy streams with prompt lookup give the text they give alone") {
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  Model model(path);
+  BatchedConfig c;
+  c.slots = 4;
+  c.cache_slots = 0;
+  ember_session_options_default(&c.session);
+  c.session.context_length = 256;
+  c.session.n_threads = 2;
+  c.session.max_draft = 4;
+  c.lookup = 1;
+  c.draft_max = 4;
+  ember_status st = EMBER_OK;
+  std::string error;
+  auto s = make_batched_scheduler(model.m, c, nullptr, &st, &error);
+  REQUIRE_MESSAGE(s != nullptr, error);
+  // Prompts that repeat themselves (lookup drafts from them) and plain ones.
+  const std::string story = "Lily and Ben went to the park. They played on the swings. ";
+  const std::vector<std::string> texts = {story + story + "Lily and Ben", "Once upon a time",
+                                          "The cat sat. The cat sat. The cat", "One day"};
+  std::vector<std::shared_ptr<Outcome>> outs;
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::string& t : texts) {
+    prompts.push_back(tokens_of(model.m, t));
+    outs.push_back(std::make_shared<Outcome>());
+    REQUIRE(s->submit(request(prompts.back(), 48, outs.back())) == Scheduler::Submit::kAccepted);
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    outs[i]->wait();
+    CAPTURE(texts[i]);
+    const Alone a = alone(model.m, prompts[i], 48);
+    CHECK(!a.text.empty());
+    CHECK(outs[i]->text == a.text);
+    CHECK(outs[i]->result.completion_tokens == a.generated);
+  }
+}
+
 TEST_CASE("serve scheduler: staggered arrivals, a long prompt prefilled in chunks among the others' decoding") {
   const std::string path = ember::test::stories_model("llama2c");
   if (path.empty()) return;

@@ -140,6 +140,7 @@ const char* kBenchHelp =
     "               A backend without batched decoding runs N independent sessions, T / N threads each\n"
     "  --sweep      input lengths (prompt=, replaces -p) and streams (parallel=, as --parallel)\n"
     "  --plot F     an SVG of the sweep: throughput vs parallel sessions, TTFT vs input length, ITL histogram\n"
+    "  --lookup     speculative decoding by prompt lookup against plain decoding: ember bench --lookup --help\n"
     "  The context is sized to the workload (longest input + n + 1), beyond the model's own when asked\n"
     "  (RoPE models run there as llama-bench runs them; the speed is measured, not the quality).\n";
 
@@ -796,6 +797,9 @@ int report_text(const BenchRequest& r, const BenchResult& res) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--lookup") return bench_lookup(argc, argv);
+  }
   BenchRequest r;
   if (const int code = parse_bench(argc, argv, &r); code != kRun) return code;
   BenchResult res;

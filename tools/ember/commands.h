@@ -31,6 +31,7 @@ int cmd_backends(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int bench_lookup(int argc, char** argv);  // ember bench --lookup (bench_speculative.cpp)
 int cmd_perplexity(int argc, char** argv);
 int cmd_keygen(int argc, char** argv);
 int cmd_sign(int argc, char** argv);

@@ -278,6 +278,9 @@ class BatchedScheduler final : public Scheduler {
       o.logit_bias = req.logit_bias.data();
       o.n_logit_bias = req.logit_bias.size();
       o.grammar = req.grammar.get();
+      o.lookup = config_.lookup;
+      o.draft_max = config_.draft_max;
+      o.lookup_ngram = config_.lookup_ngram;
       if (ember_generator_start(generator_, seq, nullptr, &o) != EMBER_OK) {
         finish(s, Finish::kError, ember_last_error());
         continue;

@@ -126,6 +126,11 @@ struct BatchedConfig {
   // rows of one step: every decoding slot's token, and the rows they leave
   // for prompt chunks.
   ember_session_options session{};
+  // Speculative decoding by prompt lookup for every request (session.max_draft
+  // must be at least draft_max): ember_generate_options' fields of that name.
+  int lookup = 0;
+  int32_t draft_max = 0;
+  int32_t lookup_ngram = 3;
 };
 
 // Creates the one session up front (so a start that does not fit fails

@@ -90,6 +90,7 @@ struct ServeArgs {
   int32_t slots = 1, cache_slots = 0, max_queue = 64;
   bool ctx_given = false, body_given = false;
   ember_session_options so;
+  ember_generate_options speculative;  // --lookup, --draft-max, --lookup-ngram
   std::unique_ptr<TlsConfig> tls;
 };
 
@@ -122,7 +123,9 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
                                          "--max-body", "--max-connections", "--cache-slots",
                                          "--max-connections-per-client", "--header-timeout", "--min-recv-rate",
                                          "--drain-timeout", "--alias"};
+  for (int i = 0; cli::kSpeculativeFlags[i]; ++i) with_value.push_back(cli::kSpeculativeFlags[i]);
   std::vector<std::string> known = with_value;
+  known.push_back("--lookup");
   for (int i = 0; cli::kSessionFlags[i]; ++i) {
     with_value.push_back(cli::kSessionFlags[i]);
     known.push_back(cli::kSessionFlags[i]);
@@ -130,6 +133,8 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
   cli::Args args(argc, argv, with_value);
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kHelp, stdout);
+    std::fputs(cli::kSpeculativeHelp, stdout);
+    std::fputs("  (each slot drafts; the drafted rows of every slot run in the same batched step)\n", stdout);
     return 0;
   }
   args.check_known(known);
@@ -151,6 +156,8 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
   config.model_aliases = args.get_all("--alias");
   a->body_given = args.has("--max-body");
   cli::session_options_from_args(args, &a->so);
+  ember_generate_options_default(&a->speculative);
+  cli::speculative_from_args(args, &a->speculative, &a->so);
   a->ctx_given = args.has("--ctx");
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember serve --help)");
   if (a->so.kv_type_k < 0 || a->so.kv_type_v < 0) {
@@ -308,6 +315,9 @@ int serve_main(int argc, char** argv) {
   bc.cache_slots = a.cache_slots;
   bc.max_queue = a.max_queue;
   bc.session = a.so;
+  bc.lookup = a.speculative.lookup;
+  bc.draft_max = a.speculative.draft_max;
+  bc.lookup_ngram = a.speculative.lookup_ngram;
   ember_status created = EMBER_OK;
   std::unique_ptr<Scheduler> scheduler = make_batched_scheduler(model, bc, &metrics, &created, &error);
   if (!scheduler) {

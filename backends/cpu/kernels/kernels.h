@@ -57,6 +57,13 @@ inline void prefetch_ahead(const uint8_t* tile, int64_t bytes) {
   }
 }
 
+// A step of at most this many tokens (a verification step of speculative
+// decoding, a few batched streams) still streams every weight from memory
+// once, as decode does: its matmul kernels prefetch ahead as gemv does and
+// the backend splits its rows as decode's (docs/decisions.md "Small steps
+// stream the weights").
+constexpr int32_t kStreamTokens = 16;
+
 // Activations quantized on the fly for the Q8_0 / Q4_0 matmuls: per token,
 // cols/32 blocks of 32 int8 with a float scale (x ~= q * d). `bias` holds
 // -8 * sum(q) per block: the Q4_0 kernels multiply the unsigned nibbles

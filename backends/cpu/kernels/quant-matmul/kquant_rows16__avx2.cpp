@@ -324,9 +324,10 @@ inline void part_sums(const uint8_t* tl, int h0, int p, const int8_t* const* xa,
 
 // T tokens from t against H halves (8 rows each) from half h0 of the group
 // at `group` (per output lane the operation sequence of the VNNI file's
-// tile16, whatever T and H).
+// tile16, whatever T and H). stream: prefetch ahead (decode, small steps).
 template <class W, int T, int H>
-void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t t, float* out, int64_t os) {
+void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t t, float* out, int64_t os,
+          bool stream) {
   const int64_t nb = nsb * 8;
   const int8_t* xa[T];
   const float* xd[T];
@@ -344,7 +345,7 @@ void tile(const uint8_t* group, int h0, int64_t nsb, const QuantActs& x, int64_t
     for (int j = 0; j < T; ++j) acc[h][j] = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* tl = group + sb * W::kTileBytes;
-    if constexpr (T == 1 && H == 2) prefetch_ahead(tl, W::kTileBytes);  // decode: kernels.h
+    if (stream) prefetch_ahead(tl, W::kTileBytes);  // decode and small steps: kernels.h
     __m256 sc[H][8], mn[H][8];
     for (int h = 0; h < H; ++h) W::scales(tl, h0 + h, sc[h], mn[h]);
     alignas(32) int8_t buf[W::kPer16 ? 256 : 1];
@@ -471,7 +472,7 @@ void rows16_gemv(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
   const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
   for (int32_t t = 0; t < n; ++t) {
     // Both halves per pass: one read of the group.
-    for (int64_t r = r0; r < r1; r += 16) tile<W, 1, 2>(w + r / 16 * group_bytes, 0, nsb, x, t, out + r, out_stride);
+    for (int64_t r = r0; r < r1; r += 16) tile<W, 1, 2>(w + r / 16 * group_bytes, 0, nsb, x, t, out + r, out_stride, true);
   }
 }
 
@@ -481,17 +482,19 @@ template <class W>
 void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, int32_t n, float* out,
                  int64_t out_stride) {
   const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes;
+  const bool small = n <= kStreamTokens;  // the group's first pass streams it from memory
   for (int64_t t0 = 0; t0 < n; t0 += kTokenChunk) {
     const int64_t t1 = t0 + kTokenChunk < n ? t0 + kTokenChunk : n;
     for (int64_t r = r0; r < r1; r += 16) {
       const uint8_t* group = w + r / 16 * group_bytes;
       for (int h = 0; h < 2; ++h) {
         int64_t t = t0;
-        for (; t + 4 <= t1; t += 4) tile<W, 4, 1>(group, h, nsb, x, t, out + r, out_stride);
+        for (; t + 4 <= t1; t += 4) tile<W, 4, 1>(group, h, nsb, x, t, out + r, out_stride, small && h == 0 && t == t0);
+        const bool stream = small && h == 0 && t == t0;
         switch (t1 - t) {
-          case 3: tile<W, 3, 1>(group, h, nsb, x, t, out + r, out_stride); break;
-          case 2: tile<W, 2, 1>(group, h, nsb, x, t, out + r, out_stride); break;
-          case 1: tile<W, 1, 1>(group, h, nsb, x, t, out + r, out_stride); break;
+          case 3: tile<W, 3, 1>(group, h, nsb, x, t, out + r, out_stride, stream); break;
+          case 2: tile<W, 2, 1>(group, h, nsb, x, t, out + r, out_stride, stream); break;
+          case 1: tile<W, 1, 1>(group, h, nsb, x, t, out + r, out_stride, stream); break;
           default: break;
         }
       }

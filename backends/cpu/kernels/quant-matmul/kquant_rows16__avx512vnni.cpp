@@ -369,14 +369,16 @@ __attribute__((always_inline)) inline void q6_k_decode_superblock(const uint8_t*
 
 // T tokens from t against the 16 rows of the group at `group`, over all
 // super-blocks (the sums in registers).
+// stream: prefetch ahead (decode, and small steps: kStreamTokens).
 template <class W, int T>
-void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, float* out, int64_t os) {
+void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, float* out, int64_t os,
+            bool stream = T == 1) {
   const Acts<T> xt(x, t, W::kPer16);
   __m512 acc[T];
   for (int j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* tile = group + sb * W::kTileBytes;
-    if constexpr (T == 1) prefetch_ahead(tile, W::kTileBytes);  // decode: kernels.h
+    if (stream) prefetch_ahead(tile, W::kTileBytes);  // decode and small steps: kernels.h
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
     if constexpr (unit_decode<W>() && T == 1) {
@@ -431,13 +433,16 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
                  int64_t out_stride) {
   const int64_t nsb = cols / 256, group_bytes = nsb * W::kTileBytes, chunk = token_chunk<W>(cols);
   constexpr int kTile = tile_tokens<W>();
+  const bool stream = n <= kStreamTokens;
   if constexpr (!unpack_once<W>()) {
     // Each tile of tokens over all super-blocks, unpacking as it goes.
     for (int64_t t0 = 0; t0 < n; t0 += chunk) {
       const int64_t t1 = t0 + chunk < n ? t0 + chunk : n;
       for (int64_t r = r0; r < r1; r += 16) {
         const uint8_t* group = w + r / 16 * group_bytes;
-        token_tiles<kTile>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) { tile16<W, T>(group, nsb, x, t, out + r, out_stride); });
+        token_tiles<kTile>(t0, t1, [&]<int T>(int64_t t) __attribute__((always_inline)) {
+          tile16<W, T>(group, nsb, x, t, out + r, out_stride, stream && t == t0);
+        });
       }
     }
     return;
@@ -455,6 +460,7 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
       for (int64_t i = 0; i < (t1 - t0) * 16; i += 16) _mm512_store_ps(sums + i, _mm512_setzero_ps());
       for (int64_t sb = 0; sb < nsb; ++sb) {
         const uint8_t* tile = group + sb * W::kTileBytes;
+        if (stream) prefetch_ahead(tile, W::kTileBytes);
         __m512 sc[8], mn[8];
         W::scales(tile, sc, mn);
         alignas(64) int8_t buf[W::kPer16 ? 256 : 1];

@@ -1,0 +1,244 @@
+// `ember bench --lookup`: speculative decoding by prompt lookup against
+// plain decoding of the same prompt, greedy, interleaved repetition by
+// repetition in one session, and what the measured acceptance and step
+// costs predict for it.
+//
+// The prediction: a decode step that verifies d drafts runs d + 1 rows; its
+// cost relative to a one-row step, c(d + 1), is measured here (a step of n
+// rows at the prompt's end, n = 1 .. draft_max + 1). With the run's tokens
+// per step t and mean rows per step m, speculation should decode
+// t / c(m) times as fast as plain decoding (c interpolated between whole
+// rows; the drafting itself is not counted: prompt lookup costs microseconds).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tools/ember/args.h"
+#include "tools/ember/bench_report.h"
+#include "tools/ember/commands.h"
+#include "tools/ember/model_cache.h"
+
+namespace ember::cli {
+namespace {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
+
+const char* kHelp =
+    "usage: ember bench -m MODEL --lookup [-f PROMPT_FILE | -p TEXT] [-n 128] [-r 5] [--draft-max K]\n"
+    "                   [--lookup-ngram N] [--threads T] [--backend cpu|vulkan|auto] [--json]\n"
+    "  Greedy decoding of -n tokens after the prompt, with prompt lookup and without, interleaved\n"
+    "  (-r repetitions each, medians). The prompt: a text file (-f) or text (-p); default, a text\n"
+    "  that repeats, which lookup is made for. Reports tok/s of both, the speed-up, the acceptance\n"
+    "  (accepted / drafted), tokens per decode step, the cost of a step of n rows against one row,\n"
+    "  and the speed-up those predict.\n";
+
+struct One {
+  double tok_s = 0;
+  int32_t generated = 0, steps = 0, drafted = 0, accepted = 0, sampled = 0;
+};
+
+ember_status generate_once(ember_session* s, const std::vector<int32_t>& prompt, int32_t n, bool lookup, int32_t k,
+                           int32_t ngram, One* out) {
+  ember_status st = ember_session_reset(s);
+  if (st != EMBER_OK) return st;
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  g.max_new_tokens = n;
+  g.prompt_tokens = prompt.data();
+  g.n_prompt_tokens = prompt.size();
+  g.lookup = lookup ? 1 : 0;
+  g.draft_max = k;
+  g.lookup_ngram = ngram;
+  st = ember_generate(s, nullptr, &g, nullptr, nullptr);
+  if (st != EMBER_OK) return st;
+  ember_generate_stats stats;
+  stats.struct_size = sizeof stats;
+  ember_generate_last_stats(s, &stats);
+  out->generated = stats.generated_tokens;
+  out->sampled = stats.sampled_tokens;
+  out->steps = stats.decode_steps;
+  out->drafted = stats.drafted_tokens;
+  out->accepted = stats.accepted_tokens;
+  out->tok_s = stats.decode_ms > 0 && stats.sampled_tokens > 1 ? (stats.sampled_tokens - 1) * 1000.0 / stats.decode_ms
+                                                               : 0.0;
+  return EMBER_OK;
+}
+
+// Seconds of one step of n rows after the prompt (best of reps).
+ember_status step_cost(ember_session* s, const std::vector<int32_t>& prompt, int32_t n, int reps, double* out) {
+  ember_status st = ember_session_reset(s);
+  if (st == EMBER_OK) st = ember_session_prefill(s, prompt.data(), prompt.size(), nullptr);
+  if (st != EMBER_OK) return st;
+  const int32_t pos = ember_session_position(s);
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_s();
+    st = ember_session_prefill(s, prompt.data(), static_cast<size_t>(n), nullptr);
+    const double t = now_s() - t0;
+    if (st != EMBER_OK) return st;
+    best = std::min(best, t);
+    st = ember_session_remove(s, pos, pos + n);
+    if (st != EMBER_OK) return st;
+  }
+  *out = best;
+  return EMBER_OK;
+}
+
+}  // namespace
+
+int bench_lookup(int argc, char** argv) {
+  std::vector<std::string> with_value = {"-m", "-f", "-p", "-n", "-r", "--threads", "--backend"};
+  for (int i = 0; kSpeculativeFlags[i]; ++i) with_value.push_back(kSpeculativeFlags[i]);
+  Args args(argc, argv, with_value);
+  if (args.has("--help") || args.has("-h")) {
+    std::fputs(kHelp, stdout);
+    std::fputs(kSpeculativeHelp, stdout);
+    return 0;
+  }
+  std::vector<std::string> known = with_value;
+  known.insert(known.end(), {"--lookup", "--json"});
+  args.check_known(known);
+  const int32_t n = static_cast<int32_t>(args.get_int("-n", 128, 1, 1 << 20));
+  const int reps = static_cast<int>(args.get_int("-r", 5, 1, 1000));
+  ember_session_options so;
+  ember_session_options_default(&so);
+  so.n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  speculative_from_args(args, &g, &so);
+  const std::string backend = args.get("--backend", "cpu");
+  so.backend = backend == "auto" ? EMBER_BACKEND_AUTO : backend == "vulkan" ? EMBER_BACKEND_VULKAN
+               : backend == "cpu"  ? EMBER_BACKEND_CPU : -1;
+  if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember bench --lookup --help)");
+  if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend '" + backend + "' is not cpu, vulkan or auto");
+  if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required");
+  if (args.has("-f") && args.has("-p")) return report(EMBER_ERR_INVALID_ARGUMENT, "-f and -p both give the prompt");
+  const bool json = args.has("--json");
+  std::string text;
+  if (args.has("-f")) {
+    std::ifstream in(args.get("-f"), std::ios::binary);
+    if (!in) return report(EMBER_ERR_IO, "cannot read -f '" + args.get("-f") + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  } else if (args.has("-p")) {
+    text = args.get("-p");
+  } else {
+    // A text that repeats: a list written out twice.
+    const std::string list = "1. Preheat the oven to 180 degrees.\n2. Mix the flour, the sugar and the eggs.\n"
+                             "3. Pour the batter into the tin.\n4. Bake for forty minutes.\n";
+    text = "Recipe:\n" + list + "\nThe same recipe again:\n" + list + "\nAnd once more:\n";
+  }
+  ember_model* model = nullptr;
+  if (const int code = open_model_for_cli(args.get("-m"), nullptr, &model)) return code;
+  std::vector<int32_t> prompt(text.size() + 8);
+  size_t count = 0;
+  ember_status st =
+      ember_tokenize_prompt(model, text.c_str(), text.size(), 0, -1, prompt.data(), prompt.size(), &count);
+  if (st != EMBER_OK) {
+    ember_model_free(model);
+    return report_last(st);
+  }
+  prompt.resize(count);
+  const int32_t k = g.draft_max;
+  so.context_length = static_cast<int32_t>(prompt.size()) + n + k + 2;
+  so.max_batch = std::max<int32_t>(k + 1, std::min<int32_t>(512, static_cast<int32_t>(prompt.size())));
+  ember_session* s = nullptr;
+  st = ember_session_create(model, &so, &s);
+  if (st != EMBER_OK) {
+    const int code = report_last(st);
+    ember_model_free(model);
+    return code;
+  }
+  auto fail = [&](ember_status e) {
+    const int code = report_last(e);
+    ember_session_free(s);
+    ember_model_free(model);
+    return code;
+  };
+  // Step costs of 1 .. k + 1 rows.
+  std::vector<double> cost(static_cast<size_t>(k + 2), 0.0);
+  for (int32_t rows = 1; rows <= k + 1; ++rows) {
+    st = step_cost(s, prompt, rows, 3 + reps, &cost[static_cast<size_t>(rows)]);
+    if (st != EMBER_OK) return fail(st);
+  }
+  // Warm-up, then interleaved repetitions.
+  One warm;
+  if ((st = generate_once(s, prompt, n, false, k, g.lookup_ngram, &warm)) != EMBER_OK) return fail(st);
+  std::vector<double> plain_tps, spec_tps;
+  One spec_last;
+  for (int r = 0; r < reps; ++r) {
+    One a, b;
+    if ((st = generate_once(s, prompt, n, false, k, g.lookup_ngram, &a)) != EMBER_OK) return fail(st);
+    if ((st = generate_once(s, prompt, n, true, k, g.lookup_ngram, &b)) != EMBER_OK) return fail(st);
+    plain_tps.push_back(a.tok_s);
+    spec_tps.push_back(b.tok_s);
+    spec_last = b;
+    if (!json) std::fprintf(stderr, "bench: repetition %d/%d: %.1f vs %.1f tok/s\n", r + 1, reps, b.tok_s, a.tok_s);
+  }
+  const double plain = median(plain_tps), spec = median(spec_tps);
+  const One& o = spec_last;  // greedy: every repetition drafts the same
+  const double acceptance = o.drafted > 0 ? static_cast<double>(o.accepted) / o.drafted : 0.0;
+  const double per_step = o.steps > 0 ? static_cast<double>(o.sampled - 1) / o.steps : 0.0;
+  const double mean_rows = o.steps > 0 ? 1.0 + static_cast<double>(o.drafted) / o.steps : 1.0;
+  const int32_t lo = std::min<int32_t>(k + 1, static_cast<int32_t>(mean_rows));
+  const int32_t hi = std::min<int32_t>(k + 1, lo + 1);
+  const double c = cost[static_cast<size_t>(lo)] + (cost[static_cast<size_t>(hi)] - cost[static_cast<size_t>(lo)]) *
+                                                       (mean_rows - lo);
+  const double rel = c / cost[1];
+  const double predicted = rel > 0 ? per_step / rel : 0.0;
+  const double speedup = plain > 0 ? spec / plain : 0.0;
+  if (json) {
+    Json j;
+    j.begin_object();
+    j.begin_object("workload")
+        .str("model", args.get("-m"))
+        .integer("prompt_tokens", static_cast<int64_t>(prompt.size()))
+        .integer("n_gen", n)
+        .integer("repetitions", reps)
+        .integer("draft_max", k)
+        .integer("lookup_ngram", g.lookup_ngram)
+        .integer("threads", so.n_threads)
+        .end_object();
+    j.begin_object("metrics")
+        .num("tokens_per_second", spec)
+        .num("baseline_tokens_per_second", plain)
+        .num("speedup", speedup)
+        .num("acceptance_rate", acceptance, 4)
+        .num("tokens_per_step", per_step, 4)
+        .integer("drafted_tokens", o.drafted)
+        .integer("accepted_tokens", o.accepted)
+        .integer("decode_steps", o.steps)
+        .num("mean_rows_per_step", mean_rows, 4)
+        .num("step_cost_ratio", rel, 4)
+        .num("predicted_speedup", predicted, 4);
+    j.begin_array("step_ms_by_rows");
+    for (int32_t rows = 1; rows <= k + 1; ++rows) j.num(nullptr, cost[static_cast<size_t>(rows)] * 1e3, 4);
+    j.end_array().end_object().end_object();
+    std::fputs(j.text().c_str(), stdout);
+  } else {
+    std::printf("prompt %zu tokens, %d generated, lookup: draft max %d, ngram %d\n", prompt.size(), n, k,
+                g.lookup_ngram);
+    std::printf("  plain    %8.1f tok/s\n  lookup   %8.1f tok/s   x%.2f (predicted x%.2f)\n", plain, spec, speedup,
+                predicted);
+    std::printf("  acceptance %.1f%% (%d of %d drafted), %.2f tokens per step, %.2f rows per step costing x%.2f\n",
+                100 * acceptance, o.accepted, o.drafted, per_step, mean_rows, rel);
+    std::printf("  step ms by rows:");
+    for (int32_t rows = 1; rows <= k + 1; ++rows) std::printf(" %d: %.2f", rows, cost[static_cast<size_t>(rows)] * 1e3);
+    std::printf("\n");
+  }
+  ember_session_free(s);
+  ember_model_free(model);
+  return 0;
+}
+
+}  // namespace ember::cli
