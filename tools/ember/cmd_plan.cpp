@@ -81,8 +81,8 @@ struct PlanResult {
 const char* const kKvNames[] = {"f32", "f16", "q8_0"};
 
 int parse_plan(int argc, char** argv, PlanRequest* r) {
-  std::vector<std::string> with_value = {"-m", "--seqs"};
-  std::vector<std::string> known = {"-m", "--json", "--seqs"};
+  std::vector<std::string> with_value = {"-m", "--seqs", "--draft-max", "--lookup-ngram"};
+  std::vector<std::string> known = {"-m", "--json", "--seqs", "--draft-max", "--lookup-ngram", "--lookup"};
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -91,15 +91,20 @@ int parse_plan(int argc, char** argv, PlanRequest* r) {
   if (args.has("--help") || args.has("-h")) {
     std::puts("usage: ember plan -m MODEL.ember [--ctx N] [--batch B] [--threads T] [--kv-type f32|f16|q8_0]\n"
               "                  [--kv-type-k T] [--kv-type-v T] [--backend cpu|vulkan|auto] [--max-bytes N]\n"
-              "                  [--seqs N] [--json]\n"
+              "                  [--seqs N] [--lookup --draft-max K] [--json]\n"
               "  --seqs N   sequences decoded together in one session (batched decoding, as ember serve\n"
-              "             --parallel): N KV caches of --ctx positions each (default 1)");
+              "             --parallel): N KV caches of --ctx positions each (default 1)\n"
+              "  --lookup --draft-max K   room for speculative decoding: a step's logits for K drafted\n"
+              "             tokens per sequence beside its own (as ember run/serve --lookup)");
     return 0;
   }
   args.check_known(known);
   ember_session_options& so = r->so;
   session_options_from_args(args, &so);
   so.n_seqs = static_cast<int32_t>(args.get_int("--seqs", 1, 1, 256));
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  speculative_from_args(args, &g, &so);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error());
   if (so.kv_type_k < 0 || so.kv_type_v < 0) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
