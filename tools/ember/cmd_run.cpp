@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,7 @@ bool parse_token_list(const std::string& text, std::vector<int32_t>* out, std::s
 
 const char* kRunHelp =
     "usage: ember run -m MODEL -p PROMPT [-n NEW_TOKENS] [options]\n"
+    "       ember run -m MODEL -f PROMPT_FILE [-n NEW_TOKENS] [options]\n"
     "       ember run -m MODEL --tokens 1,2,3 [-n NEW_TOKENS] [--ids] [options]\n"
     "  MODEL is an .ember file or a GGUF file (converted once into the cache: ember cache --help)\n"
     "  -n N               tokens to generate (default 128); 0 = prefill the prompt only\n"
@@ -127,7 +130,7 @@ struct RunConfig {
 // Parses and checks the flags. Returns -1 to go on, else the exit code
 // (0 after --help).
 int parse_run(int argc, char** argv, RunConfig* c) {
-  std::vector<std::string> with_value = {"-m",     "-p",          "-n",    "--temp", "--top-k", "--top-p",
+  std::vector<std::string> with_value = {"-m",     "-p",   "-f",       "-n",    "--temp", "--top-k", "--top-p",
                                          "--min-p", "--repeat-penalty", "--seed", "--dump-logits",
                                          "--require-signature", "--tokens", "--stop", "--system", "--template"};
   for (int i = 0; kGrammarValueFlags[i]; ++i) with_value.push_back(kGrammarValueFlags[i]);
@@ -167,6 +170,16 @@ int parse_run(int argc, char** argv, RunConfig* c) {
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember run --help)");
   c->model = args.get("-m");
   c->prompt = args.get("-p");
+  if (args.has("-f")) {
+    if (args.has("-p") || args.has("--tokens")) {
+      return report(EMBER_ERR_INVALID_ARGUMENT, "-f gives the prompt: not with -p or --tokens");
+    }
+    std::ifstream in(args.get("-f"), std::ios::binary);
+    if (!in) return report(EMBER_ERR_IO, "cannot read -f '" + args.get("-f") + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    c->prompt = text.str();
+  }
   c->chat = args.has("--chat");
   if (c->chat && (args.has("--tokens") || !args.has("-p"))) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--chat takes the user's message as -p (not --tokens)");
