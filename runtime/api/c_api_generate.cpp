@@ -102,7 +102,12 @@ bool sequence_from_c(const char* prompt, const ember_generate_options& o, Prompt
     done(Status::error(EMBER_ERR_INVALID_ARGUMENT, "lookup = %d: must be 0 or 1", o.lookup));
     return false;
   }
+  if (o.lookup && o.draft_session) {
+    done(Status::error(EMBER_ERR_INVALID_ARGUMENT, "lookup and draft_session both ask for drafts: pass one"));
+    return false;
+  }
   params->speculative.lookup = o.lookup != 0;
+  params->speculative.draft = o.draft_session ? o.draft_session->session.get() : nullptr;
   params->speculative.draft_max = o.draft_max;
   params->speculative.ngram = o.lookup_ngram;
   if (prompt) spec->text = prompt;

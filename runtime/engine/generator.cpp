@@ -40,6 +40,11 @@ struct Generator::Seq {
   int32_t n_draft = 0;
   int32_t draft_len = 0;
   int32_t draft_cap = 0;
+  // A draft model: positions its sequence holds that are this sequence's
+  // (-1: not compared yet), its logits, the tokens of its next item.
+  int32_t draft_held = -1;
+  std::vector<float> draft_logits;
+  std::vector<int32_t> draft_feed;
   std::vector<float> work;    // the sampler's copy (log-probabilities, a constraint)
   uint32_t grammar_state = 0; // the constraint's matcher state (params.grammar)
   // Log-probabilities of sampled tokens not yet released (held back by the
@@ -152,7 +157,8 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
   }
   const SpeculativeParams& sp = params.speculative;
   int32_t draft_cap = 0;
-  if (sp.lookup) {
+  if (sp.draft) EMBER_TRY(check_draft_session(*sp.draft, seq));
+  if (sp.lookup || sp.draft) {
     if (sp.draft_max < 0 || sp.draft_max > kMaxDraft) {
       return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft_max = %d: must be in 0..%d", sp.draft_max, kMaxDraft);
     }
@@ -162,7 +168,7 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
                            "draft_max = %d: speculative decoding needs a session made with max_draft >= %d (it has %d)",
                            sp.draft_max, std::max(draft_cap, 1), session_.max_draft());
     }
-    if (sp.ngram < 1 || sp.ngram > kMaxLookupNgram) {
+    if (sp.lookup && (sp.ngram < 1 || sp.ngram > kMaxLookupNgram)) {
       return Status::error(EMBER_ERR_INVALID_ARGUMENT, "lookup ngram = %d: must be in 1..%d", sp.ngram,
                            kMaxLookupNgram);
     }
@@ -233,6 +239,8 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
   q.draft_len = draft_cap;
   q.n_draft = 0;
   q.spec_tokens.reserve(static_cast<size_t>(1 + draft_cap));
+  q.draft_held = -1;
+  if (sp.draft) q.draft_logits.resize(sp.draft->model().hparams().vocab_size);
   if (params.logprobs || params.grammar) q.work.resize(static_cast<size_t>(vocab));
   if (params.grammar) q.grammar_state = params.grammar->initial_state();
   q.pending.clear();
@@ -256,11 +264,14 @@ Status Generator::step(GenSink sink, void* user) {
   int32_t decoding = 0;
   order_.clear();
   for (auto& p : seqs_) {
+    if (p && p->active && p->prefilled >= p->prompt.size()) draft(*p);
+  }
+  draft_with_models();
+  for (auto& p : seqs_) {
     if (!p || !p->active) continue;
     if (p->prefilled < p->prompt.size()) {
       order_.push_back(p.get());
     } else {
-      draft(*p);
       decoding += 1 + p->n_draft;
     }
   }
@@ -365,14 +376,18 @@ void Generator::fill_logprobs(Seq& q, const float* row, int32_t token) {
   p.n_top = m;
 }
 
+int32_t Generator::draft_room(const Seq& q) const {
+  // The tokens still to sample after this step's first, and the positions
+  // left (every drafted row runs at a position of the context).
+  const int32_t pos = session_.seq_position(q.index);  // where q.next runs
+  return std::min({q.draft_len, q.params.max_new_tokens - q.stats.sampled_tokens - 1, session_.context() - pos - 1});
+}
+
 void Generator::draft(Seq& q) {
   q.n_draft = 0;
-  if (q.draft_cap == 0) return;
-  // Room: the tokens still to sample after this step's first, and the
-  // positions left (every drafted row runs at a position of the context).
+  if (q.draft_cap == 0 || q.params.speculative.draft) return;  // a draft model drafts in draft_with_models
   const int32_t pos = session_.seq_position(q.index);  // where q.next runs
-  const int32_t room = std::min({q.draft_len, q.params.max_new_tokens - q.stats.sampled_tokens - 1,
-                                 session_.context() - pos - 1});
+  const int32_t room = draft_room(q);
   if (room <= 0) return;
   // Prompt lookup over the sequence's text: what it holds, then q.next.
   const int32_t* h = session_.seq_history(q.index);
@@ -387,6 +402,130 @@ void Generator::draft(Seq& q) {
       q.spec_tokens.assign(1, q.next);
       for (int32_t j = i + n; j < len && q.n_draft < room; ++j, ++q.n_draft) q.spec_tokens.push_back(at(j));
       return;
+    }
+  }
+}
+
+Status Generator::check_draft_session(const Session& draft, int32_t seq) const {
+  const Model& target = session_.model();
+  const Model& dm = draft.model();
+  if (&draft == &session_) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft session: it is the target session");
+  if (seq >= draft.n_seqs()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "draft session: it holds %d sequence(s), and drafting for sequence %d needs its own",
+                         draft.n_seqs(), seq);
+  }
+  if (draft.context() < session_.context()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft session: its context of %d is shorter than the target's %d",
+                         draft.context(), session_.context());
+  }
+  if (&dm == &target) return Status::ok();
+  const Vocab& tv = target.tokenizer().vocab();
+  const Vocab& dv = dm.tokenizer().vocab();
+  if (dv.pieces.size() > tv.pieces.size()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "draft model: its vocabulary of %zu tokens is larger than the target's %zu", dv.pieces.size(),
+                         tv.pieces.size());
+  }
+  if (dv.bos_id != tv.bos_id || dv.eos_id != tv.eos_id) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "draft model: BOS/EOS ids %d/%d differ from the target's %d/%d", dv.bos_id, dv.eos_id,
+                         tv.bos_id, tv.eos_id);
+  }
+  for (size_t i = 0; i < dv.pieces.size(); ++i) {
+    if (dv.pieces[i] != tv.pieces[i]) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                           "draft model: token %zu is '%s' there but '%s' in the target: not the same vocabulary", i,
+                           dv.pieces[i].c_str(), tv.pieces[i].c_str());
+    }
+  }
+  return Status::ok();
+}
+
+void Generator::draft_with_models() {
+  drafting_.clear();
+  for (auto& p : seqs_) {
+    if (!p || !p->active || p->prefilled < p->prompt.size() || !p->params.speculative.draft) continue;
+    Seq& q = *p;
+    q.n_draft = 0;
+    if (draft_room(q) <= 0) continue;
+    Session& d = *q.params.speculative.draft;
+    const int32_t pos = session_.seq_position(q.index);
+    const int32_t* h = session_.seq_history(q.index);
+    // What the draft sequence holds that is this text: kept; the rest goes.
+    const int32_t dpos = d.seq_position(q.index);
+    int32_t held = q.draft_held;
+    if (held < 0 || held > dpos || held > pos) {
+      const int32_t* dh = d.seq_history(q.index);
+      held = 0;
+      while (held < dpos && held < pos && dh[held] == h[held]) ++held;
+    }
+    if (held < dpos && !d.remove_seq(q.index, held, dpos).is_ok()) {
+      if (!d.reset_seq(q.index).is_ok()) continue;
+      held = 0;
+    }
+    // Its first round: the text it lacks, then q.next.
+    q.draft_feed.assign(h + held, h + pos);
+    q.draft_feed.push_back(q.next);
+    if (static_cast<int32_t>(q.draft_feed.size()) > d.context() - held) continue;
+    q.draft_held = held;
+    q.spec_tokens.assign(1, q.next);
+    drafting_.push_back(&q);
+  }
+  // Rounds: each drafting sequence's item in one batch per draft session
+  // (greedy drafts), until every sequence has its drafts.
+  while (!drafting_.empty()) {
+    Session* d = drafting_[0]->params.speculative.draft;
+    std::vector<Seq*>& batch = draft_batch_;
+    batch.clear();
+    size_t kept = 0;
+    for (Seq* q : drafting_) {
+      if (q->params.speculative.draft == d) {
+        batch.push_back(q);
+      } else {
+        drafting_[kept++] = q;
+      }
+    }
+    drafting_.resize(kept);
+    draft_items_.clear();
+    for (Seq* q : batch) {
+      Session::BatchItem it;
+      it.seq = q->index;
+      it.tokens = q->draft_feed.data();
+      it.n_tokens = static_cast<int32_t>(q->draft_feed.size());
+      it.logits = q->draft_logits.data();
+      draft_items_.push_back(it);
+    }
+    while (!batch.empty()) {
+      if (!d->decode_batch(draft_items_.data(), draft_items_.size()).is_ok()) {
+        // No drafts this step (the draft sequence is compared again next time).
+        for (Seq* q : batch) {
+          q->n_draft = 0;
+          q->draft_held = -1;
+        }
+        break;
+      }
+      size_t w = 0;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        Seq& q = *batch[i];
+        q.draft_held += static_cast<int32_t>(q.draft_feed.size());
+        const float* l = q.draft_logits.data();
+        int32_t best = 0;
+        for (size_t t = 1; t < q.draft_logits.size(); ++t) {
+          if (l[t] > l[best]) best = static_cast<int32_t>(t);
+        }
+        q.spec_tokens.push_back(best);
+        ++q.n_draft;
+        if (q.n_draft >= draft_room(q) || q.draft_held >= d->context()) continue;  // done drafting
+        q.draft_feed.assign(1, best);
+        batch[w] = &q;
+        draft_items_[w] = draft_items_[i];
+        draft_items_[w].tokens = q.draft_feed.data();
+        draft_items_[w].n_tokens = 1;
+        ++w;
+      }
+      batch.resize(w);
+      draft_items_.resize(w);
     }
   }
 }
@@ -499,9 +638,18 @@ void Generator::after_step(Seq& q, GenSink sink, void* user) {
     q.draft_len = kept == nd ? std::min(q.draft_len + 1, q.draft_cap) : std::max(1, kept + 1);
     const Status removed = session_.remove_seq(q.index, pos0 + 1 + kept, pos0 + 1 + nd);
     if (!removed.is_ok()) return finish(q, StopReason::Error, sink, user, &removed);
+    // The draft model holds q.next and its drafts but the last: what the
+    // target kept of them stays (compared again before the next drafts).
+    if (q.params.speculative.draft) q.draft_held = std::min(q.draft_held, pos0 + 1 + kept);
   }
   for (int32_t i = 0; i < n && q.active; ++i) {
     take_token(q, sampled[i], q.logits.data() + i * vocab, i == n - 1 && error.is_ok(), sink, user);
+    // Ended at a token that ran as a kept draft (a stop string, an end
+    // token): the sequence holds what it would without drafts, up to the
+    // token before it.
+    if (!q.active && nd > 0 && session_.seq_position(q.index) > pos0 + 1 + i) {
+      (void)session_.remove_seq(q.index, pos0 + 1 + i, session_.seq_position(q.index));
+    }
   }
   if (!error.is_ok() && q.active) finish(q, StopReason::Error, sink, user, &error);
 }

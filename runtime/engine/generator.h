@@ -81,6 +81,12 @@ struct PromptSpec {
 // Speculative decoding of one sequence (see the file comment).
 struct SpeculativeParams {
   bool lookup = false;      // prompt lookup drafts
+  // Or a draft model: this session (another model of the same vocabulary:
+  // every piece of its vocabulary the target's, the same BOS and EOS) drafts
+  // greedily in its sequence of the same index, which follows this one's
+  // text (kept in step: what it holds that differs is removed). Not owned;
+  // outlives the generation. Drafts from both: the model's.
+  Session* draft = nullptr;
   // Most tokens drafted per step (1..the session's max_draft); 0: the
   // session's max_draft. The draft length adapts to the acceptance below it.
   int32_t draft_max = 0;
@@ -206,6 +212,13 @@ class Generator {
   void fill_logprobs(Seq& q, const float* row, int32_t token);
   // This step's drafts of a decoding sequence (q.spec_tokens after q.next).
   void draft(Seq& q);
+  // Whether `draft` can draft for sequence seq of this generator's session.
+  Status check_draft_session(const Session& draft, int32_t seq) const;
+  // How many tokens q may draft this step.
+  int32_t draft_room(const Seq& q) const;
+  // The draft model's drafts of every decoding sequence that has one, its
+  // rounds batched per draft session.
+  void draft_with_models();
 
   Session& session_;
   int32_t rows_;
@@ -213,7 +226,8 @@ class Generator {
   uint64_t starts_ = 0;  // start order: older prompts are prefilled first
   std::vector<std::unique_ptr<Seq>> seqs_;  // one per session sequence, made on first start
   std::vector<Session::BatchItem> items_;   // this step's
-  std::vector<Seq*> running_, order_;
+  std::vector<Seq*> running_, order_, drafting_, draft_batch_;
+  std::vector<Session::BatchItem> draft_items_;
   std::string piece_;                       // the current token's piece (reused)
 };
 

@@ -727,6 +727,17 @@ typedef struct ember_generate_options {
   int lookup;
   int32_t draft_max;
   int32_t lookup_ngram;
+  /* Speculative decoding with a draft model instead: this session, of a
+   * smaller model with the target's vocabulary (every token of the draft's
+   * vocabulary the same piece in the target's, the same BOS and EOS; else
+   * EMBER_ERR_INVALID_ARGUMENT naming the first token that differs), drafts
+   * up to draft_max tokens greedily in its sequence of the same index as
+   * this one (sequence 0 for ember_generate), which it keeps in step with
+   * this sequence's text. Its context must be at least the target's. Like
+   * lookup, the output is the same as without it; needs the target session's
+   * max_draft. Not with lookup. Not owned; used by one generation at a time
+   * per sequence. Default NULL. */
+  struct ember_session* draft_session;
 } ember_generate_options;
 
 

@@ -18,6 +18,7 @@
 #include "model/stories_fixture.h"
 #include "test_data.h"
 #include "tools/convert/model_writer.h"
+#include "tools/convert/quantize.h"
 #include "tools/convert/synthetic.h"
 
 namespace {
@@ -112,9 +113,10 @@ std::vector<int32_t> held_tokens(ember_session* s, int32_t seq) {
 }
 
 // `reqs` run together by one generator over a session of `shape` (one
-// sequence each), each with up to k drafts.
+// sequence each), each with up to k drafts: by prompt lookup, or by the
+// draft session when one is given.
 std::vector<Out> run(const Model& model, SessionShape shape, std::vector<Request>& reqs, int32_t k,
-                     int32_t ngram = 3) {
+                     int32_t ngram = 3, ember_session* draft = nullptr) {
   shape.n_seqs = static_cast<int32_t>(reqs.size());
   shape.max_draft = k;
   ember_session* s = make_session(model, shape);
@@ -122,9 +124,13 @@ std::vector<Out> run(const Model& model, SessionShape shape, std::vector<Request
   REQUIRE(ember_generator_create(s, nullptr, &gen) == EMBER_OK);
   std::vector<Out> outs(reqs.size());
   for (size_t i = 0; i < reqs.size(); ++i) {
-    const ember_generate_options g = reqs[i].with(k, ngram);
+    ember_generate_options g = reqs[i].with(k, ngram);
+    if (draft) {
+      g.lookup = 0;
+      g.draft_session = draft;
+    }
     REQUIRE_MESSAGE(ember_generator_start(gen, static_cast<int32_t>(i), reqs[i].prompt.c_str(), &g) == EMBER_OK,
-                    ember_last_error());
+                    std::string(ember_last_error()));
   }
   for (int step = 0; step < 10000 && ember_generator_active(gen, -1) > 0; ++step) {
     REQUIRE(ember_generator_step(gen, collect, &outs) == EMBER_OK);
@@ -400,5 +406,149 @@ TEST_CASE("lookup: bad settings are refused naming the setting") {
   g.lookup = 1;
   CHECK(ember_generate(plain, "Once", &g, nullptr, nullptr) == EMBER_ERR_INVALID_ARGUMENT);
   CHECK(std::string(ember_last_error()).find("max_draft") != std::string::npos);
+  ember_session_free(plain);
+}
+
+TEST_CASE("draft model: the same text as without, greedy and sampled, alone and batched (stories260K)") {
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  Model model(path);
+  // Drafts by a Q8_0 copy (another file: its vocabulary compared piece by
+  // piece) and by the same model object.
+  const std::string bin = ember::test::test_data("models/stories260K.bin");
+  const std::string tok = ember::test::test_data("models/tok512.bin");
+  auto imported = ember::import_llama2c(bin, tok);
+  REQUIRE(imported.is_ok());
+  ember::QuantizeReport qr;
+  REQUIRE(ember::quantize_model(imported.value().get(), ember::DType::Q8_0, &qr).is_ok());
+  const std::string q8 = ember::test::temp_dir("speculative-draft") + "/stories-q8_0.ember";
+  REQUIRE(ember::write_model(imported.value()->spec, q8).is_ok());
+  Model other(q8);
+  const std::string copy = copy_prompt(model);
+  std::vector<Request> reqs = stories_requests(copy);
+  std::vector<Out> want;
+  for (auto& r : reqs) {
+    std::vector<Request> one{r};
+    want.push_back(run(model, SessionShape{}, one, 0)[0]);
+  }
+  for (const Model* dm : {&other, &model}) {
+    SessionShape dshape;
+    dshape.n_seqs = static_cast<int32_t>(reqs.size());
+    ember_session* draft = make_session(*dm, dshape);
+    for (int32_t k : {1, 4}) {
+      CAPTURE(k);
+      int32_t drafted = 0, accepted = 0;
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        CAPTURE(i);
+        std::vector<Request> one{reqs[i]};
+        const Out got = run(model, SessionShape{}, one, k, 3, draft)[0];
+        check_same(got, want[i]);
+        drafted += got.stats.drafted_tokens;
+        accepted += got.stats.accepted_tokens;
+        // Greedy with the same weights: every draft is the target's choice.
+        if (dm == &model && reqs[i].o.temperature == 0.0f) {
+          CHECK(got.stats.accepted_tokens == got.stats.drafted_tokens);
+        }
+      }
+      CHECK(drafted > 0);
+      CHECK(accepted > 0);
+      const std::vector<Out> together = run(model, SessionShape{}, reqs, k, 3, draft);
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        CAPTURE(i);
+        check_same(together[i], want[i]);
+      }
+    }
+    ember_session_free(draft);
+  }
+}
+
+TEST_CASE("draft model: another vocabulary, a short context, too few sequences are refused by name") {
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  Model model(path);
+  ember::SynthShape shape;
+  REQUIRE(ember::synth_shape("tiny", &shape));
+  auto m = ember::make_synthetic(shape, ember::DType::F32, 3, "");
+  REQUIRE(m.is_ok());
+  const std::string synth = ember::test::temp_dir("speculative-draft") + "/builtin-vocab.ember";
+  REQUIRE(ember::write_model(m.value()->spec, synth).is_ok());
+  Model foreign(synth);
+  SessionShape target;
+  target.max_draft = 4;
+  ember_session* s = make_session(model, target);
+  auto refused = [&](ember_session* draft, int lookup, const char* names) {
+    CAPTURE(names);
+    ember_generate_options g;
+    ember_generate_options_default(&g);
+    g.draft_session = draft;
+    g.lookup = lookup;
+    CHECK(ember_generate(s, "Once", &g, nullptr, nullptr) == EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(ember_last_error()).find(names) != std::string::npos);
+    CHECK(ember_session_position(s) == 0);
+  };
+  ember_session* d1 = make_session(foreign, SessionShape{});
+  refused(d1, 0, "vocabulary");
+  SessionShape short_ctx;
+  short_ctx.context = 64;
+  ember_session* d2 = make_session(model, short_ctx);
+  refused(d2, 0, "context");
+  SessionShape ok;
+  ember_session* d3 = make_session(model, ok);
+  refused(d3, 1, "lookup and draft_session");
+  refused(s, 0, "target session");
+  // Drafting for sequence 1 needs a draft session of two sequences.
+  SessionShape two;
+  two.n_seqs = 2;
+  two.max_draft = 4;
+  ember_session* s2 = make_session(model, two);
+  ember_generator* gen = nullptr;
+  REQUIRE(ember_generator_create(s2, nullptr, &gen) == EMBER_OK);
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  g.draft_session = d3;
+  CHECK(ember_generator_start(gen, 1, "Once", &g) == EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ember_last_error()).find("sequence") != std::string::npos);
+  CHECK(ember_generator_start(gen, 0, "Once", &g) == EMBER_OK);
+  ember_generator_free(gen);
+  ember_session_free(s2);
+  ember_session_free(d3);
+  ember_session_free(d2);
+  ember_session_free(d1);
+  ember_session_free(s);
+}
+
+TEST_CASE("draft model: a later turn keeps the draft sequence in step") {
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  Model model(path);
+  SessionShape shape;
+  shape.max_draft = 3;
+  ember_session* plain = make_session(model, shape);
+  ember_session* spec = make_session(model, shape);
+  ember_session* draft = make_session(model, SessionShape{});
+  for (const char* turn : {"Once upon a time", " The dog", " Then"}) {
+    CAPTURE(turn);
+    ember_generate_options g;
+    ember_generate_options_default(&g);
+    g.max_new_tokens = 24;
+    g.add_bos = ember_session_position(plain) == 0 ? -1 : 0;
+    std::string a, b;
+    auto cb = [](void* u, int32_t, const char* piece, size_t len) {
+      static_cast<std::string*>(u)->append(piece, len);
+      return 0;
+    };
+    REQUIRE(ember_generate(plain, turn, &g, cb, &a) == EMBER_OK);
+    g.draft_session = draft;
+    REQUIRE(ember_generate(spec, turn, &g, cb, &b) == EMBER_OK);
+    CHECK(a == b);
+    CHECK(held_tokens(plain, 0) == held_tokens(spec, 0));
+    ember_generate_stats st;
+    st.struct_size = sizeof st;
+    REQUIRE(ember_generate_last_stats(spec, &st) == EMBER_OK);
+    CHECK(st.accepted_tokens == st.drafted_tokens);
+    CHECK(st.drafted_tokens > 0);
+  }
+  ember_session_free(draft);
+  ember_session_free(spec);
   ember_session_free(plain);
 }

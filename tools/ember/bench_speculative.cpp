@@ -114,6 +114,10 @@ int bench_lookup(int argc, char** argv) {
   so.n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
   ember_generate_options g;
   ember_generate_options_default(&g);
+  if (args.has("--draft")) {
+    return report(EMBER_ERR_UNSUPPORTED, "--draft: ember bench measures --lookup only so far (ember run --draft runs a "
+                                         "draft model and prints its acceptance)");
+  }
   speculative_from_args(args, &g, &so);
   const std::string backend = args.get("--backend", "cpu");
   so.backend = backend == "auto" ? EMBER_BACKEND_AUTO : backend == "vulkan" ? EMBER_BACKEND_VULKAN

@@ -13,11 +13,12 @@ namespace ember::cli {
 const char* const kSessionFlags[] = {"--ctx",       "--batch",   "--threads",   "--kv-type", "--kv-type-k",
                                      "--kv-type-v", "--backend", "--max-bytes", nullptr};
 
-const char* const kSpeculativeFlags[] = {"--draft-max", "--lookup-ngram", nullptr};
+const char* const kSpeculativeFlags[] = {"--draft-max", "--lookup-ngram", "--draft", nullptr};
 const char* const kSpeculativeHelp =
     "speculative decoding (the same output, fewer weight reads where the text repeats):\n"
     "  --lookup           draft tokens by prompt lookup: what followed the latest earlier occurrence\n"
     "                     of the text's last tokens, verified in the decode step\n"
+    "  --draft MODEL      draft tokens with this smaller model of the same vocabulary (greedy)\n"
     "  --draft-max K      most tokens drafted per step (1..16, default 4; adapts below it)\n"
     "  --lookup-ngram N   longest suffix matched (1..16, default 3)\n";
 
@@ -58,8 +59,8 @@ void speculative_from_args(Args& args, ember_generate_options* g, ember_session_
   const bool lookup = args.has("--lookup");
   const int64_t k = args.get_int("--draft-max", 4, 1, EMBER_MAX_DRAFT);
   const int64_t n = args.get_int("--lookup-ngram", 3, 1, 16);
-  if (!lookup) return;
-  g->lookup = 1;
+  if (!lookup && !args.has("--draft")) return;
+  g->lookup = lookup ? 1 : 0;  // --draft: the caller opens the model and sets draft_session
   g->draft_max = static_cast<int32_t>(k);
   g->lookup_ngram = static_cast<int32_t>(n);
   so->max_draft = static_cast<int32_t>(k);
@@ -102,6 +103,10 @@ int parse_plan(int argc, char** argv, PlanRequest* r) {
   ember_session_options& so = r->so;
   session_options_from_args(args, &so);
   so.n_seqs = static_cast<int32_t>(args.get_int("--seqs", 1, 1, 256));
+  if (args.has("--draft")) {
+    return report(EMBER_ERR_UNSUPPORTED, "--draft: the plan does not count a draft model yet (plan it alone: ember "
+                                         "plan -m DRAFT)");
+  }
   ember_generate_options g;
   ember_generate_options_default(&g);
   speculative_from_args(args, &g, &so);

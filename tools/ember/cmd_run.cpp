@@ -118,7 +118,7 @@ const char* kRunHelp =
 
 // What the command line asked for.
 struct RunConfig {
-  std::string model, prompt, system, template_arg, dump_logits, signature_key;
+  std::string model, prompt, system, template_arg, dump_logits, signature_key, draft;
   GrammarFlags grammar;
   std::vector<int32_t> ids;  // --tokens
   std::vector<std::string> stops;
@@ -202,6 +202,10 @@ int parse_run(int argc, char** argv, RunConfig* c) {
   c->dump_logits = args.get("--dump-logits");
   c->verify_digest = args.has("--verify-digest");
   c->signature_key = args.get("--require-signature");
+  c->draft = args.get("--draft");
+  if (args.has("--draft") && args.has("--lookup")) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--draft and --lookup both draft: pass one");
+  }
   std::string error;
   if (!read_grammar_flags(args, &c->grammar, &error)) return report(EMBER_ERR_INVALID_ARGUMENT, error);
   return -1;
@@ -325,15 +329,37 @@ int report_run(const RunConfig& c, ember_status st, const std::string& generate_
                  load_ms, stats.prompt_tokens, stats.prefill_ms,
                  stats.prefill_ms > 0 ? stats.prompt_tokens * 1000.0 / stats.prefill_ms : 0.0, stats.first_token_ms,
                  generated, decode_ms > 0 && generated > 1 ? (generated - 1) * 1000.0 / decode_ms : 0.0);
-    if (c.g.lookup) {
-      std::fprintf(stderr, "lookup: %d drafted, %d accepted (%.0f%%) | %d decode steps, %.2f tokens per step\n",
-                   stats.drafted_tokens, stats.accepted_tokens,
+    if (c.g.lookup || c.g.draft_session) {
+      std::fprintf(stderr, "%s: %d drafted, %d accepted (%.0f%%) | %d decode steps, %.2f tokens per step\n",
+                   c.g.lookup ? "lookup" : "draft", stats.drafted_tokens, stats.accepted_tokens,
                    stats.drafted_tokens > 0 ? 100.0 * stats.accepted_tokens / stats.drafted_tokens : 0.0,
                    stats.decode_steps,
                    stats.decode_steps > 0 ? static_cast<double>(stats.sampled_tokens - 1) / stats.decode_steps : 0.0);
     }
   }
   return code;
+}
+
+// --draft: the draft model and its session (the target's context, threads
+// and backend). 0 or the exit code (reported).
+int open_draft(ember_model* model, const RunConfig& c, ember_model** draft_model, ember_session** draft_session) {
+  ember_memory_plan plan;
+  plan.struct_size = sizeof plan;
+  ember_status st = ember_plan(model, &c.so, &plan);
+  if (st != EMBER_OK) return report_last(st);
+  if (const int code = open_model_for_cli(c.draft, nullptr, draft_model)) return code;
+  ember_session_options dso = c.so;
+  dso.max_draft = 0;
+  dso.context_length = plan.context_length;
+  st = ember_session_create(*draft_model, &dso, draft_session);
+  if (st != EMBER_OK) {
+    const int code = report(st, "--draft '" + c.draft + "': " + ember_last_error());
+    ember_model_free(*draft_model);
+    *draft_model = nullptr;
+    return code;
+  }
+  std::fprintf(stderr, "draft: %s on %s\n", c.draft.c_str(), ember_session_backend(*draft_session));
+  return 0;
 }
 
 }  // namespace
@@ -365,6 +391,18 @@ int cmd_run(int argc, char** argv) {
     return report_last(st);
   }
   std::fprintf(stderr, "backend: %s\n", ember_session_backend(session));
+  ember_model* draft_model = nullptr;
+  ember_session* draft_session = nullptr;
+  if (!c.draft.empty()) {
+    const int code = open_draft(model, c, &draft_model, &draft_session);
+    if (code != 0) {
+      ember_session_free(session);
+      ember_grammar_free(grammar);
+      ember_model_free(model);
+      return code;
+    }
+    c.g.draft_session = draft_session;
+  }
   const double t_loaded = now_ms();
 
   // The prompt's tokens, by the rule every generation uses (BOS as the
@@ -386,6 +424,8 @@ int cmd_run(int argc, char** argv) {
   stats.struct_size = sizeof stats;
   ember_generate_last_stats(session, &stats);
   const int code = report_run(c, st, generate_error, tokenized, stats, prompt_logits, t_loaded - t0);
+  ember_session_free(draft_session);
+  ember_model_free(draft_model);
   ember_session_free(session);
   ember_grammar_free(grammar);
   ember_model_free(model);

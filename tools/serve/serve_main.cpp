@@ -157,6 +157,10 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
   a->body_given = args.has("--max-body");
   cli::session_options_from_args(args, &a->so);
   ember_generate_options_default(&a->speculative);
+  if (args.has("--draft")) {
+    return report(EMBER_ERR_UNSUPPORTED, "--draft: ember serve drafts by --lookup only so far (a draft model is for "
+                                         "ember run)");
+  }
   cli::speculative_from_args(args, &a->speculative, &a->so);
   a->ctx_given = args.has("--ctx");
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember serve --help)");
