@@ -521,7 +521,7 @@ TEST_CASE("serve tools: Mistral's templates get 9-letter call ids, the call and 
   CHECK(ember_chat_tool_syntax(nullptr, nemo.c_str()) == EMBER_TOOL_SYNTAX_MISTRAL);
   for (const char* later : {"Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"}) {
     const std::string tmpl = llama_template(later);
-    if (!tmpl.empty()) CHECK(ember_chat_tool_syntax(nullptr, tmpl.c_str()) == EMBER_TOOL_SYNTAX_HERMES);
+    if (!tmpl.empty()) CHECK(ember_chat_tool_syntax(nullptr, tmpl.c_str()) == EMBER_TOOL_SYNTAX_MISTRAL_ARGS);
   }
   const std::string body = std::string(R"({"messages":[{"role":"user","content":"weather?"},)") +
                            R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",)"
