@@ -824,7 +824,7 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   if (ok && chat) ok = c.write_all(stream_chunk(cr, id, created, model, "", nullptr, true));
   if (ok && cr.echo) ok = c.write_all(stream_chunk(cr, id, created, model, prompt_text, nullptr, false));
   std::string text;
-  ToolCallStream calls(prepared.tool_syntax, prepared.all_calls);
+  ToolCallStream calls(prepared.tool_syntax, prepared.all_calls, tool_names(cr));
   while (next(&text)) {
     if (prepared.tools_on) text = calls.add(text);
     logprobs.add(tokens, &lp);
