@@ -642,6 +642,22 @@ EMBER_API ember_status ember_grammar_create_json_schema(const ember_model* model
 EMBER_API ember_status ember_json_schema_to_gbnf(const char* schema, char* buf, size_t buf_size, size_t* needed);
 EMBER_API void ember_grammar_free(ember_grammar* grammar);
 
+/* The bytes a compiled grammar holds now: its rules, its copy of the
+ * vocabulary's text (a few MiB for a 150,000-token vocabulary), and what
+ * generations add as they use it (parse-stack nodes, matcher states and
+ * their transitions, kept token masks). Counted by its containers'
+ * capacities, hash-table entries estimated. 0 for NULL. */
+EMBER_API uint64_t ember_grammar_memory(const ember_grammar* grammar);
+/* Caps what the grammar may hold (as ember_grammar_memory counts it; 0: no
+ * cap beyond its own budgets, the default). Past the cap the oldest token
+ * masks are dropped (recomputed when needed); a generation that needs more
+ * states than fit ends with EMBER_ERR_TOO_COMPLEX ("grammar: too complex:
+ * ... max_bytes"), a growth counted at its peak (the old and the new buffer),
+ * so what it holds never passes the cap. Thread-safe. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (NULL), EMBER_ERR_NO_MEMORY when it already
+ * holds more than max_bytes without masks (the cap is left as it was). */
+EMBER_API ember_status ember_grammar_set_max_bytes(ember_grammar* grammar, uint64_t max_bytes);
+
 /* One entry of ember_generate_options.logit_bias. */
 typedef struct ember_logit_bias {
   int32_t token;

@@ -13,6 +13,7 @@
 
 #include "ember.h"
 #include "serve/tool_test_helpers.h"
+#include "tools/serve/grammar_cache.h"
 #include "tools/serve/request_reader.h"
 #include "tools/serve/tool_args_gemma.h"
 #include "tools/serve/tool_calls.h"
@@ -355,3 +356,66 @@ TEST_CASE("tool forms: on a random model the later forms' grammars give calls th
   ember_model_free(m);
 }
 
+namespace {
+
+// A chat request whose tool_choice demands a call of one function named `name`.
+CompletionRequest required_call(const std::string& name) {
+  CompletionRequest r;
+  RequestError e;
+  REQUIRE(read_completion_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":")" + name +
+          R"(","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}}],"tool_choice":"required"})",
+      true, ReadLimits(), &r, &e));
+  return r;
+}
+
+void test_cache_budget(ember_model* m) {
+  // Two places of 64 MiB: what the plan counts is their sum.
+  GrammarCache cache(m, 2, uint64_t{128} << 20);
+  CHECK(cache.per_grammar_bytes() == uint64_t{64} << 20);
+  CHECK(cache.budget_bytes() == uint64_t{128} << 20);
+  RequestError e;
+  GrammarRef a = cache.get_tool_calls(required_call("a"), EMBER_TOOL_SYNTAX_HERMES, nullptr, &e);
+  GrammarRef b = cache.get_tool_calls(required_call("b"), EMBER_TOOL_SYNTAX_HERMES, nullptr, &e);
+  REQUIRE(a);
+  REQUIRE(b);
+  // Every grammar capped at its place.
+  CHECK(ember_grammar_memory(a.get()) <= cache.per_grammar_bytes());
+  CHECK(ember_grammar_set_max_bytes(const_cast<ember_grammar*>(a.get()), 0) == EMBER_OK);
+  REQUIRE(ember_grammar_set_max_bytes(const_cast<ember_grammar*>(a.get()), cache.per_grammar_bytes()) == EMBER_OK);
+  // Both held by requests: a third is refused, not compiled past the budget.
+  GrammarRef c = cache.get_tool_calls(required_call("c"), EMBER_TOOL_SYNTAX_HERMES, nullptr, &e);
+  CHECK_FALSE(c);
+  CHECK(e.status == 503);
+  CHECK(e.code == "grammar_cache_busy");
+  CHECK(e.param == "tools");
+  CHECK(cache.alive() == 2);
+  // One request ends: its grammar, kept by the cache only, makes room.
+  b.reset();
+  c = cache.get_tool_calls(required_call("c"), EMBER_TOOL_SYNTAX_HERMES, nullptr, &e);
+  REQUIRE_MESSAGE(c, e.message);
+  CHECK(cache.alive() == 2);
+  // The one still held is found again, not compiled.
+  bool hit = false;
+  CHECK(cache.get_tool_calls(required_call("a"), EMBER_TOOL_SYNTAX_HERMES, &hit, &e) == a);
+  CHECK(hit);
+  // A budget smaller than one grammar's rules and vocabulary text: a 400 naming the cap.
+  GrammarCache tiny(m, 1, 1024);
+  CompletionRequest json_object;
+  REQUIRE(read_completion_request(R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})",
+                                  true, ReadLimits(), &json_object, &e));
+  CHECK_FALSE(tiny.get(json_object, nullptr, &e));
+  CHECK(e.status == 400);
+  CHECK(e.code == "grammar_too_large");
+  CHECK(e.param == "response_format");
+  CHECK(e.message.find("--grammar-cache-mib") != std::string::npos);
+  CHECK(tiny.alive() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("tool forms: the grammar cache's budget caps every grammar and the grammars alive") {
+  ember_model* m = test::random_model();
+  test_cache_budget(m);  // the caches' grammars are freed before the model
+  ember_model_free(m);
+}
