@@ -59,13 +59,25 @@ size_t GrammarCache::size() const {
 }
 
 GrammarRef GrammarCache::compile(const std::string& key, RequestError* error) {
-  if (!reserve("response_format", error)) return nullptr;
   std::unique_lock<std::mutex> gate(gate_, std::defer_lock);
   if (key.size() > kGateBytes) gate.lock();
+  // Translated first, so that a schema the runtime refuses is its 400
+  // whatever the cache holds; then a place, then the compilation.
+  const char* schema = key.empty() ? nullptr : key.c_str();
+  std::string gbnf;
+  size_t needed = 0;
+  ember_status st = ember_json_schema_to_gbnf(schema, nullptr, 0, &needed);
+  if (st == EMBER_ERR_BUFFER_TOO_SMALL || st == EMBER_OK) {
+    gbnf.resize(needed);
+    st = ember_json_schema_to_gbnf(schema, gbnf.data(), gbnf.size(), &needed);
+  }
   ember_grammar* g = nullptr;
-  const ember_status st = ember_grammar_create_json_schema(model_, key.c_str(), &g);
-  if (st == EMBER_OK) return adopt(g, "response_format", error);
-  release();
+  if (st == EMBER_OK) {
+    if (!reserve("response_format", error)) return nullptr;
+    st = ember_grammar_create(model_, gbnf.c_str(), "root", &g);
+    if (st == EMBER_OK) return adopt(g, "response_format", error);
+    release();
+  }
   // EMBER_ERR_TOO_COMPLEX: the grammar's own budget (parse stacks, states,
   // compile work), not the process's memory: the request's doing.
   const bool client = st == EMBER_ERR_UNSUPPORTED || st == EMBER_ERR_INVALID_ARGUMENT || st == EMBER_ERR_TOO_COMPLEX;

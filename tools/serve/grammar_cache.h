@@ -18,8 +18,9 @@
 // at most `capacity` grammars are alive at once, kept or not: a new one
 // first drops kept grammars no request holds; when every one is held by a
 // request, the new request is refused with a 503 (Retry-After) rather than
-// the budget passed. A grammar whose compiled rules and vocabulary text
-// alone pass the cap is refused with a 400.
+// the budget passed. A schema the translator refuses is its 400 before any
+// place is taken; a grammar whose compiled rules and vocabulary text alone
+// pass the cap is refused with a 400.
 #pragma once
 
 #include <atomic>
