@@ -80,6 +80,9 @@ void read_calls(const std::string& text, const std::vector<std::string>& names) 
       const auto args = nlohmann::json::parse(c.arguments, nullptr, false);
       if (!args.is_object()) std::abort();
     }
+    // Streamed a few bytes at a time (a token's worth): short texts only,
+    // a stream rescans what it holds back (as a reply's pieces are short).
+    if (text.size() > 2048) continue;
     ToolCallStream as_auto(syntax, false, names), as_required(syntax, true, names);
     std::string released;
     for (size_t at = 0; at < text.size(); at += 1 + at % 4) {
