@@ -179,6 +179,7 @@ Result<uint32_t> CompiledGrammar::node(uint32_t pos, uint32_t parent) {
 Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_t>* out) {
   const std::vector<GrammarElem>& el = grammar_.elems;
   work_.clear();
+  EMBER_TRY(work_room(2));
   work_.push_back(pos);
   work_.push_back(parent);
   seen_.clear();  // (pos, parent) pairs this closure visited
@@ -187,6 +188,10 @@ Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_
     work_.pop_back();
     const uint32_t p = work_.back();
     work_.pop_back();
+    if (limits_.max_bytes && (seen_.count + 1) * 2 > seen_.keys.size()) {  // the set is about to grow
+      const uint64_t size = std::max<uint64_t>(64, uint64_t{seen_.keys.size()} * 2);
+      EMBER_TRY(make_room(size * (sizeof(uint64_t) + sizeof(uint32_t)), "parse scratch"));
+    }
     if (!seen_.insert((uint64_t{p} << 32) | par)) continue;
     // Each pair visited is a unit of the state's budget: a grammar whose
     // closures fan out (an ambiguous one) is refused, not slow.
@@ -197,6 +202,8 @@ Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_
                            static_cast<unsigned long long>(limits_.max_step_work));
     }
     const GrammarElem& e = el[p];
+    // Room for what this position pushes (a rule: its alternatives).
+    EMBER_TRY(work_room(e.kind == GrammarElem::Ref ? 2 * grammar_.alts[e.value].size() : 2));
     if (e.kind == GrammarElem::End) {
       if (par == kNone) {
         out->push_back(kAccept);
@@ -574,6 +581,14 @@ Result<int32_t> CompiledGrammar::apply_mask(uint32_t state, float* logits, int32
   }
   for (int32_t t = covered; t < n_vocab; ++t) logits[t] = -INFINITY;
   return allowed;
+}
+
+Status CompiledGrammar::work_room(size_t more) {
+  if (!limits_.max_bytes || work_.size() + more <= work_.capacity()) return Status::ok();
+  const uint64_t size = grown(work_.size(), work_.capacity(), more);
+  EMBER_TRY(make_room(size * sizeof(uint32_t), "parse scratch"));
+  work_.reserve(size);
+  return Status::ok();
 }
 
 void CompiledGrammar::drop_oldest_mask() {

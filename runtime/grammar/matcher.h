@@ -149,6 +149,8 @@ class CompiledGrammar {
   uint64_t held_bytes() const;
   Status make_room(uint64_t more, const char* what);
   void drop_oldest_mask();
+  // Room for `more` entries of close()'s work list (max_bytes).
+  Status work_room(size_t more);
 
   Grammar grammar_;
   const Tokenizer* tokenizer_;
