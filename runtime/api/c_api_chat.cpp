@@ -31,7 +31,7 @@ const char* ember::default_chat_template(const ember_model* model) {
   switch (static_cast<ember::ModelArch>(ember::model_arch(model))) {
     case ember::ModelArch::Qwen2:
     case ember::ModelArch::Qwen3: return "chatml";
-    case ember::ModelArch::Phi3: return "phi3";
+    case ember::ModelArch::Phi3: return has_piece(v, "<|/tool|>") ? "phi4-mini" : "phi3";
     case ember::ModelArch::Gemma2:
     case ember::ModelArch::Gemma3: return "gemma";
     case ember::ModelArch::Llama: break;
@@ -145,6 +145,11 @@ extern "C" ember_status ember_chat_format_json(const ember_model* model, const c
   const ember::chat::ChatOptions opt = options_of(model, add_generation_prompt);
   std::string tmpl;
   if (ember_status st = resolve_template(model, chat_template, &tmpl); st != EMBER_OK) return st;
+  // Phi-4-mini's template reads the tools from the system message.
+  s = ember::chat::put_tools_in_system_message(tmpl, tools, &messages);
+  if (!s.is_ok()) return ember::set_last_error(s);
+  // Gemma 4's first template reads results as the assistant's tool_responses.
+  ember::chat::fold_tool_results(tmpl, limits, &messages);
   ember::chat::Value extra = ember::chat::Value::make_dict();
   if (!tools.is_undefined()) extra.set("tools", tools);
   std::string out;

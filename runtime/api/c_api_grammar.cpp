@@ -55,3 +55,12 @@ ember_status ember_json_schema_to_gbnf(const char* schema, char* buf, size_t buf
 }
 
 void ember_grammar_free(ember_grammar* grammar) { delete grammar; }
+
+uint64_t ember_grammar_memory(const ember_grammar* grammar) {
+  return grammar ? grammar->grammar->memory_bytes() : 0;
+}
+
+ember_status ember_grammar_set_max_bytes(ember_grammar* grammar, uint64_t max_bytes) {
+  if (!grammar) return ember::fail(EMBER_ERR_INVALID_ARGUMENT, "grammar is NULL");
+  return ember::done(grammar->grammar->set_max_bytes(max_bytes));
+}

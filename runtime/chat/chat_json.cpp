@@ -204,12 +204,135 @@ Status chat_tools_from_json(std::string_view text, const JsonReadLimits& limits,
 }
 
 ToolSyntax tool_syntax_of_template(std::string_view tmpl) {
+  auto has = [tmpl](const char* s) { return tmpl.find(s) != std::string_view::npos; };
   // Mistral v3's templates write the marker and the array's bracket as one
-  // literal; the later "[TOOL_CALLS]name[ARGS]" form does not match.
-  if (tmpl.find("[TOOL_CALLS][") != std::string_view::npos) return ToolSyntax::Mistral;
-  if (tmpl.find("<tool_call>") != std::string_view::npos) return ToolSyntax::Hermes;
-  if (tmpl.find("<|start_header_id|>") != std::string_view::npos) return ToolSyntax::Llama3;
+  // literal; the later form writes the name after the marker, then [ARGS]
+  // (Small 3.2 with [CALL_ID] and the id between them).
+  if (has("[TOOL_CALLS][")) return ToolSyntax::Mistral;
+  if (has("[TOOL_CALLS]") && has("[ARGS]")) return ToolSyntax::MistralArgs;
+  // Gemma 4 writes '<|tool_call>call:' + name; Gemma 2 and 3 have no call
+  // form (the default below).
+  if (has("<|tool_call>call:")) return ToolSyntax::Gemma4;
+  // Phi-4-mini's tools sit between <|tool|> and <|/tool|>; Granite 3.x
+  // asks for "<|tool_call|> followed by a JSON list", the same form.
+  if (has("<|/tool|>") || has("<|tool_call|>")) return ToolSyntax::Phi4;
+  if (has("<tool_call>")) return ToolSyntax::Hermes;
+  if (has("<|start_header_id|>")) return ToolSyntax::Llama3;
   return ToolSyntax::Hermes;
+}
+
+Status put_tools_in_system_message(std::string_view tmpl, const Value& tools, Value* messages) {
+  auto has = [tmpl](const char* s) { return tmpl.find(s) != std::string_view::npos; };
+  if (!messages->is_list() || !(has("message['tools']") || has("message[\"tools\"]") || has("message.tools"))) {
+    return Status::ok();
+  }
+  if (tools.is_list() && !tools.list->empty()) {
+    // Microsoft's documented form: the functions themselves, not wrapped in
+    // {"type": "function", "function": ...}.
+    List functions;
+    for (const Value& t : *tools.list) {
+      const Value* f = t.find("function");
+      if (f) functions.push_back(*f);
+    }
+    std::string text;
+    EMBER_TRY(to_json(Value::make_list(std::move(functions)), -1, false, &text));
+    List& list = *messages->list;
+    const Value* role = list.empty() ? nullptr : list[0].find("role");
+    if (!role || !role->is_string() || role->s != "system") {
+      list.insert(list.begin(), Value::make_dict({{"role", Value::string("system")},
+                                                  {"content", Value::string("You are a helpful assistant with some tools.")}}));
+    }
+    list[0].set("tools", Value::string(std::move(text)));
+  }
+  if (has("tool_calls")) return Status::ok();
+  for (Value& m : *messages->list) {
+    const Value* calls = m.find("tool_calls");
+    const Value* content = m.find("content");
+    if (!calls || !calls->is_list() || calls->list->empty() || !content || !content->is_string()) continue;
+    List written;
+    for (const Value& c : *calls->list) {
+      const Value* f = c.find("function");
+      if (!f || !f->is_mapping()) continue;
+      const Value* name = f->find("name");
+      const Value* args = f->find("arguments");
+      written.push_back(Value::make_dict({{"name", name ? *name : Value::string("")},
+                                          {"arguments", args ? *args : Value::make_dict()}}));
+    }
+    std::string text;
+    EMBER_TRY(to_json(Value::make_list(std::move(written)), -1, false, &text));
+    m.set("content", Value::string(content->s + "<|tool_call|>" + text + "<|/tool_call|>"));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+bool has_role(const Value& m, const char* role) {
+  const Value* r = m.find("role");
+  return r && r->is_string() && r->s == role;
+}
+
+bool non_empty_list(const Value* v) { return v && v->is_list() && !v->list->empty(); }
+
+// The function name of the call `result` answers: by its tool_call_id,
+// else the index-th call's.
+Value answered_name(const List& calls, const Value& result, size_t index) {
+  const Value* id = result.find("tool_call_id");
+  const Value* by_order = nullptr;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Value* f = calls[i].find("function");
+    const Value* name = f && f->is_mapping() ? f->find("name") : nullptr;
+    if (!name) continue;
+    const Value* cid = calls[i].find("id");
+    if (id && cid && equals(*id, *cid)) return *name;
+    if (i == index) by_order = name;
+  }
+  if (by_order) return *by_order;
+  return id && id->is_string() ? *id : Value::string("unknown");
+}
+
+}  // namespace
+
+void fold_tool_results(std::string_view tmpl, const JsonReadLimits& limits, Value* messages) {
+  auto has = [tmpl](const char* s) { return tmpl.find(s) != std::string_view::npos; };
+  if (!messages->is_list() || !has("tool_responses")) return;
+  for (const char* reads_tool : {"== 'tool'", "!= 'tool'", "== \"tool\"", "!= \"tool\""}) {
+    if (has(reads_tool)) return;
+  }
+  List out;
+  const List& in = *messages->list;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Value& m = in[i];
+    const Value* calls = m.find("tool_calls");
+    if (!has_role(m, "assistant") || !non_empty_list(calls)) {
+      out.push_back(m);
+      continue;
+    }
+    Value turn = Value::make_dict(*m.dict);  // a copy: the caller's message untouched
+    List responses;
+    while (i + 1 < in.size() && has_role(in[i + 1], "tool")) {
+      const Value& result = in[++i];
+      const Value* content = result.find("content");
+      Value response = content ? *content : Value::string("");
+      if (content && content->is_string()) {
+        Value parsed;
+        if (json_to_value(content->s, "content", limits, &parsed).is_ok()) response = parsed;
+      }
+      responses.push_back(Value::make_dict({{"name", answered_name(*calls->list, result, responses.size())},
+                                            {"response", std::move(response)}}));
+    }
+    if (!responses.empty()) turn.set("tool_responses", Value::make_list(std::move(responses)));
+    // The model's answer after the results belongs to the same turn.
+    if (i + 1 < in.size() && has_role(in[i + 1], "assistant") && !non_empty_list(in[i + 1].find("tool_calls"))) {
+      const Value* text = in[i + 1].find("content");
+      if (text && text->is_string() && !text->s.empty()) {
+        turn.set("content", *text);
+        ++i;
+      }
+    }
+    out.push_back(std::move(turn));
+  }
+  *messages = Value::make_list(std::move(out));
 }
 
 }  // namespace ember::chat

@@ -69,6 +69,30 @@ const char kLlama3[] =
     "'<|eot_id|>' }}{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
 
+// Phi-4-mini as its own template writes it (no newline after a role tag),
+// with tools where Microsoft documents them: the functions as JSON between
+// <|tool|> and <|/tool|> in the system turn (one is made when there is no
+// system message), a call as <|tool_call|>[{"name", "arguments"}]
+// <|/tool_call|> in the assistant turn, a result in a `tool` turn (the role
+// tag its template gives it).
+const char kPhi4Mini[] =
+    "{% set ns = namespace(start=0) %}"
+    "{% if tools %}{{ '<|system|>' }}"
+    "{% if messages and messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}{% set ns.start = 1 %}"
+    "{% else %}{{ 'You are a helpful assistant with some tools.' }}{% endif %}"
+    "{{ '<|tool|>[' }}{% for tool in tools %}{{ tool['function'] | tojson }}{% if not loop.last %}{{ ', ' }}"
+    "{% endif %}{% endfor %}{{ ']<|/tool|><|end|>' }}{% endif %}"
+    "{% for message in messages[ns.start:] %}"
+    "{% set content = message['content'] if message['content'] is string else '' %}"
+    "{{ '<|' + message['role'] + '|>' + content }}"
+    "{% if message['role'] == 'assistant' and message['tool_calls'] %}{{ '<|tool_call|>[' }}"
+    "{% for call in message['tool_calls'] %}{% set f = call['function'] %}"
+    "{{ '{\"name\": ' + f['name'] | tojson + ', \"arguments\": ' }}"
+    "{% if f['arguments'] is string %}{{ f['arguments'] }}{% else %}{{ f['arguments'] | tojson }}{% endif %}"
+    "{{ '}' }}{% if not loop.last %}{{ ', ' }}{% endif %}{% endfor %}{{ ']<|/tool_call|>' }}{% endif %}"
+    "{{ '<|end|>' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}";
+
 const Builtin kBuiltins[] = {
     {"chatml", kChatml},
     {"qwen", kChatml},
@@ -92,6 +116,7 @@ const Builtin kBuiltins[] = {
     {"phi3",
      "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + '<|end|>\\n' }}"
      "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"},
+    {"phi4-mini", kPhi4Mini},
     {"gemma",
      "{{ bos_token }}{% set ns = namespace(sys='') %}"
      "{% for message in messages %}"

@@ -23,6 +23,27 @@ uint64_t scramble(uint64_t x) {
   return x ^ (x >> 33);
 }
 
+// Per-entry estimates of the hash tables' nodes (the entry, the chain
+// pointer, the allocator's header); their bucket arrays are counted exactly.
+constexpr uint64_t kNodeEntryBytes = 32;
+constexpr uint64_t kStateEntryBytes = 80;  // with its bucket list's own allocation
+
+// The capacity a full vector grows to on one more push (libstdc++ doubles).
+uint64_t grown(size_t size, size_t capacity, size_t more) {
+  if (size + more <= capacity) return capacity;
+  return std::max<uint64_t>(uint64_t{capacity} * 2, size + more);
+}
+
+// The bytes of a grammar's own tables.
+uint64_t grammar_bytes(const Grammar& g) {
+  uint64_t b = g.elems.capacity() * sizeof(GrammarElem) + g.alts.capacity() * sizeof(g.alts[0]) +
+               g.names.capacity() * sizeof(std::string) + g.char_sets.capacity() * sizeof(CharSet);
+  for (const auto& a : g.alts) b += a.capacity() * sizeof(uint32_t);
+  for (const auto& n : g.names) b += n.capacity() > 15 ? n.capacity() + 1 : 0;
+  for (const auto& c : g.char_sets) b += c.ranges.capacity() * sizeof(CharRange);
+  return b;
+}
+
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(Grammar grammar, const Tokenizer& tokenizer, const MatcherLimits& limits)
@@ -33,6 +54,19 @@ Result<std::shared_ptr<CompiledGrammar>> CompiledGrammar::create(Grammar grammar
   EMBER_TRY(check_grammar(grammar));
   std::shared_ptr<CompiledGrammar> g(new CompiledGrammar(std::move(grammar), tokenizer, limits));
   EMBER_TRY(g->prepare_vocabulary());
+  // The part every grammar holds whatever it meets: counted once.
+  g->fixed_bytes_ = grammar_bytes(g->grammar_) + g->text_.capacity() * sizeof(std::string) +
+                    g->order_.capacity() * sizeof(int32_t) + g->shared_.capacity() * sizeof(uint16_t) +
+                    g->sorted_.capacity() + g->offset_.capacity() * sizeof(uint32_t) +
+                    g->eog_.capacity() * sizeof(int32_t);
+  for (const std::string& t : g->text_) g->fixed_bytes_ += t.capacity() > 15 ? t.capacity() + 1 : 0;
+  if (limits.max_bytes && g->fixed_bytes_ > limits.max_bytes) {
+    return Status::error(EMBER_ERR_TOO_COMPLEX,
+                         "grammar: too complex: its rules and the vocabulary's text take %llu bytes, over max_bytes "
+                         "(%llu)",
+                         static_cast<unsigned long long>(g->fixed_bytes_),
+                         static_cast<unsigned long long>(limits.max_bytes));
+  }
   EMBER_TRY(g->check_continuations());
   std::vector<uint32_t> stacks;
   g->step_work_ = 0;
@@ -129,6 +163,13 @@ Result<uint32_t> CompiledGrammar::node(uint32_t pos, uint32_t parent) {
     return Status::error(EMBER_ERR_TOO_COMPLEX, "grammar: too complex: more than %u parse-stack nodes (max_nodes)",
                          limits_.max_nodes);
   }
+  if (limits_.max_bytes) {
+    // A growth holds the old buffer and the new one at once.
+    uint64_t more = kNodeEntryBytes;
+    if (nodes_.size() == nodes_.capacity()) more += grown(nodes_.size(), nodes_.capacity(), 1) * sizeof(Node);
+    if (node_ids_.size() + 1 > node_ids_.bucket_count()) more += 2 * node_ids_.bucket_count() * sizeof(void*);
+    EMBER_TRY(make_room(more, "parse-stack nodes"));
+  }
   const uint32_t id = static_cast<uint32_t>(nodes_.size());
   nodes_.push_back({pos, parent});
   node_ids_.emplace(key, id);
@@ -138,6 +179,7 @@ Result<uint32_t> CompiledGrammar::node(uint32_t pos, uint32_t parent) {
 Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_t>* out) {
   const std::vector<GrammarElem>& el = grammar_.elems;
   work_.clear();
+  EMBER_TRY(work_room(2));
   work_.push_back(pos);
   work_.push_back(parent);
   seen_.clear();  // (pos, parent) pairs this closure visited
@@ -146,6 +188,10 @@ Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_
     work_.pop_back();
     const uint32_t p = work_.back();
     work_.pop_back();
+    if (limits_.max_bytes && (seen_.count + 1) * 2 > seen_.keys.size()) {  // the set is about to grow
+      const uint64_t size = std::max<uint64_t>(64, uint64_t{seen_.keys.size()} * 2);
+      EMBER_TRY(make_room(size * (sizeof(uint64_t) + sizeof(uint32_t)), "parse scratch"));
+    }
     if (!seen_.insert((uint64_t{p} << 32) | par)) continue;
     // Each pair visited is a unit of the state's budget: a grammar whose
     // closures fan out (an ambiguous one) is refused, not slow.
@@ -156,6 +202,8 @@ Status CompiledGrammar::close(uint32_t pos, uint32_t parent, std::vector<uint32_
                            static_cast<unsigned long long>(limits_.max_step_work));
     }
     const GrammarElem& e = el[p];
+    // Room for what this position pushes (a rule: its alternatives).
+    EMBER_TRY(work_room(e.kind == GrammarElem::Ref ? 2 * grammar_.alts[e.value].size() : 2));
     if (e.kind == GrammarElem::End) {
       if (par == kNone) {
         out->push_back(kAccept);
@@ -240,7 +288,15 @@ Result<uint32_t> CompiledGrammar::intern(std::vector<uint32_t>& stacks, uint32_t
     return Status::error(EMBER_ERR_TOO_COMPLEX, "grammar: too complex: more than %u matcher states (max_states)",
                          limits_.max_states);
   }
+  if (limits_.max_bytes) {
+    uint64_t more = kStateEntryBytes + stacks.size() * sizeof(uint32_t);
+    if (states_.size() == states_.capacity()) more += grown(states_.size(), states_.capacity(), 1) * sizeof(State);
+    if (next_.size() + 256 > next_.capacity()) more += grown(next_.size(), next_.capacity(), 256) * sizeof(uint32_t);
+    if (state_ids_.size() + 1 > state_ids_.bucket_count()) more += 2 * state_ids_.bucket_count() * sizeof(void*);
+    EMBER_TRY(make_room(more, "matcher states"));
+  }
   const uint32_t id = static_cast<uint32_t>(states_.size());
+  stacks_bytes_ += stacks.size() * sizeof(uint32_t);
   states_.emplace_back();
   State& s = states_.back();
   s.stacks = stacks;
@@ -479,13 +535,14 @@ Status CompiledGrammar::compute_mask(uint32_t state) {
   }
   const uint64_t bytes = mask.size() * sizeof(uint64_t);
   // Over the budget: the oldest masks go (recomputed when needed again).
-  size_t drop = 0;
-  while (mask_bytes_ + bytes > limits_.max_mask_bytes && drop < mask_order_.size()) {
-    State& old = states_[mask_order_[drop++]];
-    mask_bytes_ -= old.mask.size() * sizeof(uint64_t);
-    std::vector<uint64_t>().swap(old.mask);
+  while (mask_bytes_ + bytes > limits_.max_mask_bytes && mask_head_ < mask_order_.size()) drop_oldest_mask();
+  // The new mask is held already: room for the order's growth only.
+  if (limits_.max_bytes) {
+    const uint64_t order = mask_order_.size() == mask_order_.capacity()
+                               ? grown(mask_order_.size(), mask_order_.capacity(), 1) * sizeof(uint32_t)
+                               : 0;
+    EMBER_TRY(make_room(bytes + order, "token masks"));
   }
-  mask_order_.erase(mask_order_.begin(), mask_order_.begin() + static_cast<std::ptrdiff_t>(drop));
   states_[state].mask = std::move(mask);
   mask_bytes_ += bytes;
   mask_order_.push_back(state);
@@ -524,6 +581,61 @@ Result<int32_t> CompiledGrammar::apply_mask(uint32_t state, float* logits, int32
   }
   for (int32_t t = covered; t < n_vocab; ++t) logits[t] = -INFINITY;
   return allowed;
+}
+
+Status CompiledGrammar::work_room(size_t more) {
+  if (!limits_.max_bytes || work_.size() + more <= work_.capacity()) return Status::ok();
+  const uint64_t size = grown(work_.size(), work_.capacity(), more);
+  EMBER_TRY(make_room(size * sizeof(uint32_t), "parse scratch"));
+  work_.reserve(size);
+  return Status::ok();
+}
+
+void CompiledGrammar::drop_oldest_mask() {
+  State& old = states_[mask_order_[mask_head_++]];
+  mask_bytes_ -= old.mask.size() * sizeof(uint64_t);
+  std::vector<uint64_t>().swap(old.mask);
+  // The dropped entries are cut off once they are half of the list.
+  if (mask_head_ * 2 > mask_order_.size()) {
+    mask_order_.erase(mask_order_.begin(), mask_order_.begin() + static_cast<std::ptrdiff_t>(mask_head_));
+    mask_head_ = 0;
+  }
+}
+
+uint64_t CompiledGrammar::held_bytes() const {
+  return fixed_bytes_ + nodes_.capacity() * sizeof(Node) + node_ids_.size() * kNodeEntryBytes +
+         node_ids_.bucket_count() * sizeof(void*) + states_.capacity() * sizeof(State) + stacks_bytes_ +
+         next_.capacity() * sizeof(uint32_t) + state_ids_.size() * kStateEntryBytes +
+         state_ids_.bucket_count() * sizeof(void*) + mask_bytes_ + mask_order_.capacity() * sizeof(uint32_t) +
+         work_.capacity() * sizeof(uint32_t) + seen_.keys.capacity() * sizeof(uint64_t) +
+         seen_.gens.capacity() * sizeof(uint32_t);
+}
+
+Status CompiledGrammar::make_room(uint64_t more, const char* what) {
+  while (held_bytes() + more > limits_.max_bytes && mask_head_ < mask_order_.size()) drop_oldest_mask();
+  if (held_bytes() + more <= limits_.max_bytes) return Status::ok();
+  return Status::error(EMBER_ERR_TOO_COMPLEX,
+                       "grammar: too complex: its %s would take it past %llu bytes (max_bytes; it holds %llu)", what,
+                       static_cast<unsigned long long>(limits_.max_bytes),
+                       static_cast<unsigned long long>(held_bytes()));
+}
+
+uint64_t CompiledGrammar::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return held_bytes();
+}
+
+Status CompiledGrammar::set_max_bytes(uint64_t max_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (max_bytes) {
+    while (held_bytes() > max_bytes && mask_head_ < mask_order_.size()) drop_oldest_mask();
+    if (held_bytes() > max_bytes) {
+      return Status::error(EMBER_ERR_NO_MEMORY, "grammar: it holds %llu bytes already, over max_bytes %llu",
+                           static_cast<unsigned long long>(held_bytes()), static_cast<unsigned long long>(max_bytes));
+    }
+  }
+  limits_.max_bytes = max_bytes;
+  return Status::ok();
 }
 
 CompiledGrammar::Stats CompiledGrammar::stats() const {

@@ -55,6 +55,14 @@ struct MatcherLimits {
   // properties, each comma opening one stack per property left).
   uint64_t max_compile_work = uint64_t{1} << 22;
   uint64_t max_mask_bytes = uint64_t{256} << 20;
+  // What the compiled grammar may hold in all (0: no cap beyond the
+  // others): its rules, its copy of the vocabulary's text, the parse-stack
+  // nodes, the states and their transitions, the kept masks, the scratch of
+  // a step; counted by the containers' capacities (a growth is counted at
+  // its peak, old and new buffer both) and a per-entry estimate for hash
+  // tables. Past it masks go first, oldest first; a growth that still does
+  // not fit is EMBER_ERR_TOO_COMPLEX. set_max_bytes() changes it.
+  uint64_t max_bytes = 0;
   // One state per unfinished character where every stack takes whatever it
   // becomes (off only to test that it changes no mask).
   bool collapse_characters = true;
@@ -87,6 +95,12 @@ class CompiledGrammar {
 
   const Grammar& grammar() const { return grammar_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The bytes it holds now (as MatcherLimits::max_bytes counts them).
+  uint64_t memory_bytes() const;
+  // Caps what it holds (0: no cap): masks are dropped to get under it;
+  // EMBER_ERR_NO_MEMORY (the cap unchanged) when what it holds without
+  // masks is already more.
+  Status set_max_bytes(uint64_t max_bytes);
   // Counters for tests and reports.
   struct Stats {
     uint32_t states = 0, nodes = 0, masks_computed = 0, masks_reused = 0;
@@ -129,6 +143,14 @@ class CompiledGrammar {
   bool accepts_any(uint32_t pos, uint32_t lo, uint32_t hi) const;
   bool accepts_all(uint32_t pos, uint32_t lo, uint32_t hi) const;
   Status compute_mask(uint32_t state);
+  // The bytes held (memory_bytes without the lock), and room for `more`:
+  // masks dropped, oldest first, until it fits max_bytes; EMBER_ERR_TOO_COMPLEX
+  // naming `what` when it cannot.
+  uint64_t held_bytes() const;
+  Status make_room(uint64_t more, const char* what);
+  void drop_oldest_mask();
+  // Room for `more` entries of close()'s work list (max_bytes).
+  Status work_room(size_t more);
 
   Grammar grammar_;
   const Tokenizer* tokenizer_;
@@ -152,8 +174,11 @@ class CompiledGrammar {
   std::vector<State> states_;
   std::vector<uint32_t> next_;  // per state, 256 transitions by byte (kUnknown until built)
   std::unordered_map<uint64_t, std::vector<uint32_t>> state_ids_;  // by hash
-  std::vector<uint32_t> mask_order_;  // states holding masks, oldest first
+  std::vector<uint32_t> mask_order_;  // states holding masks, oldest first, from mask_head_ on
+  size_t mask_head_ = 0;
   uint64_t mask_bytes_ = 0;
+  uint64_t fixed_bytes_ = 0;   // the rules and the vocabulary's text (set by create)
+  uint64_t stacks_bytes_ = 0;  // the states' stack lists
   Stats stats_;
   std::vector<uint32_t> work_;  // close()'s scratch: (pos, parent) pairs
   // close()'s visited (pos, parent) pairs: open addressing, emptied in O(1)

@@ -261,7 +261,8 @@ typedef struct ember_chat_message {
 
 /* The built-in template ember_chat_format uses for `model` when it is given
  * no chat_template and the file has none (chosen by the model family and
- * vocabulary: "chatml" for qwen2/qwen3, "phi3", "gemma", "llama3" for a
+ * vocabulary: "chatml" for qwen2/qwen3, "phi3" ("phi4-mini" when the
+ * vocabulary has Phi-4-mini's <|/tool|>), "gemma", "llama3" for a
  * vocabulary with <|eot_id|>, "llama2" for other SentencePiece llama
  * vocabularies, else "chatml"); NULL when the file has its own template or
  * model is NULL. A host says which template it uses (ember serve prints it). */
@@ -272,7 +273,7 @@ EMBER_API const char* ember_chat_default_template(const ember_model* model);
  * decisions.md "Chat templates"). `chat_template`: NULL for the model's own
  * (GGUF tokenizer.chat_template, kept by `ember convert`; when the file has
  * none, the built-in ember_chat_default_template names), a built-in name
- * ("chatml", "llama2", "llama3", "phi3", "gemma", "mistral", "mistral-v7",
+ * ("chatml", "llama2", "llama3", "phi3", "phi4-mini", "gemma", "mistral", "mistral-v7",
  * "zephyr", "deepseek", "vicuna", "qwen"), or Jinja template text (anything
  * holding "{{" or "{%"). `model` may be NULL when chat_template is given;
  * with a model, bos_token and eos_token are its BOS and EOS pieces, else "".
@@ -300,8 +301,14 @@ EMBER_API ember_status ember_chat_format(const ember_model* model, const char* c
  * templates expect; a null content is ""; "developer" becomes "system"); tools_json NULL, "" or
  * "null" for none, else an array of {"type": "function", "function": {name,
  * description, parameters}}, the template's `tools` variable (an empty
- * array: none). The built-in "chatml" (qwen) and "llama3" templates render
- * tools, calls and results in their families' forms. Errors as
+ * array: none). The built-in "chatml" (qwen), "llama3" and "phi4-mini"
+ * templates render tools, calls and results in their families' forms. A
+ * template that reads the tools from the system message (Phi-4-mini's:
+ * message['tools']) gets them there, as JSON text of the functions, and
+ * when it does not read tool_calls, an assistant's calls appended to its
+ * content in its call form (see ember_chat_tool_syntax); a template that
+ * reads a call's results only as the assistant's tool_responses (Gemma 4's
+ * first) gets the tool messages there. Errors as
  * ember_chat_format, and EMBER_ERR_INVALID_ARGUMENT naming the element
  * (messages[2].tool_calls[0].function.name, tools[1].type) or the line:column
  * of text that is not JSON; at most 16 MiB each, nested at most 64 deep. */
@@ -311,18 +318,36 @@ EMBER_API ember_status ember_chat_format_json(const ember_model* model, const ch
                                               size_t* out_len);
 
 /* How the model of a template writes a tool call (chat_template as for
- * ember_chat_format): EMBER_TOOL_SYNTAX_HERMES, "<tool_call>\n{"name": N,
- * "arguments": {...}}\n</tool_call>" (Qwen2.5, Qwen3, Hermes, and the
- * default for other families); EMBER_TOOL_SYNTAX_LLAMA3, a bare
- * {"name": N, "parameters": {...}} object (a Llama 3.x template: one call
- * per message); or EMBER_TOOL_SYNTAX_MISTRAL, "[TOOL_CALLS]" and a JSON
- * array of {"name": N, "arguments": {...}} (a template that writes
- * "[TOOL_CALLS][": Mistral 7B v0.3, Mistral Nemo; their call ids are 9
- * letters and digits). Mistral's later "[TOOL_CALLS]name[ARGS]{...}"
- * templates (Small 3.2, Devstral, Ministral 3) are HERMES until that form
- * is written. Chosen from the template's text; HERMES for NULL arguments or
- * an unknown name. Values are appended, never renumbered. */
-enum { EMBER_TOOL_SYNTAX_HERMES = 0, EMBER_TOOL_SYNTAX_LLAMA3 = 1, EMBER_TOOL_SYNTAX_MISTRAL = 2 };
+ * ember_chat_format), chosen from the template's text:
+ *   EMBER_TOOL_SYNTAX_HERMES, "<tool_call>\n{"name": N, "arguments":
+ *     {...}}\n</tool_call>" (Qwen2.5, Qwen3, Hermes, and the default for
+ *     other families: Gemma 2 and 3 have no call form of their own);
+ *   EMBER_TOOL_SYNTAX_LLAMA3, a bare {"name": N, "parameters": {...}}
+ *     object (a Llama 3.x template: one call per message);
+ *   EMBER_TOOL_SYNTAX_MISTRAL, "[TOOL_CALLS]" and a JSON array of {"name": N,
+ *     "arguments": {...}} (a template that writes "[TOOL_CALLS][": Mistral
+ *     7B v0.3, Mistral Nemo; their call ids are 9 letters and digits);
+ *   EMBER_TOOL_SYNTAX_MISTRAL_ARGS, "[TOOL_CALLS]N[ARGS]{...}" once per call
+ *     (a template that writes "[TOOL_CALLS]" and "[ARGS]": Mistral Small
+ *     3.2, Devstral, Ministral 3; Small 3.2's may put "[CALL_ID]" and a
+ *     9-character id before "[ARGS]");
+ *   EMBER_TOOL_SYNTAX_PHI4, "<|tool_call|>[{"name": N, "arguments": {...}}]
+ *     <|/tool_call|>" (Phi-4-mini, whose template reads the tools from the
+ *     system message: ember_chat_format_json puts them there; Granite 3.x);
+ *   EMBER_TOOL_SYNTAX_GEMMA4, "<|tool_call>call:N{key:value,...}
+ *     <tool_call|>" (Gemma 4: keys bare, strings between <|"|> marks).
+ * The markers are control tokens in some vocabularies (Mistral's, Phi's),
+ * printed as nothing: readers of the text take the forms without them.
+ * HERMES for NULL arguments or an unknown name. Values are appended, never
+ * renumbered. */
+enum {
+  EMBER_TOOL_SYNTAX_HERMES = 0,
+  EMBER_TOOL_SYNTAX_LLAMA3 = 1,
+  EMBER_TOOL_SYNTAX_MISTRAL = 2,
+  EMBER_TOOL_SYNTAX_MISTRAL_ARGS = 3,
+  EMBER_TOOL_SYNTAX_PHI4 = 4,
+  EMBER_TOOL_SYNTAX_GEMMA4 = 5
+};
 EMBER_API int ember_chat_tool_syntax(const ember_model* model, const char* chat_template);
 
 /* ---- Sessions ------------------------------------------------------------ */
@@ -625,6 +650,22 @@ EMBER_API ember_status ember_grammar_create_json_schema(const ember_model* model
  * size it takes. EMBER_ERR_BUFFER_TOO_SMALL otherwise. */
 EMBER_API ember_status ember_json_schema_to_gbnf(const char* schema, char* buf, size_t buf_size, size_t* needed);
 EMBER_API void ember_grammar_free(ember_grammar* grammar);
+
+/* The bytes a compiled grammar holds now: its rules, its copy of the
+ * vocabulary's text (a few MiB for a 150,000-token vocabulary), and what
+ * generations add as they use it (parse-stack nodes, matcher states and
+ * their transitions, kept token masks). Counted by its containers'
+ * capacities, hash-table entries estimated. 0 for NULL. */
+EMBER_API uint64_t ember_grammar_memory(const ember_grammar* grammar);
+/* Caps what the grammar may hold (as ember_grammar_memory counts it; 0: no
+ * cap beyond its own budgets, the default). Past the cap the oldest token
+ * masks are dropped (recomputed when needed); a generation that needs more
+ * states than fit ends with EMBER_ERR_TOO_COMPLEX ("grammar: too complex:
+ * ... max_bytes"), a growth counted at its peak (the old and the new buffer),
+ * so what it holds never passes the cap. Thread-safe. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (NULL), EMBER_ERR_NO_MEMORY when it already
+ * holds more than max_bytes without masks (the cap is left as it was). */
+EMBER_API ember_status ember_grammar_set_max_bytes(ember_grammar* grammar, uint64_t max_bytes);
 
 /* One entry of ember_generate_options.logit_bias. */
 typedef struct ember_logit_bias {

@@ -234,6 +234,11 @@ static void check_chat_tools(void) {
   CHECK(strstr(ember_last_error(), "messages[0]") != NULL);
   CHECK(ember_chat_tool_syntax(NULL, "chatml") == EMBER_TOOL_SYNTAX_HERMES);
   CHECK(ember_chat_tool_syntax(NULL, "llama3") == EMBER_TOOL_SYNTAX_LLAMA3);
+  CHECK(ember_chat_tool_syntax(NULL, "phi4-mini") == EMBER_TOOL_SYNTAX_PHI4);
+  CHECK(ember_chat_tool_syntax(NULL, "{{ '[TOOL_CALLS]' + name + '[ARGS]' }}") == EMBER_TOOL_SYNTAX_MISTRAL_ARGS);
+  CHECK(ember_chat_tool_syntax(NULL, "{{ '<|tool_call>call:' + name }}") == EMBER_TOOL_SYNTAX_GEMMA4);
+  CHECK(ember_grammar_memory(NULL) == 0);
+  CHECK(ember_grammar_set_max_bytes(NULL, 1) == EMBER_ERR_INVALID_ARGUMENT);
 }
 
 int main(int argc, char** argv) {

@@ -158,7 +158,58 @@ TEST_CASE("chat tools: the call syntax follows the template") {
   CHECK(ember_chat_tool_syntax(nullptr, "{{ '<|start_header_id|>ipython' }}") == EMBER_TOOL_SYNTAX_LLAMA3);
   // Mistral v3 writes the marker and the array's bracket as one literal.
   CHECK(ember_chat_tool_syntax(nullptr, "{{- \"[TOOL_CALLS][\" }}") == EMBER_TOOL_SYNTAX_MISTRAL);
-  CHECK(ember_chat_tool_syntax(nullptr, "{{- '[TOOL_CALLS]' + name + '[ARGS]' }}") == EMBER_TOOL_SYNTAX_HERMES);
+  // The later Mistral form: the name after the marker, then [ARGS].
+  CHECK(ember_chat_tool_syntax(nullptr, "{{- '[TOOL_CALLS]' + name + '[ARGS]' }}") == EMBER_TOOL_SYNTAX_MISTRAL_ARGS);
+  CHECK(ember_chat_tool_syntax(nullptr, "{{- '[TOOL_CALLS]' }}") == EMBER_TOOL_SYNTAX_HERMES);
+  // Gemma 4 writes '<|tool_call>call:'; Phi-4-mini its tools between <|tool|> and <|/tool|>.
+  CHECK(ember_chat_tool_syntax(nullptr, "{{- '<|tool_call>call:' + name }}") == EMBER_TOOL_SYNTAX_GEMMA4);
+  CHECK(ember_chat_tool_syntax(nullptr, "{{ '<|tool|>' + message['tools'] + '<|/tool|>' }}") == EMBER_TOOL_SYNTAX_PHI4);
+  CHECK(ember_chat_tool_syntax(nullptr, "phi4-mini") == EMBER_TOOL_SYNTAX_PHI4);
+  CHECK(ember_chat_tool_syntax(nullptr, "phi3") == EMBER_TOOL_SYNTAX_HERMES);
+}
+
+// Phi-4-mini-instruct's own template (its tokenizer_config.json): the tools
+// are the system message's `tools` member, calls are not read.
+const char kPhi4MiniTemplate[] =
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is "
+    "not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' "
+    "+ '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}";
+
+TEST_CASE("chat tools: Phi-4-mini's template gets the tools in the system message and the calls in the content") {
+  ember_status st;
+  std::string out = format_json(kPhi4MiniTemplate, kConversation, kTools, &st);
+  REQUIRE_MESSAGE(st == EMBER_OK, out);
+  CHECK(ember_chat_tool_syntax(nullptr, kPhi4MiniTemplate) == EMBER_TOOL_SYNTAX_PHI4);
+  // The functions themselves (Microsoft's documented form), in the caller's system turn.
+  CHECK(out.rfind("<|system|>Be brief.<|tool|>[{\"name\": \"get_weather\", \"description\": \"Weather of a city\", "
+                  "\"parameters\": {\"type\": \"object\"", 0) == 0);
+  CHECK(out.find("}]<|/tool|><|end|><|user|>Weather in Oslo?<|end|>") != std::string::npos);
+  CHECK(out.find("<|assistant|><|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]"
+                 "<|/tool_call|><|end|>") != std::string::npos);
+  CHECK(out.find("<|tool|>-3 C<|end|><|tool|>snow<|end|><|assistant|>") != std::string::npos);
+  // No system message: one is made for the tools.
+  const char conv[] = R"([{"role":"user","content":"Hi"}])";
+  out = format_json(kPhi4MiniTemplate, conv, kTools, &st);
+  REQUIRE_MESSAGE(st == EMBER_OK, out);
+  CHECK(out.rfind("<|system|>You are a helpful assistant with some tools.<|tool|>[{\"name\": \"get_weather\"", 0) == 0);
+  // No tools: as the template renders plain messages.
+  out = format_json(kPhi4MiniTemplate, conv, nullptr, &st);
+  CHECK(out == "<|user|>Hi<|end|><|assistant|>");
+  // Other templates are not touched: chatml reads `tools` itself.
+  out = format_json("chatml", conv, kTools, &st);
+  CHECK(out.find("helpful assistant with some tools") == std::string::npos);
+}
+
+TEST_CASE("chat tools: the phi4-mini built-in renders as Phi-4-mini's template with tools where Microsoft puts them") {
+  ember_status st;
+  const std::string builtin = format_json("phi4-mini", kConversation, kTools, &st);
+  REQUIRE_MESSAGE(st == EMBER_OK, builtin);
+  const std::string own = format_json(kPhi4MiniTemplate, kConversation, kTools, &st);
+  REQUIRE_MESSAGE(st == EMBER_OK, own);
+  CHECK(builtin == own);
+  const char conv[] = R"([{"role":"system","content":"S"},{"role":"user","content":"Hi"}])";
+  CHECK(format_json("phi4-mini", conv, nullptr, &st) == format_json(kPhi4MiniTemplate, conv, nullptr, &st));
 }
 
 
@@ -193,7 +244,44 @@ TEST_CASE("chat tools: models' own templates render tools, calls and results") {
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", EMBER_TOOL_SYNTAX_LLAMA3},
       {"meta-llama-Llama-3.2-3B-Instruct.jinja", EMBER_TOOL_SYNTAX_LLAMA3},
       {"meta-llama-Llama-3.3-70B-Instruct.jinja", EMBER_TOOL_SYNTAX_LLAMA3},
+      {"unsloth-mistral-Devstral-Small-2507.jinja", EMBER_TOOL_SYNTAX_MISTRAL_ARGS},
+      {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", EMBER_TOOL_SYNTAX_MISTRAL_ARGS},
   };
+  // Syntax only: Small 3.2's refuses ids other than 9 characters (serve
+  // maps them), Gemma 2's has no tool form, Granite 3.3's asks for
+  // <|tool_call|> and a JSON list (Phi-4-mini's form).
+  const Family syntax_only[] = {
+      {"Mistral-Small-3.2-24B-Instruct-2506.jinja", EMBER_TOOL_SYNTAX_MISTRAL_ARGS},
+      {"google-gemma-2-2b-it.jinja", EMBER_TOOL_SYNTAX_HERMES},
+      {"ibm-granite-granite-3.3-2B-Instruct.jinja", EMBER_TOOL_SYNTAX_PHI4},
+  };
+  for (const Family& f : syntax_only) {
+    const std::filesystem::path path = std::filesystem::path(dir) / f.file;
+    if (std::filesystem::exists(path)) CHECK(ember_chat_tool_syntax(nullptr, read_file(path).c_str()) == f.syntax);
+  }
+  // Gemma 4's name a tool result by the call it answers (a result whose id
+  // matches no call is None + str there, in Jinja2 too): one call, one
+  // result. The first ("interleaved") reads results only as the assistant's
+  // tool_responses: ember puts them there.
+  const char gemma_conversation[] =
+      R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Weather in Oslo?"},)"
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",)"
+      R"("function":{"name":"get_weather","arguments":"{\"city\": \"Oslo\"}"}}]},)"
+      R"({"role":"tool","tool_call_id":"call_1","content":"-3 C, snow"}])";
+  for (const char* file : {"google-gemma-4-31B-it.jinja", "google-gemma-4-31B-it-interleaved.jinja"}) {
+    CAPTURE(file);
+    const std::filesystem::path path = std::filesystem::path(dir) / file;
+    if (!std::filesystem::exists(path)) continue;
+    const std::string tmpl = read_file(path);
+    CHECK(ember_chat_tool_syntax(nullptr, tmpl.c_str()) == EMBER_TOOL_SYNTAX_GEMMA4);
+    ember_status st;
+    const std::string out = format_json(tmpl.c_str(), gemma_conversation, kTools, &st);
+    REQUIRE_MESSAGE(st == EMBER_OK, out);
+    CHECK(out.find("<|tool>declaration:get_weather{description:<|\"|>Weather of a city<|\"|>") != std::string::npos);
+    CHECK(out.find("<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>") != std::string::npos);
+    CHECK(out.find("<|tool_response>response:get_weather{value:<|\"|>-3 C, snow<|\"|>}<tool_response|>") !=
+          std::string::npos);
+  }
   // Mistral Nemo's refuses the conversation's ids (9 letters and digits
   // only: serve maps them, tools/serve/tool_calls.h): its syntax is checked.
   if (const auto nemo = std::filesystem::path(dir) / "mistralai-Mistral-Nemo-Instruct-2407.jinja";

@@ -1,11 +1,15 @@
 // `ember chat` and `ember run --chat`: the model's chat template (or a named
 // one) rendered, parsed for its control tokens, run; chat keeps the KV
-// between turns and saves/loads the conversation.
+// between turns and saves/loads the conversation; with --tools a call is
+// printed as a line of JSON and /tool answers it.
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/cli_run.h"
 #include "ember.h"
@@ -106,6 +110,100 @@ TEST_CASE("cli: ember chat keeps the KV between turns, saves and loads the conve
   r = test::run_ember("chat -m " + model_path + " < " + input);
   CHECK(r.code == 0);
   CHECK(r.err.find("[load failed: ") != std::string::npos);
+}
+
+TEST_CASE("cli: ember chat --tools prints a demanded call as JSON, /tool answers it, misuse is named") {
+  const std::string model_path = test::stories_model("llama2c");
+  if (model_path.empty()) return;
+  const std::string dir = test::temp_dir("cli-chat-tools");
+  const std::string tools = dir + "/tools.json", input = dir + "/in.txt", tmpl = dir + "/short.jinja";
+  {
+    // A short template in the Hermes form (stories260K's context is 512
+    // tokens of mostly single characters: chatml's tool preamble fills it).
+    std::ofstream f(tmpl);
+    f << "{% if tools %}tools:{% for t in tools %} {{ t['function']['name'] }}{% endfor %}\n{% endif %}"
+         "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}{% if m['tool_calls'] %}<tool_call>"
+         "{{ m['tool_calls'][0]['function']['arguments'] | tojson }}</tool_call>{% endif %}\n{% endfor %}"
+         "{% if add_generation_prompt %}assistant: {% endif %}";
+  }
+  {
+    std::ofstream f(tools);
+    f << R"([{"type":"function","function":{"name":"get_weather","description":"Weather now","parameters":)"
+         R"({"type":"object","properties":{"city":{"enum":["Oslo","Lima"]}},"required":["city"],)"
+         R"("additionalProperties":false}}}])";
+  }
+  {
+    std::ofstream f(input);
+    f << "Weather?\n/tool {\"temp\": -3}\n/tool more\n/save " << dir << "/state\n/load " << dir << "/state\n/quit\n";
+  }
+  auto r = test::run_ember("chat -m " + model_path + " --template " + tmpl + " --tools " + tools +
+                           " --tool-choice required -n 300 --temp 1 --seed 3 < " + input);
+  INFO(r.err);
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.err.find("tools: 1 function(s), tool choice required, calls read in the Hermes <tool_call> form") !=
+        std::string::npos);
+  // The call: one line of JSON, its arguments held to the schema.
+  std::istringstream lines(r.out);
+  std::string line;
+  int calls = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("{\"tool_call\"", 0) != 0) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    REQUIRE(j.is_object());
+    CHECK(j["tool_call"]["name"] == "get_weather");
+    CHECK(j["tool_call"]["id"].get<std::string>().rfind("call_", 0) == 0);
+    const auto& args = j["tool_call"]["arguments"];
+    CHECK((args == nlohmann::json({{"city", "Oslo"}}) || args == nlohmann::json({{"city", "Lima"}})));
+    ++calls;
+  }
+  CHECK(calls >= 1);
+  CHECK(r.err.find("tool call(s): answer each with /tool RESULT") != std::string::npos);
+  // The result answered every call (one line per call here: the first
+  // /tool when there is one call), then the model replied freely.
+  if (calls == 1) {
+    CHECK(r.err.find("[turn 2: ") != std::string::npos);
+    CHECK(r.err.find("[no tool call is waiting for a result") != std::string::npos);
+  }
+  // The calls and the result survive /save and /load.
+  CHECK(r.err.find("[loaded " + dir + "/state: ") != std::string::npos);
+  std::ifstream saved(dir + "/state.messages.json");
+  std::stringstream ss;
+  ss << saved.rdbuf();
+  const auto msgs = nlohmann::json::parse(ss.str(), nullptr, false);
+  REQUIRE(msgs.is_array());
+  REQUIRE(msgs.size() >= 3);
+  CHECK(msgs[1]["role"] == "assistant");
+  CHECK(msgs[1]["tool_calls"][0]["function"]["name"] == "get_weather");
+  CHECK(msgs[2]["role"] == "tool");
+  CHECK(msgs[2]["tool_call_id"] == msgs[1]["tool_calls"][0]["id"]);
+  CHECK(msgs[2]["content"] == "{\"temp\": -3}");
+
+  // Misuse, named.
+  struct Bad {
+    std::string args;
+    const char* says;
+  };
+  {
+    std::ofstream f(dir + "/bad.json");
+    f << R"([{"type":"function","function":{"name":"no spaces"}}])";
+  }
+  const Bad bad[] = {
+      {"--tool-choice required", "--tool-choice needs --tools"},
+      {"--tools " + dir + "/nope.json", "nope.json"},
+      {"--tools " + dir + "/bad.json", "tools[0].function.name must be 1 to 64"},
+      {"--tools " + tools + " --tool-choice nonesuch", "--tool-choice 'nonesuch' must be auto, none, required or"},
+      {"--tools " + tools + " --tool-choice get_weather --json-object", "cannot be given with"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.args);
+    auto e = test::run_ember("chat -m " + model_path + " " + b.args + " < /dev/null");
+    CHECK(e.code != 0);
+    CHECK_MESSAGE(e.err.find(b.says) != std::string::npos, e.err);
+  }
+  auto help = test::run_ember("chat --help");
+  CHECK(help.out.find("--tools FILE") != std::string::npos);
+  CHECK(help.out.find("/tool RESULT") != std::string::npos);
 }
 
 }  // namespace ember

@@ -12,11 +12,17 @@
 // megabyte bodies. On every body: the JSON scan agrees with nlohmann's
 // verdict (where its own limits do not decide), and what a successful read
 // keeps stays within the reader's budget.
+//
+// Tool calls: every body, and every message's content of a body read, is
+// also read as a model's reply in each family's call form (tool_syntax.h),
+// whole and streamed as required and as auto, and from its first '{' as
+// Gemma 4's arguments; the tools read are made into each form's grammar.
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +30,7 @@
 #include "tools/serve/json_check.h"
 #include "tools/serve/openai_api.h"
 #include "tools/serve/request_reader.h"
+#include "tools/serve/tool_args_gemma.h"
 #include "tools/serve/tool_calls.h"
 #include "engine/text_out.h"
 
@@ -58,7 +65,47 @@ std::string expand(uint8_t b, const std::string& fragment) {
   return out + "]}";
 }
 
+const int kSyntaxes[] = {EMBER_TOOL_SYNTAX_HERMES,       EMBER_TOOL_SYNTAX_LLAMA3, EMBER_TOOL_SYNTAX_MISTRAL,
+                         EMBER_TOOL_SYNTAX_MISTRAL_ARGS, EMBER_TOOL_SYNTAX_PHI4,   EMBER_TOOL_SYNTAX_GEMMA4};
+
+// Calls read back out of any text, whole and streamed, in every form:
+// nothing may crash, and every call has an id of its form and object
+// arguments as JSON text.
+void read_calls(const std::string& text, const std::vector<std::string>& names) {
+  if (text.size() > (16 << 10)) return;
+  for (int syntax : kSyntaxes) {
+    const bool mistral = syntax == EMBER_TOOL_SYNTAX_MISTRAL || syntax == EMBER_TOOL_SYNTAX_MISTRAL_ARGS;
+    for (const ToolCall& c : parse_tool_calls(text, syntax, names).calls) {
+      if (c.id.size() != (mistral ? 9u : 29u)) std::abort();
+      const auto args = nlohmann::json::parse(c.arguments, nullptr, false);
+      if (!args.is_object()) std::abort();
+    }
+    // Streamed a few bytes at a time (a token's worth): short texts only,
+    // a stream rescans what it holds back (as a reply's pieces are short).
+    if (text.size() > 2048) continue;
+    ToolCallStream as_auto(syntax, false, names), as_required(syntax, true, names);
+    std::string released;
+    for (size_t at = 0; at < text.size(); at += 1 + at % 4) {
+      released += as_auto.add(text.substr(at, 1 + at % 4));
+      as_required.add(text.substr(at, 1 + at % 4));
+      (void)as_required.deltas();
+    }
+    const ParsedReply rest = as_auto.finish();
+    // Released text is the text's beginning.
+    if (text.compare(0, released.size(), released) != 0) std::abort();
+    (void)rest;
+    (void)as_required.finish();
+  }
+  std::string json;
+  size_t used = 0;
+  const size_t brace = text.find('{');
+  if (brace != std::string::npos && gemma_args_to_json(std::string_view(text).substr(brace), &json, &used)) {
+    if (!nlohmann::json::parse(json, nullptr, false).is_object() || used > text.size() - brace) std::abort();
+  }
+}
+
 void read_body(const std::string& body) {
+  read_calls(body, {"get_weather", "now"});
   // The scan against nlohmann: where neither of the scan's own limits
   // decided, the verdicts agree (but nlohmann's lexer takes a NUL byte for
   // the end of the text, which the scan refuses: such bodies never reach it).
@@ -88,17 +135,15 @@ void read_body(const std::string& body) {
     for (const auto& m : r.messages) {
       kept += m.tool_call_id.size();
       for (const auto& c : m.tool_calls) kept += c.name.size() + c.arguments.size();
-      // Calls read back out of any text: nothing may crash.
-      for (int syntax : {EMBER_TOOL_SYNTAX_HERMES, EMBER_TOOL_SYNTAX_LLAMA3}) {
-        for (const ToolCall& c : parse_tool_calls(m.content, syntax).calls) {
-          if (c.id.size() != 29 || !nlohmann::json::accept(c.arguments)) std::abort();
-        }
-      }
+      read_calls(m.content, tool_names(r));
     }
-    // The call grammar of what was read: made, or refused naming a function.
+    // The call grammar of what was read, in every form: made, or refused
+    // naming a function.
     if (!r.tools.empty()) {
-      std::string gbnf, why;
-      if (!tool_call_grammar(r, EMBER_TOOL_SYNTAX_HERMES, &gbnf, &why) && why.find("'tools' function") != 0) std::abort();
+      for (int syntax : kSyntaxes) {
+        std::string gbnf, why;
+        if (!tool_call_grammar(r, syntax, &gbnf, &why) && why.find("'tools' function") != 0) std::abort();
+      }
     }
     if (kept > limits.kept_per_body_byte * body.size() + limits.kept_slack) std::abort();
     if (r.prompt_tokens.size() > limits.max_prompt_tokens || r.messages.size() > limits.max_messages) std::abort();

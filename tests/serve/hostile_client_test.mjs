@@ -93,11 +93,13 @@ function memory(pid) {
 }
 
 // The bound the server states: sessions' private + mapped weights + the
-// HTTP side, from the plan it prints (MiB; NaN when it states none).
+// HTTP side + the compiled grammars, from the plan it prints (MiB; NaN when
+// it states none).
 function statedBound(stderr) {
   const num = (re) => Number((stderr.match(re) || [])[1]);
   return { priv: num(/private ([0-9.]+) MiB/), mapped: num(/weights mapped ([0-9.]+) MiB/),
-           http: num(/plan: http: .* = ([0-9.]+) MiB beside/) };
+           http: num(/plan: http: .* = ([0-9.]+) MiB beside/),
+           grammars: num(/plan: grammars: .* = ([0-9.]+) MiB/) };
 }
 
 // Parses a raw HTTP/1.1 response (the first one in `text`).
@@ -291,11 +293,12 @@ async function memoryAttacks() {
       check(statuses.every((s) => s === 200 || (s >= 400 && s < 500)), `${name}: every request answered 200/4xx: ${statuses}`);
       for (const r of results.filter((x) => x.status >= 400)) errorShape(r, name);
       const b = statedBound(srv.stderr());
-      const bound = b.priv + b.mapped + b.http + 64;
+      const bound = b.priv + b.mapped + b.http + b.grammars + 64;
       check(Number.isFinite(b.http), `${name}: the plan states the HTTP side's bound`);
+      check(Number.isFinite(b.grammars), `${name}: the plan states the compiled grammars' bound`);
       if (!sanitized && alive) {
         check(after <= bound, `${name}: peak RSS ${after.toFixed(1)} MiB within the stated ${b.priv} + ${b.mapped} + ` +
-                               `${b.http} MiB + 64 MiB for the process (${before.toFixed(1)} MiB before)`);
+                               `${b.http} + ${b.grammars} MiB + 64 MiB for the process (${before.toFixed(1)} MiB before)`);
         // The issue's own figure: a request costs at most 4x its body (+ 1 MiB
         // of slack per connection for its buffers and stack).
         const per = (after - before) / N;

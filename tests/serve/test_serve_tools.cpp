@@ -15,12 +15,11 @@
 
 #include "ember.h"
 #include "test_data.h"
-#include "tools/convert/model_writer.h"
-#include "tools/convert/synthetic.h"
 #include "tools/serve/grammar_cache.h"
 #include "tools/serve/openai_api.h"
 #include "tools/serve/request_reader.h"
 #include "tools/serve/tool_calls.h"
+#include "serve/tool_test_helpers.h"
 
 #ifndef EMBER_LLAMA_VOCAB_DIR
 #define EMBER_LLAMA_VOCAB_DIR ""
@@ -301,53 +300,8 @@ TEST_CASE("serve tools: the response shapes: message.tool_calls, content null, f
   CHECK(second["choices"][0]["delta"]["tool_calls"][0]["index"] == 0);
 }
 
-namespace {
-
-// Generates from a few tokens with `gbnf` as the constraint, at temperature 1.
-std::string constrained(ember_model* m, const ember_grammar* g, uint64_t seed) {
-  ember_session_options so;
-  ember_session_options_default(&so);
-  so.context_length = 512;
-  so.n_threads = 1;
-  so.backend = EMBER_BACKEND_CPU;
-  ember_session* s = nullptr;
-  REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
-  const int32_t prompt[] = {1, 40, 41, 42};
-  ember_generate_options o;
-  ember_generate_options_default(&o);
-  o.max_new_tokens = 400;
-  o.prompt_tokens = prompt;
-  o.n_prompt_tokens = 4;
-  o.temperature = 1.0f;
-  o.seed = seed;
-  o.grammar = g;
-  std::string text;
-  REQUIRE_MESSAGE(ember_generate(s, nullptr, &o,
-                                 [](void* u, int32_t, const char* piece, size_t len) {
-                                   static_cast<std::string*>(u)->append(piece, len);
-                                   return 0;
-                                 },
-                                 &text) == EMBER_OK,
-                  ember_last_error());
-  ember_session_free(s);
-  return text;
-}
-
-// A tiny llama3-family model with random weights (its built-in template: llama3).
-ember_model* random_model() {
-  ember::SynthShape shape;
-  REQUIRE(ember::synth_shape("tiny", &shape));
-  shape.arch = "llama3";
-  auto made = ember::make_synthetic(shape, ember::DType::F32, 9, "");
-  REQUIRE(made.is_ok());
-  const std::string path = ember::test::temp_dir("serve-tools") + "/llama3.ember";
-  REQUIRE(ember::write_model(made.value()->spec, path).is_ok());
-  ember_model* m = nullptr;
-  REQUIRE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK);
-  return m;
-}
-
-}  // namespace
+using ember::serve::test::constrained;
+using ember::serve::test::random_model;
 
 TEST_CASE("serve tools: on a random model the call grammar gives calls that satisfy the schema, every syntax") {
   ember_model* m = random_model();
@@ -521,7 +475,7 @@ TEST_CASE("serve tools: Mistral's templates get 9-letter call ids, the call and 
   CHECK(ember_chat_tool_syntax(nullptr, nemo.c_str()) == EMBER_TOOL_SYNTAX_MISTRAL);
   for (const char* later : {"Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"}) {
     const std::string tmpl = llama_template(later);
-    if (!tmpl.empty()) CHECK(ember_chat_tool_syntax(nullptr, tmpl.c_str()) == EMBER_TOOL_SYNTAX_HERMES);
+    if (!tmpl.empty()) CHECK(ember_chat_tool_syntax(nullptr, tmpl.c_str()) == EMBER_TOOL_SYNTAX_MISTRAL_ARGS);
   }
   const std::string body = std::string(R"({"messages":[{"role":"user","content":"weather?"},)") +
                            R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",)"

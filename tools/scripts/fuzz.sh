@@ -88,6 +88,16 @@ bodies = [
                 "parameters": {"type": "object", "properties": {"city": {"enum": ["Oslo", "Lima"]},
                                "days": {"type": "integer", "minimum": 1}}, "required": ["city"]}}}],
      "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "parallel_tool_calls": False},
+    # Replies in each family's call form (read back by tool_syntax.h's readers).
+    {"messages": [{"role": "assistant", "content": c} for c in [
+        "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}}]",
+        "[TOOL_CALLS]get_weather[CALL_ID]a1B2c3D4e[ARGS]{\"city\": \"Oslo\"}now{}",
+        "<|tool_call|>[{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}]<|/tool_call|>",
+        "x<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>,days:[1,{n:None}]}<tool_call|><|tool_response>",
+        "{\"name\": \"now\", \"parameters\": {}}"]],
+     "tools": [{"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {
+         "tz": {"type": "string"}, "Days": {"type": "array", "items": {"type": "integer"}}}, "required": ["tz"]}}}],
+     "tool_choice": "required"},
 ]
 reqs = [b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n"]
 for b in bodies:

@@ -4,8 +4,54 @@
 
 namespace ember::serve {
 
-GrammarCache::GrammarCache(const ember_model* model, size_t capacity)
-    : model_(model), capacity_(capacity ? capacity : 1) {}
+GrammarCache::GrammarCache(const ember_model* model, size_t capacity, uint64_t budget_bytes)
+    : model_(model), capacity_(capacity ? capacity : 1),
+      per_grammar_((budget_bytes ? budget_bytes : kDefaultBudget) / capacity_) {}
+
+bool GrammarCache::reserve(const char* param, RequestError* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (alive_->load() >= capacity_) {
+    // Under the lock nobody else can take a kept grammar: use_count 1 is
+    // the cache's own reference.
+    auto victim = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->grammar.use_count() == 1 && (victim == entries_.end() || it->used < victim->used)) victim = it;
+    }
+    if (victim == entries_.end()) {
+      error->status = 503;
+      error->message = "every one of the " + std::to_string(capacity_) +
+                       " compiled grammars the server keeps (each at most " + std::to_string(per_grammar_ >> 20) +
+                       " MiB) is in use by a running request: try again";
+      error->param = param;
+      error->code = "grammar_cache_busy";
+      return false;
+    }
+    entries_.erase(victim);  // freed: its deleter gives its place back
+  }
+  ++*alive_;
+  return true;
+}
+
+GrammarRef GrammarCache::adopt(ember_grammar* g, const char* param, RequestError* error) {
+  if (ember_grammar_set_max_bytes(g, per_grammar_) != EMBER_OK) {
+    error->status = 400;
+    error->message = std::string("'") + param + "': its grammar takes " + std::to_string(ember_grammar_memory(g) >> 20) +
+                     " MiB compiled, over the " + std::to_string(per_grammar_ >> 20) +
+                     " MiB one grammar may hold (--grammar-cache-mib over " + std::to_string(capacity_) +
+                     " grammars)";
+    error->param = param;
+    error->code = "grammar_too_large";
+    ember_grammar_free(g);
+    release();
+    return nullptr;
+  }
+  ++compiled_;
+  std::shared_ptr<std::atomic<size_t>> alive = alive_;
+  return GrammarRef(g, [alive](const ember_grammar* p) {
+    ember_grammar_free(const_cast<ember_grammar*>(p));
+    --*alive;
+  });
+}
 
 size_t GrammarCache::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -15,11 +61,22 @@ size_t GrammarCache::size() const {
 GrammarRef GrammarCache::compile(const std::string& key, RequestError* error) {
   std::unique_lock<std::mutex> gate(gate_, std::defer_lock);
   if (key.size() > kGateBytes) gate.lock();
+  // Translated first, so that a schema the runtime refuses is its 400
+  // whatever the cache holds; then a place, then the compilation.
+  const char* schema = key.empty() ? nullptr : key.c_str();
+  std::string gbnf;
+  size_t needed = 0;
+  ember_status st = ember_json_schema_to_gbnf(schema, nullptr, 0, &needed);
+  if (st == EMBER_ERR_BUFFER_TOO_SMALL || st == EMBER_OK) {
+    gbnf.resize(needed);
+    st = ember_json_schema_to_gbnf(schema, gbnf.data(), gbnf.size(), &needed);
+  }
   ember_grammar* g = nullptr;
-  const ember_status st = ember_grammar_create_json_schema(model_, key.c_str(), &g);
   if (st == EMBER_OK) {
-    ++compiled_;
-    return GrammarRef(g, [](const ember_grammar* p) { ember_grammar_free(const_cast<ember_grammar*>(p)); });
+    if (!reserve("response_format", error)) return nullptr;
+    st = ember_grammar_create(model_, gbnf.c_str(), "root", &g);
+    if (st == EMBER_OK) return adopt(g, "response_format", error);
+    release();
   }
   // EMBER_ERR_TOO_COMPLEX: the grammar's own budget (parse stacks, states,
   // compile work), not the process's memory: the request's doing.
@@ -114,17 +171,18 @@ GrammarRef GrammarCache::compile_tool_calls(const CompletionRequest& request, in
     error->message = why;
     return nullptr;
   }
+  if (!reserve("tools", error)) return nullptr;
   std::unique_lock<std::mutex> gate(gate_, std::defer_lock);
   if (gbnf.size() > kGateBytes) gate.lock();
   ember_grammar* g = nullptr;
   const ember_status st = ember_grammar_create(model_, gbnf.c_str(), "root", &g);
   if (st != EMBER_OK) {
+    release();
     error->status = st == EMBER_ERR_INTERNAL ? 500 : 400;
     error->message = std::string("'tools': the call grammar: ") + ember_last_error();
     return nullptr;
   }
-  ++compiled_;
-  return GrammarRef(g, [](const ember_grammar* p) { ember_grammar_free(const_cast<ember_grammar*>(p)); });
+  return adopt(g, "tools", error);
 }
 
 GrammarRef GrammarCache::get_tool_calls(const CompletionRequest& request, int syntax, bool* hit, RequestError* error) {

@@ -11,6 +11,16 @@
 // are kept, the least recently used dropped first; a request holds its own
 // reference, so a grammar evicted while generations use it lives until they
 // end (and the runtime's generator keeps one of its own).
+//
+// Memory: a byte budget, which the serve plan counts. Every grammar is
+// capped at budget / capacity (ember_grammar_set_max_bytes: its rules, its
+// copy of the vocabulary's text, its states, transitions and masks), and
+// at most `capacity` grammars are alive at once, kept or not: a new one
+// first drops kept grammars no request holds; when every one is held by a
+// request, the new request is refused with a 503 (Retry-After) rather than
+// the budget passed. A schema the translator refuses is its 400 before any
+// place is taken; a grammar whose compiled rules and vocabulary text alone
+// pass the cap is refused with a 400.
 #pragma once
 
 #include <atomic>
@@ -30,8 +40,18 @@ using GrammarRef = std::shared_ptr<const ember_grammar>;
 
 class GrammarCache {
  public:
-  // model: not owned, outlives the cache.
-  explicit GrammarCache(const ember_model* model, size_t capacity = 16);
+  static constexpr uint64_t kDefaultBudget = uint64_t{512} << 20;
+  // model: not owned, outlives the cache. budget_bytes: all grammars'
+  // memory at most (0: kDefaultBudget).
+  explicit GrammarCache(const ember_model* model, size_t capacity = 16, uint64_t budget_bytes = 0);
+
+  // The most one grammar may hold (budget / capacity), and all of them
+  // (what the serve plan counts).
+  uint64_t per_grammar_bytes() const { return per_grammar_; }
+  uint64_t budget_bytes() const { return per_grammar_ * capacity_; }
+  size_t capacity() const { return capacity_; }
+  // Grammars alive now (kept, or held by requests after being dropped).
+  size_t alive() const { return alive_->load(); }
 
   // The grammar a request's response_format asks for: nullptr for text (no
   // constraint), any JSON object for json_object, the schema for
@@ -64,6 +84,15 @@ class GrammarCache {
     uint64_t used = 0;  // tick of the last use
   };
   GrammarRef compile(const std::string& key, RequestError* error);
+  // A place for one more grammar alive, dropping kept ones no request holds
+  // (the least recently used first); false with a 503 in *error when every
+  // grammar alive is held. The place is the new grammar's (its deleter
+  // gives it back), or given back with release() when compiling fails.
+  bool reserve(const char* param, RequestError* error);
+  void release() { --*alive_; }
+  // A compiled grammar, capped and counted (its deleter gives its place
+  // back); nullptr with a 400 naming `param` when its fixed part passes the cap.
+  GrammarRef adopt(ember_grammar* g, const char* param, RequestError* error);
   GrammarRef compile_tool_calls(const CompletionRequest& request, int syntax, RequestError* error);
   // The grammar kept under key (its use noted), or null.
   GrammarRef find(const std::string& key);
@@ -73,6 +102,9 @@ class GrammarCache {
 
   const ember_model* model_;
   size_t capacity_;
+  uint64_t per_grammar_;
+  // Shared with the grammars' deleters, which may run after the cache is gone.
+  std::shared_ptr<std::atomic<size_t>> alive_ = std::make_shared<std::atomic<size_t>>(0);
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
   uint64_t tick_ = 0;

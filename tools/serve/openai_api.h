@@ -9,28 +9,15 @@
 #include <vector>
 
 #include "ember.h"
+#include "tools/serve/tool_syntax.h"  // ToolCall, ToolFunction
 
 namespace ember::serve {
-
-// A function call an assistant message made (or a response reports).
-struct ToolCall {
-  std::string id;         // "call_..."
-  std::string name;
-  std::string arguments;  // JSON text, as OpenAI sends it (a string)
-};
 
 struct ChatMessage {
   std::string role;     // system, user, assistant, tool, developer
   std::string content;  // text parts joined
   std::vector<ToolCall> tool_calls;  // an assistant's calls
   std::string tool_call_id;          // a tool message: the call it answers
-};
-
-// One entry of a request's tools (type "function").
-struct ToolFunction {
-  std::string name;
-  std::string description;
-  std::string parameters;  // its JSON Schema as compact JSON text; "" when absent
 };
 
 // tool_choice: none (no call), auto (the model decides; calls are parsed

@@ -48,6 +48,10 @@ const char* kHelp =
     "                     any other \"model\": 404 model_not_found\n"
     "  --api-key K | --api-key-file F   require Authorization: Bearer K (except GET /health)\n"
     "  --tls-cert C --tls-key K         serve HTTPS with this PEM certificate chain and key (mbedTLS)\n"
+    "  --grammar-cache-mib M  the compiled grammars' memory (response_format schemas, the call grammars\n"
+    "                     of tool_choice required or named; default 512): at most 16 alive, each capped at\n"
+    "                     M/16 MiB (rules, the vocabulary's text, states, masks); counted in the plan. A\n"
+    "                     grammar over its cap: 400; all 16 held by running requests: 503 and Retry-After\n"
     "  --batch B          rows of one step (default 512): every decoding slot's token, the rest for\n"
     "                     prompt chunks, so a long prompt delays the others by one such step\n"
     "  --threads T, --kv-type T, --kv-type-k T, --kv-type-v T, --backend B: as for ember run (the cpu\n"
@@ -122,7 +126,7 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
                                          "--api-key-file", "--tls-cert", "--tls-key", "--max-queue", "--timeout",
                                          "--max-body", "--max-connections", "--cache-slots",
                                          "--max-connections-per-client", "--header-timeout", "--min-recv-rate",
-                                         "--drain-timeout", "--alias"};
+                                         "--drain-timeout", "--alias", "--grammar-cache-mib"};
   for (int i = 0; cli::kSpeculativeFlags[i]; ++i) with_value.push_back(cli::kSpeculativeFlags[i]);
   std::vector<std::string> known = with_value;
   known.push_back("--lookup");
@@ -154,6 +158,7 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
   config.body_grace_ms = config.header_timeout_ms;
   config.drain_timeout_s = args.get_float("--drain-timeout", 30, 0, 1e7);
   config.model_aliases = args.get_all("--alias");
+  config.grammar_cache_bytes = static_cast<uint64_t>(args.get_int("--grammar-cache-mib", 512, 16, 1 << 20)) << 20;
   a->body_given = args.has("--max-body");
   cli::session_options_from_args(args, &a->so);
   ember_generate_options_default(&a->speculative);
@@ -257,7 +262,8 @@ int plan_session(ember_model* model, const ember_model_info& info, ServeArgs* a,
 // The HTTP side's share (admission.h): what every connection may hold at
 // most, beside the session's plan; sets the limits that follow from the
 // context (the longest prompt, the derived --max-body) and prints the bound.
-void plan_http(const ember_model* model, int32_t ctx, uint64_t session_bytes, bool body_given, ServerConfig* config) {
+uint64_t plan_http(const ember_model* model, int32_t ctx, uint64_t session_bytes, bool body_given,
+                   ServerConfig* config) {
   const uint64_t piece = longest_piece_bytes(model);
   config->max_prompt_bytes = static_cast<uint64_t>(ctx) * std::max<uint64_t>(piece, 32);
   if (!body_given) {
@@ -283,6 +289,21 @@ void plan_http(const ember_model* model, int32_t ctx, uint64_t session_bytes, bo
                static_cast<unsigned long long>(http.connections), config->admission.max_connections,
                config->admission.spare, mib(http.per_connection).c_str(), mib(config->limits.max_body).c_str(),
                mib(http.gate).c_str(), mib(http.total).c_str(), mib(session_bytes).c_str());
+  return http.total;
+}
+
+// The compiled grammars' share (grammar_cache.h): the cache's budget, which
+// caps every grammar alive; then everything the server may hold beside the
+// mapped weights.
+void plan_grammars(const ember_model* model, uint64_t session_bytes, uint64_t http_bytes, const ServerConfig& config) {
+  const GrammarCache probe(model, 16, config.grammar_cache_bytes);
+  std::fprintf(stderr,
+               "plan: grammars: %zu compiled grammar(s) alive at most (kept or in use) x %s each (its rules, the "
+               "vocabulary's text, states, masks) = %s (--grammar-cache-mib)\n",
+               probe.capacity(), mib(probe.per_grammar_bytes()).c_str(), mib(probe.budget_bytes()).c_str());
+  std::fprintf(stderr, "plan: private memory in all: sessions %s + http %s + grammars %s = %s\n",
+               mib(session_bytes).c_str(), mib(http_bytes).c_str(), mib(probe.budget_bytes()).c_str(),
+               mib(session_bytes + http_bytes + probe.budget_bytes()).c_str());
 }
 
 }  // namespace
@@ -310,7 +331,8 @@ int serve_main(int argc, char** argv) {
   ember_memory_plan plan;
   if (const int code = plan_session(model, info, &a, &plan)) return code;
   std::fprintf(stderr, "chat template: %s\n", chat_template_name(model).c_str());
-  plan_http(model, a.so.context_length, plan.private_bytes, a.body_given, &config);
+  const uint64_t http_bytes = plan_http(model, a.so.context_length, plan.private_bytes, a.body_given, &config);
+  plan_grammars(model, plan.private_bytes, http_bytes, config);
 
   Metrics metrics;
   std::string error;

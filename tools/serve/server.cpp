@@ -188,7 +188,7 @@ void on_signal(int sig) {
 Server::Server(const ServerConfig& config, ember_model* model, Scheduler* scheduler, Metrics* metrics,
                const TlsConfig* tls)
     : config_(config), model_(model), scheduler_(scheduler), metrics_(metrics), tls_(tls),
-      admission_(config.admission), grammars_(model) {}
+      admission_(config.admission), grammars_(model, 16, config.grammar_cache_bytes) {}
 
 void Server::request_stop() {
   g_stop.store(true);
@@ -714,7 +714,9 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   Connection& c = reply.c;
   Prepared prepared;
   RequestError refusal;
-  if (!prepare(r, chat, &prepared, &refusal)) return respond_error(reply, refusal);
+  // A 503: every compiled grammar is held by running requests (grammar_cache.h).
+  if (!prepare(r, chat, &prepared, &refusal))
+    return respond_error(reply, refusal, refusal.status == 503 ? "Retry-After: 1\r\n" : "");
   const CompletionRequest& cr = prepared.request;
   const std::string& prompt_text = prepared.prompt_text;
 
@@ -824,7 +826,7 @@ bool Server::generate(Reply& reply, const HttpRequest& r, bool chat) {
   if (ok && chat) ok = c.write_all(stream_chunk(cr, id, created, model, "", nullptr, true));
   if (ok && cr.echo) ok = c.write_all(stream_chunk(cr, id, created, model, prompt_text, nullptr, false));
   std::string text;
-  ToolCallStream calls(prepared.tool_syntax, prepared.all_calls);
+  ToolCallStream calls(prepared.tool_syntax, prepared.all_calls, tool_names(cr));
   while (next(&text)) {
     if (prepared.tools_on) text = calls.add(text);
     logprobs.add(tokens, &lp);

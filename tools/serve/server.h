@@ -43,6 +43,7 @@ struct ServerConfig {
   std::string model_name;         // reported by /v1/models and in responses
   std::vector<std::string> model_aliases;  // also accepted as a request's "model"
   uint64_t max_prompt_bytes = UINT64_MAX;  // a longer prompt text cannot fit the context
+  uint64_t grammar_cache_bytes = 0;        // the compiled grammars' budget (0: GrammarCache's default)
 };
 
 class Server {
