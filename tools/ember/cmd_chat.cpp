@@ -147,6 +147,11 @@ int parse_chat_options(Args& args, TurnOptions* turn, ember_session_options* so,
     return report(EMBER_ERR_INVALID_ARGUMENT, "--tool-choice needs --tools FILE (the functions to call)");
   }
   session_options_from_args(args, so);
+  if (args.has("--draft")) {
+    return report(EMBER_ERR_UNSUPPORTED, "--draft: ember chat drafts by --lookup only so far (a draft model is for "
+                                         "ember run)");
+  }
+  speculative_from_args(args, &turn->generate, so);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember chat --help)");
   if (so->kv_type_k < 0 || so->kv_type_v < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
   if (so->backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
@@ -351,8 +356,10 @@ int cmd_chat(int argc, char** argv) {
   std::vector<std::string> with_value = {"-m",     "--system", "--template", "-n",     "--temp",  "--top-k",
                                          "--top-p", "--min-p", "--seed",     "--stop", "--tools", "--tool-choice"};
   for (int i = 0; kGrammarValueFlags[i]; ++i) with_value.push_back(kGrammarValueFlags[i]);
+  for (int i = 0; kSpeculativeFlags[i]; ++i) with_value.push_back(kSpeculativeFlags[i]);
   std::vector<std::string> known = with_value;
   known.push_back(kGrammarSwitch);
+  known.push_back("--lookup");
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -361,6 +368,7 @@ int cmd_chat(int argc, char** argv) {
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kChatHelp, stdout);
     std::fputs(kGrammarHelp, stdout);
+    std::fputs(kSpeculativeHelp, stdout);
     return 0;
   }
   args.check_known(known);
