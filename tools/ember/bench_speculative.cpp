@@ -33,7 +33,8 @@ double now_s() {
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
 const char* kHelp =
-    "usage: ember bench -m MODEL --lookup [-f PROMPT_FILE | -p TEXT] [-n 128] [-r 5] [--draft-max K]\n"
+    "usage: ember bench -m MODEL --lookup [--draft DRAFT_MODEL] [-f PROMPT_FILE | -p TEXT] [-n 128] [-r 5]\n"
+    "                   [--draft-max K]\n"
     "                   [--lookup-ngram N] [--threads T] [--backend cpu|vulkan|auto] [--json]\n"
     "  Greedy decoding of -n tokens after the prompt, with prompt lookup and without, interleaved\n"
     "  (-r repetitions each, medians). The prompt: a text file (-f) or text (-p); default, a text\n"
@@ -47,15 +48,17 @@ struct One {
 };
 
 ember_status generate_once(ember_session* s, const std::vector<int32_t>& prompt, int32_t n, bool lookup, int32_t k,
-                           int32_t ngram, One* out) {
+                           int32_t ngram, One* out, ember_session* draft = nullptr) {
   ember_status st = ember_session_reset(s);
   if (st != EMBER_OK) return st;
+  if (draft && (st = ember_session_reset(draft)) != EMBER_OK) return st;
   ember_generate_options g;
   ember_generate_options_default(&g);
   g.max_new_tokens = n;
   g.prompt_tokens = prompt.data();
   g.n_prompt_tokens = prompt.size();
-  g.lookup = lookup ? 1 : 0;
+  g.lookup = lookup && !draft ? 1 : 0;
+  g.draft_session = lookup ? draft : nullptr;
   g.draft_max = k;
   g.lookup_ngram = ngram;
   st = ember_generate(s, nullptr, &g, nullptr, nullptr);
@@ -114,10 +117,6 @@ int bench_lookup(int argc, char** argv) {
   so.n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
   ember_generate_options g;
   ember_generate_options_default(&g);
-  if (args.has("--draft")) {
-    return report(EMBER_ERR_UNSUPPORTED, "--draft: ember bench measures --lookup only so far (ember run --draft runs a "
-                                         "draft model and prints its acceptance)");
-  }
   speculative_from_args(args, &g, &so);
   const std::string backend = args.get("--backend", "cpu");
   so.backend = backend == "auto" ? EMBER_BACKEND_AUTO : backend == "vulkan" ? EMBER_BACKEND_VULKAN
@@ -163,12 +162,27 @@ int bench_lookup(int argc, char** argv) {
     ember_model_free(model);
     return code;
   }
+  // --draft: the draft model's session, the same context and threads.
+  ember_model* draft_model = nullptr;
+  ember_session* draft = nullptr;
   auto fail = [&](ember_status e) {
     const int code = report_last(e);
+    ember_session_free(draft);
+    ember_model_free(draft_model);
     ember_session_free(s);
     ember_model_free(model);
     return code;
   };
+  if (args.has("--draft")) {
+    if (const int code = open_model_for_cli(args.get("--draft"), nullptr, &draft_model)) {
+      ember_session_free(s);
+      ember_model_free(model);
+      return code;
+    }
+    ember_session_options dso = so;
+    dso.max_draft = 0;
+    if ((st = ember_session_create(draft_model, &dso, &draft)) != EMBER_OK) return fail(st);
+  }
   // Step costs of 1 .. k + 1 rows.
   std::vector<double> cost(static_cast<size_t>(k + 2), 0.0);
   for (int32_t rows = 1; rows <= k + 1; ++rows) {
@@ -183,7 +197,7 @@ int bench_lookup(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     One a, b;
     if ((st = generate_once(s, prompt, n, false, k, g.lookup_ngram, &a)) != EMBER_OK) return fail(st);
-    if ((st = generate_once(s, prompt, n, true, k, g.lookup_ngram, &b)) != EMBER_OK) return fail(st);
+    if ((st = generate_once(s, prompt, n, true, k, g.lookup_ngram, &b, draft)) != EMBER_OK) return fail(st);
     plain_tps.push_back(a.tok_s);
     spec_tps.push_back(b.tok_s);
     spec_last = b;
@@ -211,6 +225,7 @@ int bench_lookup(int argc, char** argv) {
         .integer("repetitions", reps)
         .integer("draft_max", k)
         .integer("lookup_ngram", g.lookup_ngram)
+        .str("draft_model", args.get("--draft"))
         .integer("threads", so.n_threads)
         .end_object();
     j.begin_object("metrics")
@@ -230,16 +245,23 @@ int bench_lookup(int argc, char** argv) {
     j.end_array().end_object().end_object();
     std::fputs(j.text().c_str(), stdout);
   } else {
-    std::printf("prompt %zu tokens, %d generated, lookup: draft max %d, ngram %d\n", prompt.size(), n, k,
-                g.lookup_ngram);
-    std::printf("  plain    %8.1f tok/s\n  lookup   %8.1f tok/s   x%.2f (predicted x%.2f)\n", plain, spec, speedup,
-                predicted);
+    if (draft) {
+      std::printf("prompt %zu tokens, %d generated, draft model %s: draft max %d\n", prompt.size(), n,
+                  args.get("--draft").c_str(), k);
+    } else {
+      std::printf("prompt %zu tokens, %d generated, lookup: draft max %d, ngram %d\n", prompt.size(), n, k,
+                  g.lookup_ngram);
+    }
+    std::printf("  plain    %8.1f tok/s\n  %-8s %8.1f tok/s   x%.2f (predicted x%.2f%s)\n", plain,
+                draft ? "draft" : "lookup", spec, speedup, predicted, draft ? ", the draft model's steps not counted" : "");
     std::printf("  acceptance %.1f%% (%d of %d drafted), %.2f tokens per step, %.2f rows per step costing x%.2f\n",
                 100 * acceptance, o.accepted, o.drafted, per_step, mean_rows, rel);
     std::printf("  step ms by rows:");
     for (int32_t rows = 1; rows <= k + 1; ++rows) std::printf(" %d: %.2f", rows, cost[static_cast<size_t>(rows)] * 1e3);
     std::printf("\n");
   }
+  ember_session_free(draft);
+  ember_model_free(draft_model);
   ember_session_free(s);
   ember_model_free(model);
   return 0;

@@ -798,7 +798,7 @@ int report_text(const BenchRequest& r, const BenchResult& res) {
 
 int cmd_bench(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--lookup") return bench_lookup(argc, argv);
+    if (std::string(argv[i]) == "--lookup" || std::string(argv[i]) == "--draft") return bench_lookup(argc, argv);
   }
   BenchRequest r;
   if (const int code = parse_bench(argc, argv, &r); code != kRun) return code;
