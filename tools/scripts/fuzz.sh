@@ -1,31 +1,28 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang and
-# -fsanitize=fuzzer,address,undefined into build-fuzz/, generates seed
-# corpora from the real files in ../shared, and runs each target for a
+# -fsanitize=fuzzer,address,undefined in the sanitized build that
+# tools/scripts/sanitize.sh asan also uses (build-asan/,
+# tools/scripts/sanitized_build.sh: after it, nothing compiles here), generates
+# seed corpora from the real files in ../shared, and runs each target for a
 # bounded time.
 #   tools/scripts/fuzz.sh [SECONDS_PER_TARGET=30] [TARGET...]
-# Env: EMBER_TEST_DATA (default ../shared), BUILD (default build-fuzz),
+# Env: EMBER_TEST_DATA (default ../shared), BUILD (default build-asan),
 #      JOBS (default 2), EMBER_CLI (the `ember` that writes the seed
 #      files; default build/ember). Exit status 1 when a target crashes or leaks; the
 #      reproducer is left in $BUILD/artifacts/. Prints executions per target.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# -O1 -g1, as the sanitizers' own docs advise: a third of -O2 -g's build time
-# (the CI builds this suite five ways on two cores), with line tables for the
-# reports.
-SAN_OPT=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
+# shellcheck source=tools/scripts/sanitized_build.sh
+. tools/scripts/sanitized_build.sh
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_model_open fuzz_model_semantic fuzz_gguf fuzz_tokenizer fuzz_c_api fuzz_serve_request fuzz_session_state fuzz_chat_template fuzz_grammar)
-BUILD=${BUILD:-build-fuzz}
+BUILD=${BUILD:-build-asan}
 JOBS=${JOBS:-2}
 DATA=${EMBER_TEST_DATA:-$(pwd)/../shared}
 
-CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${SAN_OPT[@]}" \
-  -DEMBER_SANITIZE=address,undefined -DEMBER_VULKAN=OFF -DEMBER_FUZZ=ON \
-  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" \
-  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" >/dev/null
+asan_configure "$BUILD"
 cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}"
 # The seed files are made by an `ember` already built — EMBER_CLI, else the
 # native build's (CI builds it first) — so this build need not compile the

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Sanitizer runs of the test suite:
-#   asan  — AddressSanitizer + UndefinedBehaviorSanitizer build of the whole
-#           suite in build-asan/ (EMBER_SANITIZE=address,undefined), every
-#           test through ctest; any report fails the run.
+#   asan  — AddressSanitizer + UndefinedBehaviorSanitizer (clang) build of
+#           the whole suite in build-asan/, every test through ctest; any
+#           report fails the run. The same build holds the libFuzzer
+#           targets (tools/scripts/sanitized_build.sh), so tools/scripts/fuzz.sh
+#           afterwards compiles nothing.
 #   tsan  — ThreadSanitizer build in build-tsan/ of the threaded tests only
 #           (ember_tsan_tests): many sessions on one model on many threads,
 #           and sessions sharing one thread pool.
@@ -11,21 +13,13 @@
 # slow and its own leaks are not ours), EMBER_TEST_DATA as for the tests.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# -O1 -g1, as the sanitizers' own docs advise: a third of -O2 -g's build time
-# (the CI builds this suite five ways on two cores), with line tables for the
-# reports.
-SAN_OPT=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
+# shellcheck source=tools/scripts/sanitized_build.sh
+. tools/scripts/sanitized_build.sh
 WHAT=${1:-all}
 JOBS=${JOBS:-2}
-VULKAN=${EMBER_VULKAN:-OFF}
 
 run_asan() {
-  # gcc: the suite is written for it (clang 14 refuses a C++20 lambda capture
-  # of a structured binding in tests/tokenizer). The fuzz targets have their
-  # own clang build (tools/scripts/fuzz.sh, build-fuzz/).
-  CC=gcc CXX=g++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${SAN_OPT[@]}" \
-    -DEMBER_SANITIZE=address,undefined -DEMBER_VULKAN="$VULKAN" \
-    -DCMAKE_C_FLAGS="-fno-sanitize-recover=undefined" -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" >/dev/null
+  asan_configure build-asan
   cmake --build build-asan -j"$JOBS"
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
