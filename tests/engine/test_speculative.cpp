@@ -365,7 +365,8 @@ TEST_CASE("lookup: bad settings are refused naming the setting") {
   if (path.empty()) return;
   Model model(path);
   // The session: max_draft within 0..16 and below max_batch.
-  for (auto [draft, batch] : {std::pair{-1, 512}, std::pair{17, 512}, std::pair{4, 4}}) {
+  for (const std::pair<int32_t, int32_t>& shape : {std::pair{-1, 512}, std::pair{17, 512}, std::pair{4, 4}}) {
+    const int32_t draft = shape.first, batch = shape.second;
     CAPTURE(draft);
     ember_session_options so;
     ember_session_options_default(&so);
