@@ -96,6 +96,78 @@ ember_status step_cost(ember_session* s, const std::vector<int32_t>& prompt, int
   return EMBER_OK;
 }
 
+// The prompt: -f FILE, -p TEXT, or a text that repeats (a list written out three times).
+int prompt_text(const Args& args, std::string* text) {
+  if (args.has("-f")) {
+    std::ifstream in(args.get("-f"), std::ios::binary);
+    if (!in) return report(EMBER_ERR_IO, "cannot read -f '" + args.get("-f") + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *text = ss.str();
+  } else if (args.has("-p")) {
+    *text = args.get("-p");
+  } else {
+    const std::string list = "1. Preheat the oven to 180 degrees.\n2. Mix the flour, the sugar and the eggs.\n"
+                             "3. Pour the batter into the tin.\n4. Bake for forty minutes.\n";
+    *text = "Recipe:\n" + list + "\nThe same recipe again:\n" + list + "\nAnd once more:\n";
+  }
+  return 0;
+}
+
+// What one run measured, for the report.
+struct Outcome {
+  double plain = 0, spec = 0, speedup = 0, acceptance = 0, per_step = 0, mean_rows = 0, rel = 0, predicted = 0;
+};
+
+void print_report(const Args& args, const std::vector<int32_t>& prompt, int32_t n, int reps, int32_t k, int32_t ngram,
+                  int32_t threads, bool draft, const One& o, const Outcome& m, const std::vector<double>& cost) {
+  if (args.has("--json")) {
+    Json j;
+    j.begin_object();
+    j.begin_object("workload")
+        .str("model", args.get("-m"))
+        .integer("prompt_tokens", static_cast<int64_t>(prompt.size()))
+        .integer("n_gen", n)
+        .integer("repetitions", reps)
+        .integer("draft_max", k)
+        .integer("lookup_ngram", ngram)
+        .str("draft_model", args.get("--draft"))
+        .integer("threads", threads)
+        .end_object();
+    j.begin_object("metrics")
+        .num("tokens_per_second", m.spec)
+        .num("baseline_tokens_per_second", m.plain)
+        .num("speedup", m.speedup)
+        .num("acceptance_rate", m.acceptance, 4)
+        .num("tokens_per_step", m.per_step, 4)
+        .integer("drafted_tokens", o.drafted)
+        .integer("accepted_tokens", o.accepted)
+        .integer("decode_steps", o.steps)
+        .num("mean_rows_per_step", m.mean_rows, 4)
+        .num("step_cost_ratio", m.rel, 4)
+        .num("predicted_speedup", m.predicted, 4);
+    j.begin_array("step_ms_by_rows");
+    for (int32_t rows = 1; rows <= k + 1; ++rows) j.num(nullptr, cost[static_cast<size_t>(rows)] * 1e3, 4);
+    j.end_array().end_object().end_object();
+    std::fputs(j.text().c_str(), stdout);
+    return;
+  }
+  if (draft) {
+    std::printf("prompt %zu tokens, %d generated, draft model %s: draft max %d\n", prompt.size(), n,
+                args.get("--draft").c_str(), k);
+  } else {
+    std::printf("prompt %zu tokens, %d generated, lookup: draft max %d, ngram %d\n", prompt.size(), n, k, ngram);
+  }
+  std::printf("  plain    %8.1f tok/s\n  %-8s %8.1f tok/s   x%.2f (predicted x%.2f%s)\n", m.plain,
+              draft ? "draft" : "lookup", m.spec, m.speedup, m.predicted,
+              draft ? ", the draft model's steps not counted" : "");
+  std::printf("  acceptance %.1f%% (%d of %d drafted), %.2f tokens per step, %.2f rows per step costing x%.2f\n",
+              100 * m.acceptance, o.accepted, o.drafted, m.per_step, m.mean_rows, m.rel);
+  std::printf("  step ms by rows:");
+  for (int32_t rows = 1; rows <= k + 1; ++rows) std::printf(" %d: %.2f", rows, cost[static_cast<size_t>(rows)] * 1e3);
+  std::printf("\n");
+}
+
 }  // namespace
 
 int bench_lookup(int argc, char** argv) {
@@ -125,22 +197,8 @@ int bench_lookup(int argc, char** argv) {
   if (so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend '" + backend + "' is not cpu, vulkan or auto");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required");
   if (args.has("-f") && args.has("-p")) return report(EMBER_ERR_INVALID_ARGUMENT, "-f and -p both give the prompt");
-  const bool json = args.has("--json");
   std::string text;
-  if (args.has("-f")) {
-    std::ifstream in(args.get("-f"), std::ios::binary);
-    if (!in) return report(EMBER_ERR_IO, "cannot read -f '" + args.get("-f") + "'");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  } else if (args.has("-p")) {
-    text = args.get("-p");
-  } else {
-    // A text that repeats: a list written out twice.
-    const std::string list = "1. Preheat the oven to 180 degrees.\n2. Mix the flour, the sugar and the eggs.\n"
-                             "3. Pour the batter into the tin.\n4. Bake for forty minutes.\n";
-    text = "Recipe:\n" + list + "\nThe same recipe again:\n" + list + "\nAnd once more:\n";
-  }
+  if (const int code = prompt_text(args, &text)) return code;
   ember_model* model = nullptr;
   if (const int code = open_model_for_cli(args.get("-m"), nullptr, &model)) return code;
   std::vector<int32_t> prompt(text.size() + 8);
@@ -201,65 +259,23 @@ int bench_lookup(int argc, char** argv) {
     plain_tps.push_back(a.tok_s);
     spec_tps.push_back(b.tok_s);
     spec_last = b;
-    if (!json) std::fprintf(stderr, "bench: repetition %d/%d: %.1f vs %.1f tok/s\n", r + 1, reps, b.tok_s, a.tok_s);
+    if (!args.has("--json")) std::fprintf(stderr, "bench: repetition %d/%d: %.1f vs %.1f tok/s\n", r + 1, reps, b.tok_s, a.tok_s);
   }
-  const double plain = median(plain_tps), spec = median(spec_tps);
+  Outcome m;
+  m.plain = median(plain_tps);
+  m.spec = median(spec_tps);
   const One& o = spec_last;  // greedy: every repetition drafts the same
-  const double acceptance = o.drafted > 0 ? static_cast<double>(o.accepted) / o.drafted : 0.0;
-  const double per_step = o.steps > 0 ? static_cast<double>(o.sampled - 1) / o.steps : 0.0;
-  const double mean_rows = o.steps > 0 ? 1.0 + static_cast<double>(o.drafted) / o.steps : 1.0;
-  const int32_t lo = std::min<int32_t>(k + 1, static_cast<int32_t>(mean_rows));
+  m.acceptance = o.drafted > 0 ? static_cast<double>(o.accepted) / o.drafted : 0.0;
+  m.per_step = o.steps > 0 ? static_cast<double>(o.sampled - 1) / o.steps : 0.0;
+  m.mean_rows = o.steps > 0 ? 1.0 + static_cast<double>(o.drafted) / o.steps : 1.0;
+  const int32_t lo = std::min<int32_t>(k + 1, static_cast<int32_t>(m.mean_rows));
   const int32_t hi = std::min<int32_t>(k + 1, lo + 1);
   const double c = cost[static_cast<size_t>(lo)] + (cost[static_cast<size_t>(hi)] - cost[static_cast<size_t>(lo)]) *
-                                                       (mean_rows - lo);
-  const double rel = c / cost[1];
-  const double predicted = rel > 0 ? per_step / rel : 0.0;
-  const double speedup = plain > 0 ? spec / plain : 0.0;
-  if (json) {
-    Json j;
-    j.begin_object();
-    j.begin_object("workload")
-        .str("model", args.get("-m"))
-        .integer("prompt_tokens", static_cast<int64_t>(prompt.size()))
-        .integer("n_gen", n)
-        .integer("repetitions", reps)
-        .integer("draft_max", k)
-        .integer("lookup_ngram", g.lookup_ngram)
-        .str("draft_model", args.get("--draft"))
-        .integer("threads", so.n_threads)
-        .end_object();
-    j.begin_object("metrics")
-        .num("tokens_per_second", spec)
-        .num("baseline_tokens_per_second", plain)
-        .num("speedup", speedup)
-        .num("acceptance_rate", acceptance, 4)
-        .num("tokens_per_step", per_step, 4)
-        .integer("drafted_tokens", o.drafted)
-        .integer("accepted_tokens", o.accepted)
-        .integer("decode_steps", o.steps)
-        .num("mean_rows_per_step", mean_rows, 4)
-        .num("step_cost_ratio", rel, 4)
-        .num("predicted_speedup", predicted, 4);
-    j.begin_array("step_ms_by_rows");
-    for (int32_t rows = 1; rows <= k + 1; ++rows) j.num(nullptr, cost[static_cast<size_t>(rows)] * 1e3, 4);
-    j.end_array().end_object().end_object();
-    std::fputs(j.text().c_str(), stdout);
-  } else {
-    if (draft) {
-      std::printf("prompt %zu tokens, %d generated, draft model %s: draft max %d\n", prompt.size(), n,
-                  args.get("--draft").c_str(), k);
-    } else {
-      std::printf("prompt %zu tokens, %d generated, lookup: draft max %d, ngram %d\n", prompt.size(), n, k,
-                  g.lookup_ngram);
-    }
-    std::printf("  plain    %8.1f tok/s\n  %-8s %8.1f tok/s   x%.2f (predicted x%.2f%s)\n", plain,
-                draft ? "draft" : "lookup", spec, speedup, predicted, draft ? ", the draft model's steps not counted" : "");
-    std::printf("  acceptance %.1f%% (%d of %d drafted), %.2f tokens per step, %.2f rows per step costing x%.2f\n",
-                100 * acceptance, o.accepted, o.drafted, per_step, mean_rows, rel);
-    std::printf("  step ms by rows:");
-    for (int32_t rows = 1; rows <= k + 1; ++rows) std::printf(" %d: %.2f", rows, cost[static_cast<size_t>(rows)] * 1e3);
-    std::printf("\n");
-  }
+                                                       (m.mean_rows - lo);
+  m.rel = c / cost[1];
+  m.predicted = m.rel > 0 ? m.per_step / m.rel : 0.0;
+  m.speedup = m.plain > 0 ? m.spec / m.plain : 0.0;
+  print_report(args, prompt, n, reps, k, g.lookup_ngram, so.n_threads, draft != nullptr, o, m, cost);
   ember_session_free(draft);
   ember_model_free(draft_model);
   ember_session_free(s);
