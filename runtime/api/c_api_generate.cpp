@@ -232,6 +232,13 @@ ember_status ember_generate_last_stats(const ember_session* session, ember_gener
   return EMBER_OK;
 }
 
+ember_status ember_session_check_draft(const ember_session* target, const ember_session* draft) {
+  EMBER_API_ENTRY();
+  if (!target) return fail(EMBER_ERR_INVALID_ARGUMENT, "target is NULL");
+  if (!draft) return fail(EMBER_ERR_INVALID_ARGUMENT, "draft is NULL");
+  return done(ember::check_draft(*target->session, *draft->session, target->session->n_seqs() - 1));
+}
+
 ember_status ember_tokenize_prompt(const ember_model* model, const char* text, size_t text_len, int parse_special,
                                    int add_bos, int32_t* tokens, size_t capacity, size_t* out_count) {
   EMBER_API_ENTRY();

@@ -157,7 +157,7 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
   }
   const SpeculativeParams& sp = params.speculative;
   int32_t draft_cap = 0;
-  if (sp.draft) EMBER_TRY(check_draft_session(*sp.draft, seq));
+  if (sp.draft) EMBER_TRY(check_draft(session_, *sp.draft, seq));
   if (sp.lookup || sp.draft) {
     if (sp.draft_max < 0 || sp.draft_max > kMaxDraft) {
       return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft_max = %d: must be in 0..%d", sp.draft_max, kMaxDraft);
@@ -406,18 +406,18 @@ void Generator::draft(Seq& q) {
   }
 }
 
-Status Generator::check_draft_session(const Session& draft, int32_t seq) const {
-  const Model& target = session_.model();
+Status check_draft(const Session& ts, const Session& draft, int32_t seq) {
+  const Model& target = ts.model();
   const Model& dm = draft.model();
-  if (&draft == &session_) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft session: it is the target session");
+  if (&draft == &ts) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft session: it is the target session");
   if (seq >= draft.n_seqs()) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT,
                          "draft session: it holds %d sequence(s), and drafting for sequence %d needs its own",
                          draft.n_seqs(), seq);
   }
-  if (draft.context() < session_.context()) {
+  if (draft.context() < ts.context()) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft session: its context of %d is shorter than the target's %d",
-                         draft.context(), session_.context());
+                         draft.context(), ts.context());
   }
   if (&dm == &target) return Status::ok();
   const Vocab& tv = target.tokenizer().vocab();
@@ -442,6 +442,45 @@ Status Generator::check_draft_session(const Session& draft, int32_t seq) const {
   return Status::ok();
 }
 
+int32_t Generator::draft_common(Seq& q) {
+  Session& d = *q.params.speculative.draft;
+  const int32_t pos = session_.seq_position(q.index);
+  const int32_t* h = session_.seq_history(q.index);
+  // What the draft sequence holds that is this text: kept; the rest goes.
+  const int32_t dpos = d.seq_position(q.index);
+  int32_t held = q.draft_held;
+  if (held < 0 || held > dpos || held > pos) {
+    const int32_t* dh = d.seq_history(q.index);
+    held = 0;
+    while (held < dpos && held < pos && dh[held] == h[held]) ++held;
+  }
+  if (held < dpos && !d.remove_seq(q.index, held, dpos).is_ok()) {
+    if (!d.reset_seq(q.index).is_ok()) return -1;
+    held = 0;
+  }
+  return held;
+}
+
+void Generator::draft_catch_up(Seq& q) {
+  Session& d = *q.params.speculative.draft;
+  const int32_t pos = session_.seq_position(q.index);
+  const int32_t held = draft_common(q);
+  q.draft_held = -1;
+  if (held < 0) return;
+  if (held == pos) {
+    q.draft_held = held;
+    return;
+  }
+  if (pos > d.context()) return;
+  Session::BatchItem it;
+  it.seq = q.index;
+  it.tokens = session_.seq_history(q.index) + held;
+  it.n_tokens = pos - held;
+  it.logits = nullptr;
+  // On failure the first drafting round compares the histories again.
+  if (d.decode_batch(&it, 1).is_ok()) q.draft_held = pos;
+}
+
 void Generator::draft_with_models() {
   drafting_.clear();
   for (auto& p : seqs_) {
@@ -452,18 +491,8 @@ void Generator::draft_with_models() {
     Session& d = *q.params.speculative.draft;
     const int32_t pos = session_.seq_position(q.index);
     const int32_t* h = session_.seq_history(q.index);
-    // What the draft sequence holds that is this text: kept; the rest goes.
-    const int32_t dpos = d.seq_position(q.index);
-    int32_t held = q.draft_held;
-    if (held < 0 || held > dpos || held > pos) {
-      const int32_t* dh = d.seq_history(q.index);
-      held = 0;
-      while (held < dpos && held < pos && dh[held] == h[held]) ++held;
-    }
-    if (held < dpos && !d.remove_seq(q.index, held, dpos).is_ok()) {
-      if (!d.reset_seq(q.index).is_ok()) continue;
-      held = 0;
-    }
+    const int32_t held = draft_common(q);
+    if (held < 0) continue;
     // Its first round: the text it lacks, then q.next.
     q.draft_feed.assign(h + held, h + pos);
     q.draft_feed.push_back(q.next);
@@ -599,6 +628,9 @@ void Generator::after_step(Seq& q, GenSink sink, void* user) {
     q.prefilled += q.chunk;
     q.chunk = 0;
     if (q.prefilled < q.prompt.size()) return;
+    // The draft model runs the prompt too, before the first token (so that
+    // it counts in the time to it, as the target's prompt does, not in decode).
+    if (q.params.speculative.draft && q.draft_cap > 0 && q.params.max_new_tokens > 1) draft_catch_up(q);
     q.stats.prefill_ms = now_ms() - q.t0;
     q.t_first = now_ms();
     if (q.params.prompt_logits) {

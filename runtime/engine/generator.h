@@ -78,6 +78,12 @@ struct PromptSpec {
   bool reuse_prefix = false;
 };
 
+// Whether `draft` can draft for sequence seq of `target`: another session
+// (of the same model, or of one whose vocabulary is a prefix of the
+// target's, piece for piece, with the same BOS and EOS), holding sequence
+// seq, with at least the target's context. The error names what differs.
+Status check_draft(const Session& target, const Session& draft, int32_t seq);
+
 // Speculative decoding of one sequence (see the file comment).
 struct SpeculativeParams {
   bool lookup = false;      // prompt lookup drafts
@@ -212,10 +218,13 @@ class Generator {
   void fill_logprobs(Seq& q, const float* row, int32_t token);
   // This step's drafts of a decoding sequence (q.spec_tokens after q.next).
   void draft(Seq& q);
-  // Whether `draft` can draft for sequence seq of this generator's session.
-  Status check_draft_session(const Session& draft, int32_t seq) const;
   // How many tokens q may draft this step.
   int32_t draft_room(const Seq& q) const;
+  // How much of q's text its draft sequence holds (the rest removed from
+  // it), or -1 when it cannot be made to hold a prefix of it.
+  int32_t draft_common(Seq& q);
+  // Runs q's text so far (its prompt) through its draft sequence.
+  void draft_catch_up(Seq& q);
   // The draft model's drafts of every decoding sequence that has one, its
   // rounds batched per draft session.
   void draft_with_models();

@@ -875,6 +875,14 @@ typedef struct ember_generate_stats {
  * EMBER_ERR_INVALID_ARGUMENT for NULL or a bad struct_size. */
 EMBER_API ember_status ember_generate_last_stats(const ember_session* session, ember_generate_stats* stats);
 
+/* Whether `draft` can be ember_generate_options.draft_session for every
+ * sequence of `target`: EMBER_OK, or EMBER_ERR_INVALID_ARGUMENT naming what
+ * differs (a vocabulary piece, BOS/EOS, fewer sequences, a shorter
+ * context, the same session). Generation checks this itself; a host calls
+ * it to refuse a draft model when it is opened rather than at the first
+ * request. */
+EMBER_API ember_status ember_session_check_draft(const ember_session* target, const ember_session* draft);
+
 /* ---- Sampling, for hosts that drive prefill and decode themselves ---- */
 
 typedef struct ember_sampler ember_sampler;

@@ -89,7 +89,9 @@ class Session {
   // On EMBER_ERR_CONTEXT_FULL or a bad token id nothing changes.
   Status prefill(const int32_t* tokens, size_t count, float* logits);
   Status decode(int32_t token, float* logits) { return prefill(&token, 1, logits); }
-  void reset() { positions_[0] = 0; }
+  void reset() {  // every sequence
+    for (int32_t q = 0; q < graph_.n_seqs; ++q) positions_[q] = 0;
+  }
   // Forgets positions [start, end); later ones move down (context shifting).
   Status remove(int32_t start, int32_t end) { return remove_seq(0, start, end); }
 

@@ -226,6 +226,11 @@ TEST_CASE("batched decoding: a copied prefix, a removed tail and a reset sequenc
   // Sequence 2 (never used) and a reset sequence 1 start afresh.
   REQUIRE(ember_session_seq_remove(s, 1, 0, ember_session_seq_position(s, 1)) == EMBER_OK);
   CHECK(ember_session_seq_position(s, 1) == 0);
+  // ember_session_reset forgets every sequence, not only sequence 0.
+  REQUIRE(ember_session_decode_batch(s, &it1, 1) == EMBER_OK);
+  REQUIRE(ember_session_seq_position(s, 1) == 2);
+  REQUIRE(ember_session_reset(s) == EMBER_OK);
+  for (int32_t q = 0; q < 3; ++q) CHECK(ember_session_seq_position(s, q) == 0);
   ember_session_free(s);
 }
 

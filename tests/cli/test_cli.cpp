@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -202,6 +203,65 @@ TEST_CASE("run: --verify-digest and --dump-logits go through ember_generate") {
   CHECK(shifted.code == 0);
   CHECK(shifted.err.find("context full") == std::string::npos);
   CHECK(shifted.out.size() > full.out.size());
+}
+
+TEST_CASE("--draft: run, chat and plan take a draft model; another vocabulary is refused naming it, serve too") {
+  const std::string model = ember::test::stories_model("llama2c");
+  if (model.empty()) return;
+  const std::string dir = ember::test::temp_dir("cli-draft");
+  // The same model drafts: greedy, every draft kept, the same text.
+  const Run plain = run("run -m " + model + " -p 'Lily had a' -n 40");
+  const Run drafted = run("run -m " + model + " -p 'Lily had a' -n 40 --draft " + model + " --draft-max 3");
+  REQUIRE(plain.code == 0);
+  REQUIRE(drafted.code == 0);
+  CHECK(drafted.out == plain.out);
+  CHECK(drafted.err.find("draft: ") != std::string::npos);
+  CHECK(drafted.err.find("accepted (100%)") != std::string::npos);
+  const Run both = run("run -m " + model + " -p x --draft " + model + " --lookup");
+  CHECK(both.code != 0);
+  CHECK(both.err.find("--draft and --lookup") != std::string::npos);
+  // chat: the same replies with the draft as without.
+  {
+    std::ofstream f(dir + "/turns.txt");
+    f << "Tell me about Lily\nAnd then?\n/quit\n";
+  }
+  const Run chat = run("chat -m " + model + " -n 16 < " + dir + "/turns.txt");
+  const Run chat_drafted = run("chat -m " + model + " -n 16 --draft " + model + " < " + dir + "/turns.txt");
+  REQUIRE(chat.code == 0);
+  REQUIRE(chat_drafted.code == 0);
+  CHECK(chat_drafted.out == chat.out);
+  CHECK(chat_drafted.err.find("draft: ") != std::string::npos);
+  // plan: the draft's session planned beside the target's, both counted.
+  const Run plan = run("plan -m " + model + " --ctx 128 --draft " + model + " --json");
+  REQUIRE(plan.code == 0);
+  auto number = [&](const std::string& text, const std::string& key, size_t from = 0) -> long long {
+    const size_t at = text.find("\"" + key + "\": ", from);
+    REQUIRE(at != std::string::npos);
+    return std::stoll(text.substr(at + key.size() + 4));
+  };
+  const size_t draft_at = plan.out.find("\"draft\": {");
+  REQUIRE(draft_at != std::string::npos);
+  const long long target_private = number(plan.out, "private_bytes");
+  const long long draft_private = number(plan.out, "private_bytes", draft_at);
+  CHECK(draft_private > 0);
+  CHECK(number(plan.out, "total_private_bytes") == target_private + draft_private);
+  const Run tight = run("plan -m " + model + " --ctx 128 --draft " + model + " --max-bytes " +
+                        std::to_string(target_private + draft_private / 2));
+  REQUIRE(tight.code == 0);
+  CHECK(tight.out.find("DOES NOT FIT") != std::string::npos);
+  // Another vocabulary: refused by run and chat at start, and by serve before it listens.
+  const std::string foreign = dir + "/builtin-vocab.ember";
+  REQUIRE(run("synth --shape tiny --vocab builtin -o " + foreign).code == 0);
+  for (const std::string& cmd : {"run -m " + model + " -p x --draft " + foreign,
+                                 "chat -m " + model + " --draft " + foreign + " < /dev/null",
+                                 "serve -m " + model + " --port 0 --draft " + foreign}) {
+    CAPTURE(cmd);
+    const Run r = run(cmd);
+    CHECK(r.code != 0);
+    CHECK(r.err.find("EMBER_ERR_INVALID_ARGUMENT") != std::string::npos);
+    CHECK(r.err.find("vocabulary") != std::string::npos);
+    CHECK(r.out.find("listening") == std::string::npos);
+  }
 }
 
 TEST_CASE("demo generates with a synthetic model when there is no test data, and says so") {

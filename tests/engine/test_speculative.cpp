@@ -511,6 +511,19 @@ TEST_CASE("draft model: another vocabulary, a short context, too few sequences a
   CHECK(std::string(ember_last_error()).find("sequence") != std::string::npos);
   CHECK(ember_generator_start(gen, 0, "Once", &g) == EMBER_OK);
   ember_generator_free(gen);
+  // The same checks up front, for every sequence of the target.
+  auto checked = [&](const ember_session* target, const ember_session* draft, const char* names) {
+    CAPTURE(names);
+    CHECK(ember_session_check_draft(target, draft) == EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(ember_last_error()).find(names) != std::string::npos);
+  };
+  checked(s, d1, "vocabulary");
+  checked(s, d2, "context");
+  checked(s2, d3, "sequence");
+  checked(s, s, "target session");
+  checked(nullptr, d3, "target");
+  checked(s, nullptr, "draft");
+  CHECK(ember_session_check_draft(s, d3) == EMBER_OK);
   ember_session_free(s2);
   ember_session_free(d3);
   ember_session_free(d2);

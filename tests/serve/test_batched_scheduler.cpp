@@ -22,7 +22,9 @@
 #include "cli/cli_run.h"
 #include "model/stories_fixture.h"
 #include "tools/serve/scheduler.h"
+#include "test_data.h"
 #include "tools/convert/model_writer.h"
+#include "tools/convert/quantize.h"
 #include "tools/convert/synthetic.h"
 
 using namespace ember::serve;
@@ -231,6 +233,81 @@ TEST_CASE("serve scheduler: 4 concurrent greedy streams with prompt lookup give 
     CHECK(outs[i]->text == a.text);
     CHECK(outs[i]->result.completion_tokens == a.generated);
   }
+}
+
+TEST_CASE("serve scheduler: 4 concurrent greedy streams with a draft model give the text they give alone") {
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  Model model(path);
+  // The draft: a Q8_0 copy of the model (another file, so its drafts are
+  // sometimes rejected), its session made by the scheduler.
+  auto imported = ember::import_llama2c(ember::test::test_data("models/stories260K.bin"),
+                                        ember::test::test_data("models/tok512.bin"));
+  REQUIRE(imported.is_ok());
+  ember::QuantizeReport qr;
+  REQUIRE(ember::quantize_model(imported.value().get(), ember::DType::Q8_0, &qr).is_ok());
+  const std::string q8 = ember::test::temp_dir("scheduler-draft") + "/stories-q8_0.ember";
+  REQUIRE(ember::write_model(imported.value()->spec, q8).is_ok());
+  Model draft(q8);
+  BatchedConfig c;
+  c.slots = 4;
+  c.cache_slots = 2;  // prefixes copied between sequences of the target: the draft catches up by itself
+  ember_session_options_default(&c.session);
+  c.session.context_length = 256;
+  c.session.n_threads = 2;
+  c.session.max_draft = 4;
+  c.draft_max = 4;
+  c.draft_model = draft.m;
+  ember_status st = EMBER_OK;
+  std::string error;
+  auto s = make_batched_scheduler(model.m, c, nullptr, &st, &error);
+  REQUIRE_MESSAGE(s != nullptr, error);
+  const std::vector<std::string> texts = {"Once upon a time", "Lily and Ben went to the park.", "One day", "The cat"};
+  for (int round = 0; round < 2; ++round) {  // the second round reuses cached prefixes
+    CAPTURE(round);
+    std::vector<std::shared_ptr<Outcome>> outs;
+    std::vector<std::vector<int32_t>> prompts;
+    for (const std::string& t : texts) {
+      prompts.push_back(tokens_of(model.m, t + (round ? " and then" : "")));
+      outs.push_back(std::make_shared<Outcome>());
+      REQUIRE(s->submit(request(prompts.back(), 40, outs.back())) == Scheduler::Submit::kAccepted);
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      outs[i]->wait();
+      CAPTURE(texts[i]);
+      const Alone a = alone(model.m, prompts[i], 40);
+      CHECK(!a.text.empty());
+      CHECK(outs[i]->text == a.text);
+      CHECK(outs[i]->result.completion_tokens == a.generated);
+    }
+  }
+}
+
+TEST_CASE("serve scheduler: a draft model of another vocabulary is refused when the scheduler starts") {
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  Model model(path);
+  ember::SynthShape shape;
+  REQUIRE(ember::synth_shape("tiny", &shape));
+  auto m = ember::make_synthetic(shape, ember::DType::F32, 3, "");
+  REQUIRE(m.is_ok());
+  const std::string synth = ember::test::temp_dir("scheduler-draft") + "/builtin-vocab.ember";
+  REQUIRE(ember::write_model(m.value()->spec, synth).is_ok());
+  Model foreign(synth);
+  BatchedConfig c;
+  c.slots = 2;
+  ember_session_options_default(&c.session);
+  c.session.context_length = 128;
+  c.session.max_draft = 4;
+  c.draft_max = 4;
+  c.draft_model = foreign.m;
+  ember_status st = EMBER_OK;
+  std::string error;
+  auto s = make_batched_scheduler(model.m, c, nullptr, &st, &error);
+  CHECK(s == nullptr);
+  CHECK(st == EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(error.find("draft model") != std::string::npos);
+  CHECK(error.find("vocabulary") != std::string::npos);
 }
 
 TEST_CASE("serve scheduler: staggered arrivals, a long prompt prefilled in chunks among the others' decoding") {

@@ -8,7 +8,9 @@
 // rows at the prompt's end, n = 1 .. draft_max + 1). With the run's tokens
 // per step t and mean rows per step m, speculation should decode
 // t / c(m) times as fast as plain decoding (c interpolated between whole
-// rows; the drafting itself is not counted: prompt lookup costs microseconds).
+// rows; prompt lookup's drafting costs microseconds and is not counted). A
+// draft model adds m - 1 of its own one-row steps per step, each costing d
+// of a target step (measured too): t / (c(m) + (m - 1) d).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,13 +36,14 @@ double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
 const char* kHelp =
     "usage: ember bench -m MODEL --lookup [--draft DRAFT_MODEL] [-f PROMPT_FILE | -p TEXT] [-n 128] [-r 5]\n"
-    "                   [--draft-max K]\n"
+    "                   [--draft-max K] [--parallel N]\n"
     "                   [--lookup-ngram N] [--threads T] [--backend cpu|vulkan|auto] [--json]\n"
     "  Greedy decoding of -n tokens after the prompt, with prompt lookup and without, interleaved\n"
     "  (-r repetitions each, medians). The prompt: a text file (-f) or text (-p); default, a text\n"
     "  that repeats, which lookup is made for. Reports tok/s of both, the speed-up, the acceptance\n"
     "  (accepted / drafted), tokens per decode step, the cost of a step of n rows against one row,\n"
-    "  and the speed-up those predict.\n";
+    "  and the speed-up those predict. --parallel N: N streams of the prompt as sequences of one session,\n"
+    "  stepped together as ember serve --parallel N does, every stream drafting; tok/s is the aggregate.\n";
 
 struct One {
   double tok_s = 0;
@@ -73,6 +76,51 @@ ember_status generate_once(ember_session* s, const std::vector<int32_t>& prompt,
   out->accepted = stats.accepted_tokens;
   out->tok_s = stats.decode_ms > 0 && stats.sampled_tokens > 1 ? (stats.sampled_tokens - 1) * 1000.0 / stats.decode_ms
                                                                : 0.0;
+  return EMBER_OK;
+}
+
+// --parallel N: N greedy streams of the same prompt as sequences of one
+// session, stepped together by a generator (as ember serve runs its slots);
+// tok/s is the aggregate: every stream's decoded tokens over the longest
+// decode. The counts are the streams' sums.
+ember_status generate_streams(ember_session* s, ember_generator* gen, const std::vector<int32_t>& prompt, int32_t n,
+                              int32_t streams, bool speculate, int32_t k, int32_t ngram, One* out,
+                              ember_session* draft) {
+  ember_status st = ember_session_reset(s);
+  if (st == EMBER_OK && draft) st = ember_session_reset(draft);
+  if (st != EMBER_OK) return st;
+  ember_generate_options g;
+  ember_generate_options_default(&g);
+  g.max_new_tokens = n;
+  g.prompt_tokens = prompt.data();
+  g.n_prompt_tokens = prompt.size();
+  g.lookup = speculate && !draft ? 1 : 0;
+  g.draft_session = speculate ? draft : nullptr;
+  g.draft_max = k;
+  g.lookup_ngram = ngram;
+  for (int32_t q = 0; q < streams; ++q) {
+    if ((st = ember_generator_start(gen, q, nullptr, &g)) != EMBER_OK) return st;
+  }
+  while (ember_generator_active(gen, -1) > 0) {
+    if ((st = ember_generator_step(gen, nullptr, nullptr)) != EMBER_OK) return st;
+  }
+  *out = One{};
+  double longest_ms = 0;
+  int32_t decoded = 0;
+  for (int32_t q = 0; q < streams; ++q) {
+    ember_generate_stats stats;
+    stats.struct_size = sizeof stats;
+    if ((st = ember_generator_seq_stats(gen, q, &stats)) != EMBER_OK) return st;
+    if (stats.stop_reason == EMBER_STOP_ERROR) return EMBER_ERR_INTERNAL;
+    out->generated += stats.generated_tokens;
+    out->sampled += stats.sampled_tokens;
+    out->steps += stats.decode_steps;
+    out->drafted += stats.drafted_tokens;
+    out->accepted += stats.accepted_tokens;
+    decoded += std::max(0, stats.sampled_tokens - 1);
+    longest_ms = std::max(longest_ms, stats.decode_ms);
+  }
+  out->tok_s = longest_ms > 0 ? decoded * 1000.0 / longest_ms : 0.0;
   return EMBER_OK;
 }
 
@@ -117,10 +165,12 @@ int prompt_text(const Args& args, std::string* text) {
 // What one run measured, for the report.
 struct Outcome {
   double plain = 0, spec = 0, speedup = 0, acceptance = 0, per_step = 0, mean_rows = 0, rel = 0, predicted = 0;
+  double draft_rel = 0;  // --draft: one draft model step against one target step
 };
 
 void print_report(const Args& args, const std::vector<int32_t>& prompt, int32_t n, int reps, int32_t k, int32_t ngram,
-                  int32_t threads, bool draft, const One& o, const Outcome& m, const std::vector<double>& cost) {
+                  int32_t threads, int32_t streams, bool draft, const One& o, const Outcome& m,
+                  const std::vector<double>& cost) {
   if (args.has("--json")) {
     Json j;
     j.begin_object();
@@ -133,6 +183,7 @@ void print_report(const Args& args, const std::vector<int32_t>& prompt, int32_t 
         .integer("lookup_ngram", ngram)
         .str("draft_model", args.get("--draft"))
         .integer("threads", threads)
+        .integer("parallel", streams)
         .end_object();
     j.begin_object("metrics")
         .num("tokens_per_second", m.spec)
@@ -145,9 +196,12 @@ void print_report(const Args& args, const std::vector<int32_t>& prompt, int32_t 
         .integer("decode_steps", o.steps)
         .num("mean_rows_per_step", m.mean_rows, 4)
         .num("step_cost_ratio", m.rel, 4)
+        .num("draft_step_cost_ratio", m.draft_rel, 4)
         .num("predicted_speedup", m.predicted, 4);
-    j.begin_array("step_ms_by_rows");
-    for (int32_t rows = 1; rows <= k + 1; ++rows) j.num(nullptr, cost[static_cast<size_t>(rows)] * 1e3, 4);
+    j.begin_array("step_ms_by_rows");  // one stream only
+    for (int32_t rows = 1; streams == 1 && rows <= k + 1; ++rows) {
+      j.num(nullptr, cost[static_cast<size_t>(rows)] * 1e3, 4);
+    }
     j.end_array().end_object().end_object();
     std::fputs(j.text().c_str(), stdout);
     return;
@@ -158,11 +212,21 @@ void print_report(const Args& args, const std::vector<int32_t>& prompt, int32_t 
   } else {
     std::printf("prompt %zu tokens, %d generated, lookup: draft max %d, ngram %d\n", prompt.size(), n, k, ngram);
   }
-  std::printf("  plain    %8.1f tok/s\n  %-8s %8.1f tok/s   x%.2f (predicted x%.2f%s)\n", m.plain,
-              draft ? "draft" : "lookup", m.spec, m.speedup, m.predicted,
-              draft ? ", the draft model's steps not counted" : "");
-  std::printf("  acceptance %.1f%% (%d of %d drafted), %.2f tokens per step, %.2f rows per step costing x%.2f\n",
-              100 * m.acceptance, o.accepted, o.drafted, m.per_step, m.mean_rows, m.rel);
+  if (streams > 1) {
+    std::printf("  %d streams of that prompt decoded together (as ember serve --parallel %d): aggregate tok/s\n",
+                streams, streams);
+    std::printf("  plain    %8.1f tok/s\n  %-8s %8.1f tok/s   x%.2f\n", m.plain, draft ? "draft" : "lookup", m.spec,
+                m.speedup);
+  } else {
+    std::printf("  plain    %8.1f tok/s\n  %-8s %8.1f tok/s   x%.2f (predicted x%.2f)\n", m.plain,
+                draft ? "draft" : "lookup", m.spec, m.speedup, m.predicted);
+  }
+  std::printf("  acceptance %.1f%% (%d of %d drafted), %.2f tokens per step, %.2f rows per step", 100 * m.acceptance,
+              o.accepted, o.drafted, m.per_step, m.mean_rows);
+  if (streams == 1) std::printf(" costing x%.2f of a one-row step", m.rel);
+  if (streams == 1 && draft) std::printf(", + %.2f draft steps of x%.3f each", m.mean_rows - 1, m.draft_rel);
+  std::printf("\n");
+  if (streams > 1) return;
   std::printf("  step ms by rows:");
   for (int32_t rows = 1; rows <= k + 1; ++rows) std::printf(" %d: %.2f", rows, cost[static_cast<size_t>(rows)] * 1e3);
   std::printf("\n");
@@ -171,7 +235,7 @@ void print_report(const Args& args, const std::vector<int32_t>& prompt, int32_t 
 }  // namespace
 
 int bench_lookup(int argc, char** argv) {
-  std::vector<std::string> with_value = {"-m", "-f", "-p", "-n", "-r", "--threads", "--backend"};
+  std::vector<std::string> with_value = {"-m", "-f", "-p", "-n", "-r", "--threads", "--backend", "--parallel"};
   for (int i = 0; kSpeculativeFlags[i]; ++i) with_value.push_back(kSpeculativeFlags[i]);
   Args args(argc, argv, with_value);
   if (args.has("--help") || args.has("-h")) {
@@ -184,6 +248,7 @@ int bench_lookup(int argc, char** argv) {
   args.check_known(known);
   const int32_t n = static_cast<int32_t>(args.get_int("-n", 128, 1, 1 << 20));
   const int reps = static_cast<int>(args.get_int("-r", 5, 1, 1000));
+  const int32_t streams = static_cast<int32_t>(args.get_int("--parallel", 1, 1, 64));
   ember_session_options so;
   ember_session_options_default(&so);
   so.n_threads = static_cast<int32_t>(args.get_int("--threads", 0, 0, 1024));
@@ -212,7 +277,8 @@ int bench_lookup(int argc, char** argv) {
   prompt.resize(count);
   const int32_t k = g.draft_max;
   so.context_length = static_cast<int32_t>(prompt.size()) + n + k + 2;
-  so.max_batch = std::max<int32_t>(k + 1, std::min<int32_t>(512, static_cast<int32_t>(prompt.size())));
+  so.n_seqs = streams;
+  so.max_batch = std::max<int32_t>(streams * (k + 1), std::min<int32_t>(512, static_cast<int32_t>(prompt.size())));
   ember_session* s = nullptr;
   st = ember_session_create(model, &so, &s);
   if (st != EMBER_OK) {
@@ -220,11 +286,13 @@ int bench_lookup(int argc, char** argv) {
     ember_model_free(model);
     return code;
   }
-  // --draft: the draft model's session, the same context and threads.
+  // --draft: the draft model's session, the same context, sequences and threads.
   ember_model* draft_model = nullptr;
   ember_session* draft = nullptr;
+  ember_generator* gen = nullptr;
   auto fail = [&](ember_status e) {
     const int code = report_last(e);
+    ember_generator_free(gen);
     ember_session_free(draft);
     ember_model_free(draft_model);
     ember_session_free(s);
@@ -232,30 +300,39 @@ int bench_lookup(int argc, char** argv) {
     return code;
   };
   if (args.has("--draft")) {
-    if (const int code = open_model_for_cli(args.get("--draft"), nullptr, &draft_model)) {
+    if (const int code = open_draft_session(args.get("--draft"), s, so, &draft_model, &draft)) {
       ember_session_free(s);
       ember_model_free(model);
       return code;
     }
-    ember_session_options dso = so;
-    dso.max_draft = 0;
-    if ((st = ember_session_create(draft_model, &dso, &draft)) != EMBER_OK) return fail(st);
   }
+  if (streams > 1) {
+    ember_generator_options go;
+    ember_generator_options_default(&go);
+    go.max_step_rows = so.max_batch;
+    if ((st = ember_generator_create(s, &go, &gen)) != EMBER_OK) return fail(st);
+  }
+  auto once = [&](bool speculate, One* out) {
+    return streams > 1 ? generate_streams(s, gen, prompt, n, streams, speculate, k, g.lookup_ngram, out, draft)
+                       : generate_once(s, prompt, n, speculate, k, g.lookup_ngram, out, speculate ? draft : nullptr);
+  };
   // Step costs of 1 .. k + 1 rows.
   std::vector<double> cost(static_cast<size_t>(k + 2), 0.0);
-  for (int32_t rows = 1; rows <= k + 1; ++rows) {
+  for (int32_t rows = 1; streams == 1 && rows <= k + 1; ++rows) {
     st = step_cost(s, prompt, rows, 3 + reps, &cost[static_cast<size_t>(rows)]);
     if (st != EMBER_OK) return fail(st);
   }
+  double draft_cost = 0;  // a one-row step of the draft model
+  if (streams == 1 && draft && (st = step_cost(draft, prompt, 1, 3 + reps, &draft_cost)) != EMBER_OK) return fail(st);
   // Warm-up, then interleaved repetitions.
   One warm;
-  if ((st = generate_once(s, prompt, n, false, k, g.lookup_ngram, &warm)) != EMBER_OK) return fail(st);
+  if ((st = once(false, &warm)) != EMBER_OK) return fail(st);
   std::vector<double> plain_tps, spec_tps;
   One spec_last;
   for (int r = 0; r < reps; ++r) {
     One a, b;
-    if ((st = generate_once(s, prompt, n, false, k, g.lookup_ngram, &a)) != EMBER_OK) return fail(st);
-    if ((st = generate_once(s, prompt, n, true, k, g.lookup_ngram, &b, draft)) != EMBER_OK) return fail(st);
+    if ((st = once(false, &a)) != EMBER_OK) return fail(st);
+    if ((st = once(true, &b)) != EMBER_OK) return fail(st);
     plain_tps.push_back(a.tok_s);
     spec_tps.push_back(b.tok_s);
     spec_last = b;
@@ -272,10 +349,15 @@ int bench_lookup(int argc, char** argv) {
   const int32_t hi = std::min<int32_t>(k + 1, lo + 1);
   const double c = cost[static_cast<size_t>(lo)] + (cost[static_cast<size_t>(hi)] - cost[static_cast<size_t>(lo)]) *
                                                        (m.mean_rows - lo);
-  m.rel = c / cost[1];
-  m.predicted = m.rel > 0 ? m.per_step / m.rel : 0.0;
+  m.rel = streams == 1 ? c / cost[1] : 0.0;
+  m.draft_rel = streams == 1 ? draft_cost / cost[1] : 0.0;
+  // The draft model's rounds: one one-row step per drafted token (its
+  // first round, after the prompt, a row or two more).
+  const double spent = m.rel + (m.mean_rows - 1.0) * m.draft_rel;
+  m.predicted = m.rel > 0 ? m.per_step / spent : 0.0;
   m.speedup = m.plain > 0 ? m.spec / m.plain : 0.0;
-  print_report(args, prompt, n, reps, k, g.lookup_ngram, so.n_threads, draft != nullptr, o, m, cost);
+  print_report(args, prompt, n, reps, k, g.lookup_ngram, so.n_threads, streams, draft != nullptr, o, m, cost);
+  ember_generator_free(gen);
   ember_session_free(draft);
   ember_model_free(draft_model);
   ember_session_free(s);

@@ -147,9 +147,8 @@ int parse_chat_options(Args& args, TurnOptions* turn, ember_session_options* so,
     return report(EMBER_ERR_INVALID_ARGUMENT, "--tool-choice needs --tools FILE (the functions to call)");
   }
   session_options_from_args(args, so);
-  if (args.has("--draft")) {
-    return report(EMBER_ERR_UNSUPPORTED, "--draft: ember chat drafts by --lookup only so far (a draft model is for "
-                                         "ember run)");
+  if (args.has("--draft") && args.has("--lookup")) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--draft and --lookup both draft: pass one");
   }
   speculative_from_args(args, &turn->generate, so);
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember chat --help)");
@@ -395,7 +394,11 @@ int cmd_chat(int argc, char** argv) {
     ember_model* model;
     ember_grammar* grammar = nullptr;
     ember_session* session = nullptr;
+    ember_model* draft_model = nullptr;
+    ember_session* draft = nullptr;
     ~Owned() {
+      ember_session_free(draft);
+      ember_model_free(draft_model);
       ember_session_free(session);
       ember_grammar_free(grammar);
       ember_model_free(model);
@@ -415,6 +418,16 @@ int cmd_chat(int argc, char** argv) {
   turn.add_bos = info.add_bos != 0;
   const ember_status st = ember_session_create(model, &so, &owned.session);
   if (st != EMBER_OK) return report_last(st);
+  if (args.has("--draft")) {
+    ember_memory_plan plan;
+    plan.struct_size = sizeof plan;
+    ember_session_options dso = so;
+    if (ember_plan(model, &so, &plan) == EMBER_OK) dso.context_length = plan.context_length;
+    if (const int c = open_draft_session(args.get("--draft"), owned.session, dso, &owned.draft_model, &owned.draft)) {
+      return c;
+    }
+    turn.generate.draft_session = owned.draft;
+  }
   std::fprintf(stderr, "backend: %s | chat template: %s | context %d\n", ember_session_backend(owned.session),
                renderer.description().c_str(), so.context_length > 0 ? so.context_length : info.max_context);
   if (tools.on()) {

@@ -7,6 +7,7 @@
 
 #include "tools/ember/args.h"
 #include "tools/ember/commands.h"
+#include "tools/ember/model_cache.h"
 
 namespace ember::cli {
 
@@ -66,24 +67,48 @@ void speculative_from_args(Args& args, ember_generate_options* g, ember_session_
   so->max_draft = static_cast<int32_t>(k);
 }
 
+int open_draft_session(const std::string& path, ember_session* target, const ember_session_options& so,
+                       ember_model** draft_model, ember_session** draft_session) {
+  *draft_session = nullptr;
+  if (const int code = open_model_for_cli(path, nullptr, draft_model)) return code;
+  ember_session_options dso = so;
+  dso.max_draft = 0;
+  dso.n_seqs = ember_session_n_seqs(target);
+  ember_status st = ember_session_create(*draft_model, &dso, draft_session);
+  if (st == EMBER_OK) st = ember_session_check_draft(target, *draft_session);
+  if (st != EMBER_OK) {
+    const int code = report(st, "--draft '" + path + "': " + ember_last_error());
+    ember_session_free(*draft_session);
+    ember_model_free(*draft_model);
+    *draft_session = nullptr;
+    *draft_model = nullptr;
+    return code;
+  }
+  std::fprintf(stderr, "draft: %s on %s\n", path.c_str(), ember_session_backend(*draft_session));
+  return 0;
+}
+
 namespace {
 
 struct PlanRequest {
   std::string path;
+  std::string draft;  // --draft MODEL, or empty
   ember_session_options so{};
   bool json = false;
 };
 
 struct PlanResult {
   ember_memory_plan plan{};
+  ember_memory_plan draft{};  // --draft: the draft model's session (the same context and sequences)
+  uint64_t private_bytes() const { return plan.private_bytes + draft.private_bytes; }
   ember_model_info info{};
 };
 
 const char* const kKvNames[] = {"f32", "f16", "q8_0"};
 
 int parse_plan(int argc, char** argv, PlanRequest* r) {
-  std::vector<std::string> with_value = {"-m", "--seqs", "--draft-max", "--lookup-ngram"};
-  std::vector<std::string> known = {"-m", "--json", "--seqs", "--draft-max", "--lookup-ngram", "--lookup"};
+  std::vector<std::string> with_value = {"-m", "--seqs", "--draft-max", "--lookup-ngram", "--draft"};
+  std::vector<std::string> known = {"-m", "--json", "--seqs", "--draft-max", "--lookup-ngram", "--lookup", "--draft"};
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -92,21 +117,23 @@ int parse_plan(int argc, char** argv, PlanRequest* r) {
   if (args.has("--help") || args.has("-h")) {
     std::puts("usage: ember plan -m MODEL.ember [--ctx N] [--batch B] [--threads T] [--kv-type f32|f16|q8_0]\n"
               "                  [--kv-type-k T] [--kv-type-v T] [--backend cpu|vulkan|auto] [--max-bytes N]\n"
-              "                  [--seqs N] [--lookup --draft-max K] [--json]\n"
+              "                  [--seqs N] [--lookup | --draft DRAFT.ember] [--draft-max K] [--json]\n"
               "  --seqs N   sequences decoded together in one session (batched decoding, as ember serve\n"
               "             --parallel): N KV caches of --ctx positions each (default 1)\n"
               "  --lookup --draft-max K   room for speculative decoding: a step's logits for K drafted\n"
-              "             tokens per sequence beside its own (as ember run/serve --lookup)");
+              "             tokens per sequence beside its own (as ember run/serve --lookup)\n"
+              "  --draft DRAFT   a draft model too (as ember run/chat/serve --draft): its session, of the same\n"
+              "             context and sequences, planned beside the target's and counted against --max-bytes");
     return 0;
   }
   args.check_known(known);
   ember_session_options& so = r->so;
   session_options_from_args(args, &so);
   so.n_seqs = static_cast<int32_t>(args.get_int("--seqs", 1, 1, 256));
-  if (args.has("--draft")) {
-    return report(EMBER_ERR_UNSUPPORTED, "--draft: the plan does not count a draft model yet (plan it alone: ember "
-                                         "plan -m DRAFT)");
+  if (args.has("--draft") && args.has("--lookup")) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--draft and --lookup both draft: pass one");
   }
+  r->draft = args.get("--draft");
   ember_generate_options g;
   ember_generate_options_default(&g);
   speculative_from_args(args, &g, &so);
@@ -132,7 +159,21 @@ int run_plan(const PlanRequest& r, PlanResult* res) {
   res->info.struct_size = sizeof res->info;
   if (!code) ember_model_get_info(model, &res->info);
   ember_model_free(model);
-  return code;
+  if (code || r.draft.empty()) return code;
+  // The draft model's session: the target's context and sequences, no drafts of its own.
+  ember_model* draft = nullptr;
+  if ((st = ember_model_open(r.draft.c_str(), nullptr, &draft)) != EMBER_OK) {
+    return report(st, "--draft '" + r.draft + "': " + ember_last_error());
+  }
+  ember_session_options dso = r.so;
+  dso.context_length = res->plan.context_length;
+  dso.max_draft = 0;
+  dso.max_bytes = 0;
+  res->draft.struct_size = sizeof res->draft;
+  st = ember_plan(draft, &dso, &res->draft);
+  const int draft_code = st == EMBER_OK ? 0 : report(st, "--draft '" + r.draft + "': " + ember_last_error());
+  ember_model_free(draft);
+  return draft_code;
 }
 
 int report_json(const PlanRequest& r, const PlanResult& res, bool fits) {
@@ -148,6 +189,16 @@ int report_json(const PlanRequest& r, const PlanResult& res, bool fits) {
       {"device_bytes", p.device_bytes}, {"estimate_weights_bytes", p.estimate_weights_bytes},
       {"estimate_kv_bytes", p.estimate_kv_bytes}};
   for (const auto& row : rows) std::printf("  \"%s\": %llu,\n", row.key, static_cast<unsigned long long>(row.v));
+  if (!r.draft.empty()) {
+    const ember_memory_plan& d = res.draft;
+    std::printf("  \"draft\": {\"model\": \"%s\", \"weights_mapped_bytes\": %llu, \"weights_resident_bytes\": %llu, "
+                "\"kv_bytes\": %llu, \"arena_bytes\": %llu, \"private_bytes\": %llu, \"device_bytes\": %llu},\n",
+                r.draft.c_str(), static_cast<unsigned long long>(d.weights_mapped_bytes),
+                static_cast<unsigned long long>(d.weights_resident_bytes), static_cast<unsigned long long>(d.kv_bytes),
+                static_cast<unsigned long long>(d.arena_bytes), static_cast<unsigned long long>(d.private_bytes),
+                static_cast<unsigned long long>(d.device_bytes));
+  }
+  std::printf("  \"total_private_bytes\": %llu,\n", static_cast<unsigned long long>(res.private_bytes()));
   std::printf("  \"max_bytes\": %llu,\n  \"fits\": %s\n}\n", static_cast<unsigned long long>(r.so.max_bytes),
               fits ? "true" : "false");
   return 0;
@@ -186,6 +237,17 @@ int report_text(const PlanRequest& r, const PlanResult& res, bool fits) {
   row("KV formula", p.estimate_kv_bytes,
       p.n_seqs > 1 ? "layers x 2 x ctx x seqs x kv_heads x head_dim x kv_bits / 8"
                    : "layers x 2 x ctx x kv_heads x head_dim x kv_bits / 8");
+  if (!r.draft.empty()) {
+    const ember_memory_plan& d = res.draft;
+    std::printf("\n  draft model %s (the same context and sequences):\n", r.draft.c_str());
+    row("weights mapped", d.weights_mapped_bytes, "read in place from the file");
+    row("weights resident", d.weights_resident_bytes, "copies: repacked or converted weights");
+    row("KV cache", d.kv_bytes, d.device_bytes ? "in device memory" : "in its arena");
+    row("arena", d.arena_bytes, "its session's one allocation");
+    row("private", d.private_bytes, "");
+    if (d.device_bytes) row("device", d.device_bytes, "GPU memory");
+    row("private in all", res.private_bytes(), "target + draft: what --max-bytes is held to");
+  }
   if (r.so.max_bytes) {
     std::printf("\n  budget %llu bytes: %s\n", static_cast<unsigned long long>(r.so.max_bytes),
                 fits ? "fits" : "DOES NOT FIT (ember run would fail with EMBER_ERR_NO_MEMORY)");
@@ -200,7 +262,7 @@ int cmd_plan(int argc, char** argv) {
   if (const int code = parse_plan(argc, argv, &r); code != kRun) return code;
   PlanResult res;
   if (const int code = run_plan(r, &res)) return code;
-  const bool fits = r.so.max_bytes == 0 || res.plan.private_bytes <= r.so.max_bytes;
+  const bool fits = r.so.max_bytes == 0 || res.private_bytes() <= r.so.max_bytes;
   return r.json ? report_json(r, res, fits) : report_text(r, res, fits);
 }
 

@@ -340,28 +340,6 @@ int report_run(const RunConfig& c, ember_status st, const std::string& generate_
   return code;
 }
 
-// --draft: the draft model and its session (the target's context, threads
-// and backend). 0 or the exit code (reported).
-int open_draft(ember_model* model, const RunConfig& c, ember_model** draft_model, ember_session** draft_session) {
-  ember_memory_plan plan;
-  plan.struct_size = sizeof plan;
-  ember_status st = ember_plan(model, &c.so, &plan);
-  if (st != EMBER_OK) return report_last(st);
-  if (const int code = open_model_for_cli(c.draft, nullptr, draft_model)) return code;
-  ember_session_options dso = c.so;
-  dso.max_draft = 0;
-  dso.context_length = plan.context_length;
-  st = ember_session_create(*draft_model, &dso, draft_session);
-  if (st != EMBER_OK) {
-    const int code = report(st, "--draft '" + c.draft + "': " + ember_last_error());
-    ember_model_free(*draft_model);
-    *draft_model = nullptr;
-    return code;
-  }
-  std::fprintf(stderr, "draft: %s on %s\n", c.draft.c_str(), ember_session_backend(*draft_session));
-  return 0;
-}
-
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
@@ -394,7 +372,13 @@ int cmd_run(int argc, char** argv) {
   ember_model* draft_model = nullptr;
   ember_session* draft_session = nullptr;
   if (!c.draft.empty()) {
-    const int code = open_draft(model, c, &draft_model, &draft_session);
+    ember_memory_plan plan;
+    plan.struct_size = sizeof plan;
+    ember_session_options dso = c.so;
+    const ember_status planned = ember_plan(model, &c.so, &plan);
+    int code = planned == EMBER_OK ? 0 : report_last(planned);
+    dso.context_length = plan.context_length;
+    if (!code) code = open_draft_session(c.draft, session, dso, &draft_model, &draft_session);
     if (code != 0) {
       ember_session_free(session);
       ember_grammar_free(grammar);

@@ -2,6 +2,8 @@
 // and returns the process exit code.
 #pragma once
 
+#include <string>
+
 #include "ember.h"
 
 namespace ember::cli {
@@ -20,6 +22,12 @@ extern const char* const kSessionFlags[];
 void speculative_from_args(Args& args, ember_generate_options* g, ember_session_options* so);
 extern const char* const kSpeculativeFlags[];  // the flags with a value
 extern const char* const kSpeculativeHelp;
+// --draft MODEL: the draft model and a session for it beside `target` (so's
+// options, whose context must be the target's; max_draft 0, the target's
+// sequences), checked against the target (ember_session_check_draft).
+// 0 or the exit code (reported, naming the file).
+int open_draft_session(const std::string& path, ember_session* target, const ember_session_options& so,
+                       ember_model** draft_model, ember_session** draft_session);
 
 int cmd_run(int argc, char** argv);
 int cmd_demo(int argc, char** argv);

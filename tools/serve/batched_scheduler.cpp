@@ -58,6 +58,7 @@ class BatchedScheduler final : public Scheduler {
   ~BatchedScheduler() override {
     drain();
     ember_generator_free(generator_);
+    ember_session_free(draft_);
     ember_session_free(session_);
   }
 
@@ -68,6 +69,17 @@ class BatchedScheduler final : public Scheduler {
     plan.struct_size = sizeof plan;
     ember_status st = ember_plan(model_, &so, &plan);
     if (st == EMBER_OK) st = ember_session_create(model_, &so, &session_);
+    if (st == EMBER_OK && config_.draft_model) {
+      ember_session_options dso = so;
+      dso.max_draft = 0;
+      dso.context_length = plan.context_length;
+      st = ember_session_create(config_.draft_model, &dso, &draft_);
+      if (st == EMBER_OK) st = ember_session_check_draft(session_, draft_);
+      if (st != EMBER_OK) {
+        *error = std::string("the draft model: ") + ember_last_error();
+        return st;
+      }
+    }
     ember_generator_options go;
     ember_generator_options_default(&go);
     go.max_step_rows = std::max<int32_t>(1, plan.max_batch);
@@ -281,6 +293,7 @@ class BatchedScheduler final : public Scheduler {
       o.lookup = config_.lookup;
       o.draft_max = config_.draft_max;
       o.lookup_ngram = config_.lookup_ngram;
+      o.draft_session = draft_;
       if (ember_generator_start(generator_, seq, nullptr, &o) != EMBER_OK) {
         finish(s, Finish::kError, ember_last_error());
         continue;
@@ -412,6 +425,7 @@ class BatchedScheduler final : public Scheduler {
   BatchedConfig config_;
   SchedulerObserver* observer_;
   ember_session* session_ = nullptr;
+  ember_session* draft_ = nullptr;  // config_.draft_model's session, or null
   ember_generator* generator_ = nullptr;
   std::vector<Sequence> seqs_;
   std::vector<Slot> slots_;

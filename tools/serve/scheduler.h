@@ -131,6 +131,11 @@ struct BatchedConfig {
   int lookup = 0;
   int32_t draft_max = 0;
   int32_t lookup_ngram = 3;
+  // Or a draft model (not owned; outlives the scheduler): the scheduler
+  // makes its session of the same sequences and context, checked against
+  // the target's (ember_session_check_draft), and every request drafts with
+  // it (draft_max as above; lookup must be 0).
+  ember_model* draft_model = nullptr;
 };
 
 // Creates the one session up front (so a start that does not fit fails

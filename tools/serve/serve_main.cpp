@@ -79,14 +79,6 @@ uint64_t longest_piece_bytes(const ember_model* model) {
   return longest + 1;  // the leading space dropped at the start
 }
 
-ember_status plan_status(ember_model* model, ember_session_options so, int32_t ctx, int32_t n_seqs,
-                         ember_memory_plan* plan) {
-  so.context_length = ctx;
-  so.n_seqs = n_seqs;
-  plan->struct_size = sizeof *plan;
-  return ember_plan(model, &so, plan);
-}
-
 // What the command line asked for.
 struct ServeArgs {
   ServerConfig config;
@@ -95,8 +87,31 @@ struct ServeArgs {
   bool ctx_given = false, body_given = false;
   ember_session_options so;
   ember_generate_options speculative;  // --lookup, --draft-max, --lookup-ngram
+  std::string draft_path;              // --draft
+  ember_model* draft = nullptr;        // opened by serve_main
   std::unique_ptr<TlsConfig> tls;
 };
+
+// The session's plan, and the draft model's session beside it (the same
+// context and sequences).
+struct Planned {
+  ember_memory_plan target{}, draft{};
+  uint64_t private_bytes() const { return target.private_bytes + draft.private_bytes; }
+};
+
+ember_status plan_status(ember_model* model, const ServeArgs& a, int32_t ctx, int32_t n_seqs, Planned* p) {
+  ember_session_options so = a.so;
+  so.context_length = ctx;
+  so.n_seqs = n_seqs;
+  p->target.struct_size = sizeof p->target;
+  p->draft = ember_memory_plan{};
+  const ember_status st = ember_plan(model, &so, &p->target);
+  if (st != EMBER_OK || !a.draft) return st;
+  so.max_draft = 0;
+  so.context_length = p->target.context_length;
+  p->draft.struct_size = sizeof p->draft;
+  return ember_plan(a.draft, &so, &p->draft);
+}
 
 // The API key from --api-key or --api-key-file. 0 or the exit code.
 int read_api_key(cli::Args& args, ServerConfig* config) {
@@ -162,10 +177,10 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
   a->body_given = args.has("--max-body");
   cli::session_options_from_args(args, &a->so);
   ember_generate_options_default(&a->speculative);
-  if (args.has("--draft")) {
-    return report(EMBER_ERR_UNSUPPORTED, "--draft: ember serve drafts by --lookup only so far (a draft model is for "
-                                         "ember run)");
+  if (args.has("--draft") && args.has("--lookup")) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--draft and --lookup both draft: pass one");
   }
+  a->draft_path = args.get("--draft");
   cli::speculative_from_args(args, &a->speculative, &a->so);
   a->ctx_given = args.has("--ctx");
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember serve --help)");
@@ -195,16 +210,17 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
 
 // The refusal when every sequence's plan is over --max-bytes: what fits
 // instead (fewer sequences at this ctx, or all at a smaller one).
-int refuse_plan(ember_model* model, const ServeArgs& a, int32_t ctx, uint64_t budget, const ember_memory_plan& plan,
+int refuse_plan(ember_model* model, const ServeArgs& a, int32_t ctx, uint64_t budget, const Planned& plan,
                 int32_t fitting_ctx) {
   const int32_t seqs = a.slots + a.cache_slots;
   std::string what = std::to_string(seqs) + " sequence(s) (" + std::to_string(a.slots) + " slot(s) + " +
-                     std::to_string(a.cache_slots) + " cache) at ctx " + std::to_string(ctx) + " need " +
-                     mib(plan.private_bytes) + ", over --max-bytes " + mib(budget) + ": ";
+                     std::to_string(a.cache_slots) + " cache) at ctx " + std::to_string(ctx) +
+                     (a.draft ? " with the draft model's" : "") + " need " + mib(plan.private_bytes()) +
+                     ", over --max-bytes " + mib(budget) + ": ";
   int32_t fit = 0;  // sequences that fit at this ctx
   for (int32_t n = seqs - 1; n >= 1 && fit == 0; --n) {
-    ember_memory_plan p;
-    if (plan_status(model, a.so, ctx, n, &p) == EMBER_OK && p.private_bytes <= budget) fit = n;
+    Planned p;
+    if (plan_status(model, a, ctx, n, &p) == EMBER_OK && p.private_bytes() <= budget) fit = n;
   }
   what += std::to_string(fit) + " sequence(s) fit at this ctx";
   if (fit > a.slots) {
@@ -221,29 +237,30 @@ int refuse_plan(ember_model* model, const ServeArgs& a, int32_t ctx, uint64_t bu
 // itself gets no cap of its own): the context capped to fit when not
 // given, the plan printed, a start over the budget refused. Sets a->so's
 // context. 0 or the exit code.
-int plan_session(ember_model* model, const ember_model_info& info, ServeArgs* a, ember_memory_plan* plan) {
+int plan_session(ember_model* model, const ember_model_info& info, ServeArgs* a, Planned* planned) {
   ember_session_options& so = a->so;
   const uint64_t budget = so.max_bytes;
   so.max_bytes = 0;
   const int32_t seqs = a->slots + a->cache_slots;
   int32_t ctx = a->ctx_given ? so.context_length : info.max_context;
-  ember_status st = plan_status(model, so, ctx, seqs, plan);
+  ember_status st = plan_status(model, *a, ctx, seqs, planned);
   if (st != EMBER_OK) return cli::report_last(st);
+  const ember_memory_plan* plan = &planned->target;
   // The largest context at which every sequence fits the budget (0: none).
   auto fitting_ctx = [&]() {
     int32_t lo = 0, hi = ctx;
     while (hi - lo > 1) {
       const int32_t mid = lo + (hi - lo) / 2;
-      ember_memory_plan p;
-      if (plan_status(model, so, mid, seqs, &p) == EMBER_OK && p.private_bytes <= budget) lo = mid; else hi = mid;
+      Planned p;
+      if (plan_status(model, *a, mid, seqs, &p) == EMBER_OK && p.private_bytes() <= budget) lo = mid; else hi = mid;
     }
     return lo;
   };
-  if (budget && plan->private_bytes > budget && !a->ctx_given) {
+  if (budget && planned->private_bytes() > budget && !a->ctx_given) {
     const int32_t lo = fitting_ctx();
     if (lo >= 16) {
       ctx = lo;
-      plan_status(model, so, ctx, seqs, plan);
+      plan_status(model, *a, ctx, seqs, planned);
     }
   }
   so.context_length = ctx;
@@ -255,7 +272,18 @@ int plan_session(ember_model* model, const ember_model_info& info, ServeArgs* a,
                mib(plan->kv_bytes / static_cast<uint64_t>(seqs)).c_str(), mib(plan->arena_bytes).c_str(),
                mib(plan->private_bytes).c_str(), budget ? (" of the budget " + mib(budget)).c_str() : "",
                a->ctx_given || !budget || ctx == info.max_context ? "" : " (--ctx capped to fit)");
-  if (budget && plan->private_bytes > budget) return refuse_plan(model, *a, ctx, budget, *plan, fitting_ctx());
+  if (a->draft) {
+    const ember_memory_plan& d = planned->draft;
+    std::fprintf(stderr,
+                 "plan: draft model %s, its session of the same sequences and ctx: weights mapped %s, resident %s, "
+                 "KV %s, arena %s, private %s; private in all %s\n",
+                 a->draft_path.c_str(), mib(d.weights_mapped_bytes).c_str(), mib(d.weights_resident_bytes).c_str(),
+                 mib(d.kv_bytes).c_str(), mib(d.arena_bytes).c_str(), mib(d.private_bytes).c_str(),
+                 mib(planned->private_bytes()).c_str());
+  }
+  if (budget && planned->private_bytes() > budget) {
+    return refuse_plan(model, *a, ctx, budget, *planned, fitting_ctx());
+  }
   return 0;
 }
 
@@ -328,11 +356,20 @@ int serve_main(int argc, char** argv) {
     const size_t dot = config.model_name.find_last_of('.');
     if (dot != std::string::npos && dot > 0) config.model_aliases.push_back(config.model_name.substr(0, dot));
   }
-  ember_memory_plan plan;
+  // --draft: its model, planned beside the target's and checked against it
+  // when the scheduler makes its session.
+  if (!a.draft_path.empty()) {
+    if (const int code = cli::open_model_for_cli(a.draft_path, nullptr, &a.draft)) return code;
+  }
+  struct DraftGuard {
+    ember_model* m;
+    ~DraftGuard() { ember_model_free(m); }
+  } draft_guard{a.draft};
+  Planned plan;
   if (const int code = plan_session(model, info, &a, &plan)) return code;
   std::fprintf(stderr, "chat template: %s\n", chat_template_name(model).c_str());
-  const uint64_t http_bytes = plan_http(model, a.so.context_length, plan.private_bytes, a.body_given, &config);
-  plan_grammars(model, plan.private_bytes, http_bytes, config);
+  const uint64_t http_bytes = plan_http(model, a.so.context_length, plan.private_bytes(), a.body_given, &config);
+  plan_grammars(model, plan.private_bytes(), http_bytes, config);
 
   Metrics metrics;
   std::string error;
@@ -344,6 +381,7 @@ int serve_main(int argc, char** argv) {
   bc.lookup = a.speculative.lookup;
   bc.draft_max = a.speculative.draft_max;
   bc.lookup_ngram = a.speculative.lookup_ngram;
+  bc.draft_model = a.draft;
   ember_status created = EMBER_OK;
   std::unique_ptr<Scheduler> scheduler = make_batched_scheduler(model, bc, &metrics, &created, &error);
   if (!scheduler) {
