@@ -40,6 +40,10 @@ struct Generator::Seq {
   int32_t n_draft = 0;
   int32_t draft_len = 0;
   int32_t draft_cap = 0;
+  // Steps in a row whose drafts were all rejected, and the steps left
+  // without drafting (a back-off that grows with them; see after_step).
+  int32_t misses = 0;
+  int32_t pause = 0;
   // A draft model: positions its sequence holds that are this sequence's
   // (-1: not compared yet), its logits, the tokens of its next item.
   int32_t draft_held = -1;
@@ -237,6 +241,8 @@ Status Generator::prepare(Seq& q, int32_t seq, const PromptSpec& spec, const Seq
   q.logits.resize(static_cast<size_t>(vocab) * (1 + draft_cap));
   q.draft_cap = draft_cap;
   q.draft_len = draft_cap;
+  q.misses = 0;
+  q.pause = 0;
   q.n_draft = 0;
   q.spec_tokens.reserve(static_cast<size_t>(1 + draft_cap));
   q.draft_held = -1;
@@ -383,9 +389,16 @@ int32_t Generator::draft_room(const Seq& q) const {
   return std::min({q.draft_len, q.params.max_new_tokens - q.stats.sampled_tokens - 1, session_.context() - pos - 1});
 }
 
+bool Generator::paused(Seq& q) {
+  if (q.pause == 0) return false;
+  --q.pause;
+  return true;
+}
+
 void Generator::draft(Seq& q) {
   q.n_draft = 0;
   if (q.draft_cap == 0 || q.params.speculative.draft) return;  // a draft model drafts in draft_with_models
+  if (paused(q)) return;
   const int32_t pos = session_.seq_position(q.index);  // where q.next runs
   const int32_t room = draft_room(q);
   if (room <= 0) return;
@@ -487,7 +500,7 @@ void Generator::draft_with_models() {
     if (!p || !p->active || p->prefilled < p->prompt.size() || !p->params.speculative.draft) continue;
     Seq& q = *p;
     q.n_draft = 0;
-    if (draft_room(q) <= 0) continue;
+    if (draft_room(q) <= 0 || paused(q)) continue;
     Session& d = *q.params.speculative.draft;
     const int32_t pos = session_.seq_position(q.index);
     const int32_t* h = session_.seq_history(q.index);
@@ -668,6 +681,12 @@ void Generator::after_step(Seq& q, GenSink sink, void* user) {
     // The draft length: one more after a step that kept every draft, else
     // what this one kept plus one.
     q.draft_len = kept == nd ? std::min(q.draft_len + 1, q.draft_cap) : std::max(1, kept + 1);
+    // A draft model that keeps missing costs its own steps and the rows
+    // for nothing: after two steps in a row that kept none, drafting
+    // pauses for 1, 2, 4 .. 16 steps, until a draft is kept. (Prompt
+    // lookup drafts only where the text matches, for no more than rows.)
+    q.misses = kept == 0 ? q.misses + 1 : 0;
+    if (q.misses >= 2 && q.params.speculative.draft) q.pause = 1 << std::min(q.misses - 2, 4);
     const Status removed = session_.remove_seq(q.index, pos0 + 1 + kept, pos0 + 1 + nd);
     if (!removed.is_ok()) return finish(q, StopReason::Error, sink, user, &removed);
     // The draft model holds q.next and its drafts but the last: what the

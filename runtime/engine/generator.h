@@ -218,6 +218,9 @@ class Generator {
   void fill_logprobs(Seq& q, const float* row, int32_t token);
   // This step's drafts of a decoding sequence (q.spec_tokens after q.next).
   void draft(Seq& q);
+  // Whether q skips drafting this step (its back-off after misses; counts
+  // the step).
+  bool paused(Seq& q);
   // How many tokens q may draft this step.
   int32_t draft_room(const Seq& q) const;
   // How much of q's text its draft sequence holds (the rest removed from

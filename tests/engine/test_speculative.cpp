@@ -465,6 +465,44 @@ TEST_CASE("draft model: the same text as without, greedy and sampled, alone and 
   }
 }
 
+TEST_CASE("draft model: a draft that is never right costs little, drafting backs off, the text is the same") {
+  const std::string path = ember::test::stories_model("llama2c");
+  if (path.empty()) return;
+  Model model(path);
+  // The draft: stories260K with its classifier (tied to the embeddings in
+  // the llama2.c file) zeroed, so every logit is 0 and it always proposes
+  // token 0 (<unk>), which greedy stories text never holds: every draft is
+  // rejected.
+  auto imported = ember::import_llama2c(ember::test::test_data("models/stories260K.bin"),
+                                        ember::test::test_data("models/tok512.bin"));
+  REQUIRE(imported.is_ok());
+  ember::ModelSpec spec = imported.value()->spec;
+  std::vector<uint8_t> zeros;
+  bool zeroed = false;
+  for (ember::TensorSource& t : spec.tensors) {
+    if (t.name != "output.weight" && t.name != "token_embd.weight") continue;
+    zeros.assign(t.size, 0);
+    t.data = zeros.data();
+    zeroed = true;
+  }
+  REQUIRE(zeroed);
+  const std::string file = ember::test::temp_dir("speculative-draft") + "/stories-never-right.ember";
+  REQUIRE(ember::write_model(spec, file).is_ok());
+  Model wrong(file);
+  ember_session* draft = make_session(wrong, SessionShape{});
+  std::vector<Request> reqs{Request("Lily had a", 60)};
+  const Out want = run(model, SessionShape{}, reqs, 0)[0];
+  const Out got = run(model, SessionShape{}, reqs, 4, 3, draft)[0];
+  check_same(got, want);
+  REQUIRE(got.stats.sampled_tokens >= 50);
+  CHECK(got.stats.accepted_tokens == 0);
+  CHECK(got.stats.drafted_tokens > 0);
+  // Two misses, then pauses of 1, 2, 4, 8, 16 steps: about a dozen drafts
+  // over 60 tokens (without the back-off, one or more every step).
+  CHECK(got.stats.drafted_tokens <= 16);
+  ember_session_free(draft);
+}
+
 TEST_CASE("draft model: another vocabulary, a short context, too few sequences are refused by name") {
   const std::string path = ember::test::stories_model("llama2c");
   if (path.empty()) return;
