@@ -11,6 +11,9 @@
 #        DRAFT (a draft model GGUF of the same vocabulary: draft-model
 #        speculation instead of prompt lookup),
 #        START (the prompt's start), THREADS (default 2),
+#        CONT (instead: the prompt is the start and CONT tokens of the model's
+#        own greedy continuation, whose next tokens are then decoded: a model
+#        that loops copies from it),
 #        LLAMA_BIN (llama.cpp's build/bin; default ../peer/llama.cpp/build/bin)
 # Prints a Markdown table with acceptance, tokens per step and ember's
 # predicted speed-up (ember bench --lookup); the raw outputs stay in
@@ -33,8 +36,14 @@ mkdir -p "$OUT"
 # The prompt: the start, its greedy continuation (ember's; llama.cpp's
 # greedy text is the same where the logits agree), the start again.
 START=${START:-"Once upon a time, in a small town by the sea, there lived"}
-"$EMBER" run -m "$MODEL" -p "$START" -n "$N" --threads "$THREADS" > "$OUT/continuation.txt" 2> "$OUT/continuation.err"
-{ cat "$OUT/continuation.txt"; printf '%s' "$START"; } > "$OUT/prompt.txt"
+if [[ -n ${CONT:-} ]]; then
+  "$EMBER" run -m "$MODEL" -p "$START" -n "$CONT" --ctx $((CONT + N + 256)) --threads "$THREADS" \
+    > "$OUT/prompt.txt" 2> "$OUT/continuation.err"
+  truncate -s -1 "$OUT/prompt.txt"  # the newline ember run ends its output with
+else
+  "$EMBER" run -m "$MODEL" -p "$START" -n "$N" --threads "$THREADS" > "$OUT/continuation.txt" 2> "$OUT/continuation.err"
+  { cat "$OUT/continuation.txt"; printf '%s' "$START"; } > "$OUT/prompt.txt"
+fi
 
 ember_run() {  # $1: 0 plain / 1 lookup -> tok/s
   local extra=()
