@@ -325,19 +325,24 @@ __attribute__((always_inline)) inline void superblock_per16(const __m512* sc, co
 // 4 sub-blocks 4h..4h + 3 times 2 groups of 16 are 8 chains, seeded as in
 // superblock(). The floats are added in its pair loop's order (4h, 4h + 2,
 // 4h + 1, 4h + 3): the same sums as gemm's, bit for bit.
-template <class W>
+template <class W, int T>
 __attribute__((always_inline)) inline void q6_k_decode_superblock(const uint8_t* tile, const __m512* sc, int64_t sb,
-                                                                  const Acts<1>& x, __m512* acc) {
+                                                                  const Acts<T>& x, __m512* acc) {
+  static_assert(T <= 2, "8 chains per token: two tokens fill the registers");
   const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
   const int8_t* s8 = W::scales8(tile, nullptr);
-  __m512 part = _mm512_setzero_ps();  // as superblock(): times d at the end
+  __m512 part[T];  // as superblock(): times d at the end
+  for (int t = 0; t < T; ++t) part[t] = _mm512_setzero_ps();
   for (int h = 0; h < 2; ++h) {
-    const int16_t* s16 = x.s16[0] + sb * 16;
-    __m512i ch[4][2];  // sub-block 4h + k, group g
-    for (int k = 0; k < 4; ++k) {
-      for (int g = 0; g < 2; ++g) ch[k][g] = _mm512_set1_epi32(-32 * s16[2 * (4 * h + k) + g]);
+    __m512i ch[T][4][2];  // token t, sub-block 4h + k, group g
+    const int8_t* a[T];   // sub-block 4h + k's elements at a + 32k
+    for (int t = 0; t < T; ++t) {
+      const int16_t* s16 = x.s16[t] + sb * 16;
+      for (int k = 0; k < 4; ++k) {
+        for (int g = 0; g < 2; ++g) ch[t][k][g] = _mm512_set1_epi32(-32 * s16[2 * (4 * h + k) + g]);
+      }
+      a[t] = x.a[t] + sb * 256 + 128 * h;
     }
-    const int8_t* a = x.a[0] + sb * 256 + 128 * h;  // sub-block 4h + k's elements at a + 32k
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const uint8_t* u = tile + q6_k_rows16_unit(8 * h + j);
@@ -351,20 +356,24 @@ __attribute__((always_inline)) inline void q6_k_decode_superblock(const uint8_t*
       const __m512i q3 =
           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m0f), _mm512_and_si512(_mm512_srli_epi16(q, 2), m30));
       const int g = j / 4;
-      ch[0][g] = _mm512_dpbusd_epi32(ch[0][g], q0, _mm512_set1_epi32(word(a + 4 * j)));
-      ch[1][g] = _mm512_dpbusd_epi32(ch[1][g], q1, _mm512_set1_epi32(word(a + 32 + 4 * j)));
-      ch[2][g] = _mm512_dpbusd_epi32(ch[2][g], q2, _mm512_set1_epi32(word(a + 64 + 4 * j)));
-      ch[3][g] = _mm512_dpbusd_epi32(ch[3][g], q3, _mm512_set1_epi32(word(a + 96 + 4 * j)));
+      for (int t = 0; t < T; ++t) {
+        ch[t][0][g] = _mm512_dpbusd_epi32(ch[t][0][g], q0, _mm512_set1_epi32(word(a[t] + 4 * j)));
+        ch[t][1][g] = _mm512_dpbusd_epi32(ch[t][1][g], q1, _mm512_set1_epi32(word(a[t] + 32 + 4 * j)));
+        ch[t][2][g] = _mm512_dpbusd_epi32(ch[t][2][g], q2, _mm512_set1_epi32(word(a[t] + 64 + 4 * j)));
+        ch[t][3][g] = _mm512_dpbusd_epi32(ch[t][3][g], q3, _mm512_set1_epi32(word(a[t] + 96 + 4 * j)));
+      }
     }
     for (int i = 0; i < 4; ++i) {
       const int k = (i % 2) * 2 + i / 2;  // 0, 2, 1, 3
       const int s = 4 * h + k;
-      const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ch[k][0], scale16(s8, 2 * s)),
-                                          _mm512_mullo_epi32(ch[k][1], scale16(s8, 2 * s + 1)));
-      part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_set1_ps(x.d[0][sb * 8 + s]), part);
+      const __m512i m0 = scale16(s8, 2 * s), m1 = scale16(s8, 2 * s + 1);
+      for (int t = 0; t < T; ++t) {
+        const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(ch[t][k][0], m0), _mm512_mullo_epi32(ch[t][k][1], m1));
+        part[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_set1_ps(x.d[t][sb * 8 + s]), part[t]);
+      }
     }
   }
-  acc[0] = _mm512_fmadd_ps(part, sc[0], acc[0]);
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_fmadd_ps(part[t], sc[0], acc[t]);
 }
 
 // T tokens from t against the 16 rows of the group at `group`, over all
@@ -381,8 +390,8 @@ void tile16(const uint8_t* group, int64_t nsb, const QuantActs& x, int64_t t, fl
     if (stream) prefetch_ahead(tile, W::kTileBytes);  // decode and small steps: kernels.h
     __m512 sc[8], mn[8];
     W::scales(tile, sc, mn);
-    if constexpr (unit_decode<W>() && T == 1) {
-      q6_k_decode_superblock<W>(tile, sc, sb, xt, acc);
+    if constexpr (unit_decode<W>() && T <= 2) {
+      q6_k_decode_superblock<W, T>(tile, sc, sb, xt, acc);
     } else {
       alignas(64) int8_t buf[W::kPer16 ? 256 : 1];
       const int8_t* s8 = nullptr;
@@ -446,6 +455,23 @@ void rows16_gemm(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const Q
       }
     }
     return;
+  }
+  if constexpr (unit_decode<W>()) {
+    // Two tokens (Q6_K): decoded unit by unit as decode does for one, no
+    // unpacked copy stored and read back (ember_rows16_probe, 5632 x 2048,
+    // one thread: 314 -> 254 us; one token 197-221). From three tokens on
+    // the copy pays: pairs of tokens cost more (3: 425 against 381 us).
+    if (n <= 2) {
+      for (int64_t r = r0; r < r1; r += 16) {
+        const uint8_t* group = w + r / 16 * group_bytes;
+        if (n == 2) {
+          tile16<W, 2>(group, nsb, x, 0, out + r, out_stride, true);
+        } else {
+          tile16<W, 1>(group, nsb, x, 0, out + r, out_stride, true);
+        }
+      }
+      return;
+    }
   }
   alignas(64) __m512i unpacked[64];                // [pair][chunk][lo, hi]
   alignas(64) float sums[kMaxTokenChunk * 16];     // [token][row]
@@ -674,8 +700,11 @@ void panel_tile_per16(const Panel<W>& p, int64_t sb0, int64_t ns, const QuantAct
 }
 
 // Below this many tokens the panels' unpacking is not paid back: the
-// 8-token tile unpacks as it goes.
-constexpr int32_t kPanelMinTokens = 16;
+// 8-token tile unpacks as it goes. A step of kStreamTokens rows or fewer
+// (speculative verification, a few batched streams) streams the weights
+// through the tiles: 16 rows through the panels cost more than 15 through
+// the tiles (1.1b Q4_K_M, 2 threads: 75.8 ms against 58.3).
+constexpr int32_t kPanelMinTokens = kStreamTokens + 1;
 // Tokens per chunk: l2_token_chunk's, up to 256 (each chunk unpacks the
 // panels once more; 128 -> 256 at 2048 columns: +3-9%, ember_rows16_probe).
 constexpr int64_t kPanelMaxTokens = 256;
