@@ -205,7 +205,7 @@ TEST_CASE("run: --verify-digest and --dump-logits go through ember_generate") {
   CHECK(shifted.out.size() > full.out.size());
 }
 
-TEST_CASE("--draft: run, chat and plan take a draft model; another vocabulary is refused naming it, serve too") {
+TEST_CASE("draft model flags: run, chat and plan take one, another vocabulary is refused naming it, serve too") {
   const std::string model = ember::test::stories_model("llama2c");
   if (model.empty()) return;
   const std::string dir = ember::test::temp_dir("cli-draft");
