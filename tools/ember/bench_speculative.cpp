@@ -81,8 +81,27 @@ ember_status generate_once(ember_session* s, const std::vector<int32_t>& prompt,
 
 // --parallel N: N greedy streams of the same prompt as sequences of one
 // session, stepped together by a generator (as ember serve runs its slots);
-// tok/s is the aggregate: every stream's decoded tokens over the longest
-// decode. The counts are the streams' sums.
+// tok/s is the aggregate from the step where the last stream got its first
+// token (their prompts are chunked over the first steps) to the end: every
+// token released in between over that time. The counts are the streams' sums.
+struct StreamClock {
+  std::vector<int32_t> released;  // tokens per stream
+  int32_t started = 0;            // streams with a first token
+  double t_all = 0;               // when the last of them got it
+  int64_t after = 0;              // tokens released after t_all
+};
+
+int count_token(void* user, const ember_generator_event* e) {
+  auto* c = static_cast<StreamClock*>(user);
+  if (e->finish != EMBER_STOP_NONE) return 0;
+  if (c->released[static_cast<size_t>(e->seq)]++ == 0 && ++c->started == static_cast<int32_t>(c->released.size())) {
+    c->t_all = now_s();
+  } else if (c->t_all > 0) {
+    ++c->after;
+  }
+  return 0;
+}
+
 ember_status generate_streams(ember_session* s, ember_generator* gen, const std::vector<int32_t>& prompt, int32_t n,
                               int32_t streams, bool speculate, int32_t k, int32_t ngram, One* out,
                               ember_session* draft) {
@@ -101,12 +120,13 @@ ember_status generate_streams(ember_session* s, ember_generator* gen, const std:
   for (int32_t q = 0; q < streams; ++q) {
     if ((st = ember_generator_start(gen, q, nullptr, &g)) != EMBER_OK) return st;
   }
+  StreamClock clock;
+  clock.released.assign(static_cast<size_t>(streams), 0);
   while (ember_generator_active(gen, -1) > 0) {
-    if ((st = ember_generator_step(gen, nullptr, nullptr)) != EMBER_OK) return st;
+    if ((st = ember_generator_step(gen, count_token, &clock)) != EMBER_OK) return st;
   }
+  const double t_end = now_s();
   *out = One{};
-  double longest_ms = 0;
-  int32_t decoded = 0;
   for (int32_t q = 0; q < streams; ++q) {
     ember_generate_stats stats;
     stats.struct_size = sizeof stats;
@@ -117,10 +137,8 @@ ember_status generate_streams(ember_session* s, ember_generator* gen, const std:
     out->steps += stats.decode_steps;
     out->drafted += stats.drafted_tokens;
     out->accepted += stats.accepted_tokens;
-    decoded += std::max(0, stats.sampled_tokens - 1);
-    longest_ms = std::max(longest_ms, stats.decode_ms);
   }
-  out->tok_s = longest_ms > 0 ? decoded * 1000.0 / longest_ms : 0.0;
+  out->tok_s = clock.t_all > 0 && t_end > clock.t_all ? clock.after / (t_end - clock.t_all) : 0.0;
   return EMBER_OK;
 }
 
