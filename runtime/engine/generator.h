@@ -218,8 +218,8 @@ class Generator {
   void fill_logprobs(Seq& q, const float* row, int32_t token);
   // This step's drafts of a decoding sequence (q.spec_tokens after q.next).
   void draft(Seq& q);
-  // Whether q skips drafting this step (its back-off after misses; counts
-  // the step).
+  // Whether q skips drafting this step (its back-off after misses, or a
+  // low acceptance in a step shared with other sequences; counts the step).
   bool paused(Seq& q);
   // How many tokens q may draft this step.
   int32_t draft_room(const Seq& q) const;
@@ -239,6 +239,7 @@ class Generator {
   std::vector<std::unique_ptr<Seq>> seqs_;  // one per session sequence, made on first start
   std::vector<Session::BatchItem> items_;   // this step's
   std::vector<Seq*> running_, order_, drafting_, draft_batch_;
+  int32_t decoding_seqs_ = 0;  // this step's sequences past their prompts
   std::vector<Session::BatchItem> draft_items_;
   std::string piece_;                       // the current token's piece (reused)
 };
