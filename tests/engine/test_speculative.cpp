@@ -418,15 +418,7 @@ TEST_CASE("draft model: the same text as without, greedy and sampled, alone and 
   Model model(path);
   // Drafts by a Q8_0 copy (another file: its vocabulary compared piece by
   // piece) and by the same model object.
-  const std::string bin = ember::test::test_data("models/stories260K.bin");
-  const std::string tok = ember::test::test_data("models/tok512.bin");
-  auto imported = ember::import_llama2c(bin, tok);
-  REQUIRE(imported.is_ok());
-  ember::QuantizeReport qr;
-  REQUIRE(ember::quantize_model(imported.value().get(), ember::DType::Q8_0, &qr).is_ok());
-  const std::string q8 = ember::test::temp_dir("speculative-draft") + "/stories-q8_0.ember";
-  REQUIRE(ember::write_model(imported.value()->spec, q8).is_ok());
-  Model other(q8);
+  Model other(ember::test::stories_q8_0_model());
   const std::string copy = copy_prompt(model);
   std::vector<Request> reqs = stories_requests(copy);
   std::vector<Out> want;

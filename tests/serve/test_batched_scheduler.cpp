@@ -22,9 +22,7 @@
 #include "cli/cli_run.h"
 #include "model/stories_fixture.h"
 #include "tools/serve/scheduler.h"
-#include "test_data.h"
 #include "tools/convert/model_writer.h"
-#include "tools/convert/quantize.h"
 #include "tools/convert/synthetic.h"
 
 using namespace ember::serve;
@@ -241,14 +239,7 @@ TEST_CASE("serve scheduler: 4 concurrent greedy streams with a draft model give 
   Model model(path);
   // The draft: a Q8_0 copy of the model (another file, so its drafts are
   // sometimes rejected), its session made by the scheduler.
-  auto imported = ember::import_llama2c(ember::test::test_data("models/stories260K.bin"),
-                                        ember::test::test_data("models/tok512.bin"));
-  REQUIRE(imported.is_ok());
-  ember::QuantizeReport qr;
-  REQUIRE(ember::quantize_model(imported.value().get(), ember::DType::Q8_0, &qr).is_ok());
-  const std::string q8 = ember::test::temp_dir("scheduler-draft") + "/stories-q8_0.ember";
-  REQUIRE(ember::write_model(imported.value()->spec, q8).is_ok());
-  Model draft(q8);
+  Model draft(ember::test::stories_q8_0_model());
   BatchedConfig c;
   c.slots = 4;
   c.cache_slots = 2;  // prefixes copied between sequences of the target: the draft catches up by itself

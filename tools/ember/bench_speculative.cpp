@@ -50,20 +50,30 @@ struct One {
   int32_t generated = 0, steps = 0, drafted = 0, accepted = 0, sampled = 0;
 };
 
-ember_status generate_once(ember_session* s, const std::vector<int32_t>& prompt, int32_t n, bool lookup, int32_t k,
-                           int32_t ngram, One* out, ember_session* draft = nullptr) {
+// Both sessions emptied, and the options of one greedy generation of n
+// tokens after the prompt: with speculation (the draft session's drafts,
+// or prompt lookup without one) or without.
+ember_status fresh_run(ember_session* s, ember_session* draft, const std::vector<int32_t>& prompt, int32_t n,
+                       bool speculate, int32_t k, int32_t ngram, ember_generate_options* g) {
   ember_status st = ember_session_reset(s);
+  if (st == EMBER_OK && draft) st = ember_session_reset(draft);
   if (st != EMBER_OK) return st;
-  if (draft && (st = ember_session_reset(draft)) != EMBER_OK) return st;
+  ember_generate_options_default(g);
+  g->max_new_tokens = n;
+  g->prompt_tokens = prompt.data();
+  g->n_prompt_tokens = prompt.size();
+  g->lookup = speculate && !draft ? 1 : 0;
+  g->draft_session = speculate ? draft : nullptr;
+  g->draft_max = k;
+  g->lookup_ngram = ngram;
+  return EMBER_OK;
+}
+
+ember_status generate_once(ember_session* s, const std::vector<int32_t>& prompt, int32_t n, bool speculate, int32_t k,
+                           int32_t ngram, One* out, ember_session* draft) {
   ember_generate_options g;
-  ember_generate_options_default(&g);
-  g.max_new_tokens = n;
-  g.prompt_tokens = prompt.data();
-  g.n_prompt_tokens = prompt.size();
-  g.lookup = lookup && !draft ? 1 : 0;
-  g.draft_session = lookup ? draft : nullptr;
-  g.draft_max = k;
-  g.lookup_ngram = ngram;
+  ember_status st = fresh_run(s, draft, prompt, n, speculate, k, ngram, &g);
+  if (st != EMBER_OK) return st;
   st = ember_generate(s, nullptr, &g, nullptr, nullptr);
   if (st != EMBER_OK) return st;
   ember_generate_stats stats;
@@ -105,18 +115,9 @@ int count_token(void* user, const ember_generator_event* e) {
 ember_status generate_streams(ember_session* s, ember_generator* gen, const std::vector<int32_t>& prompt, int32_t n,
                               int32_t streams, bool speculate, int32_t k, int32_t ngram, One* out,
                               ember_session* draft) {
-  ember_status st = ember_session_reset(s);
-  if (st == EMBER_OK && draft) st = ember_session_reset(draft);
-  if (st != EMBER_OK) return st;
   ember_generate_options g;
-  ember_generate_options_default(&g);
-  g.max_new_tokens = n;
-  g.prompt_tokens = prompt.data();
-  g.n_prompt_tokens = prompt.size();
-  g.lookup = speculate && !draft ? 1 : 0;
-  g.draft_session = speculate ? draft : nullptr;
-  g.draft_max = k;
-  g.lookup_ngram = ngram;
+  ember_status st = fresh_run(s, draft, prompt, n, speculate, k, ngram, &g);
+  if (st != EMBER_OK) return st;
   for (int32_t q = 0; q < streams; ++q) {
     if ((st = ember_generator_start(gen, q, nullptr, &g)) != EMBER_OK) return st;
   }
@@ -332,7 +333,7 @@ int bench_lookup(int argc, char** argv) {
   }
   auto once = [&](bool speculate, One* out) {
     return streams > 1 ? generate_streams(s, gen, prompt, n, streams, speculate, k, g.lookup_ngram, out, draft)
-                       : generate_once(s, prompt, n, speculate, k, g.lookup_ngram, out, speculate ? draft : nullptr);
+                       : generate_once(s, prompt, n, speculate, k, g.lookup_ngram, out, draft);
   };
   // Step costs of 1 .. k + 1 rows.
   std::vector<double> cost(static_cast<size_t>(k + 2), 0.0);
