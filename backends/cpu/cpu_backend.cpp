@@ -731,7 +731,7 @@ Status CpuBackend::execute(const StepArgs& step) {
     }
   }
   if (step.logits) {
-    std::memcpy(step.logits, act(g.logits), static_cast<size_t>(n_out) * g.hparams.vocab_size * sizeof(float));
+    std::memcpy(step.logits, act(g.logits), static_cast<size_t>(n_out) * graph_output_cols(g) * sizeof(float));
   }
   return Status::ok();
 }

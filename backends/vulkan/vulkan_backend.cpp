@@ -88,7 +88,7 @@ Result<Sizes> device_sizes(const Graph& g) {
   s.other = static_cast<uint64_t>(g.context) * rotated * 4 *  // rope cos + sin (rotated pairs), per table
                 std::max<uint64_t>(1, rope_tables(g).size())
             + vk::step_words(g) * 4                                // step
-            + static_cast<uint64_t>(hp.vocab_size) * graph_max_outputs(g) * 4  // logits (n_out rows at most)
+            + static_cast<uint64_t>(graph_output_cols(g)) * graph_max_outputs(g) * 4  // logits (n_out rows at most)
             + kDummyBytes
             + vk::KvShift::device_bytes(g, s.k_row_words, s.v_row_words);
   return s;
@@ -312,8 +312,8 @@ Status VulkanBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8
     s.bufs.v.push_back(v);
   }
   EMBER_ASSIGN_OR_RETURN(s.bufs.step, vk::create_buffer(dev, 4 * vk::step_words(graph), true, "the step buffer"));
-  EMBER_ASSIGN_OR_RETURN(s.bufs.logits, vk::create_buffer(dev, 4ull * hp.vocab_size * graph_max_outputs(graph), true,
-                                                          "the logits buffer"));
+  EMBER_ASSIGN_OR_RETURN(s.bufs.logits, vk::create_buffer(dev, 4ull * graph_output_cols(graph) * graph_max_outputs(graph),
+                                                          true, "the logits buffer"));
   EMBER_ASSIGN_OR_RETURN(s.bufs.dummy, vk::create_buffer(dev, kDummyBytes, false, "a placeholder buffer"));
 
   const vk::VkApi& a = dev.api();
@@ -351,7 +351,7 @@ Status VulkanBackend::State::record(VkCommandBuffer cb, int32_t n, int32_t n_out
   EMBER_VK_TRY(a.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
   for (const vk::PreparedOp& p : ops) vk::record_op(*dev, pipes->layout(), *graph, bufs, p, n, n_out, cb);
   // The output rows' logits come back; nothing else leaves the device.
-  VkBufferCopy region{0, 0, 4ull * graph->hparams.vocab_size * static_cast<uint64_t>(n_out)};
+  VkBufferCopy region{0, 0, 4ull * static_cast<uint64_t>(graph_output_cols(*graph)) * static_cast<uint64_t>(n_out)};
   a.vkCmdCopyBuffer(cb, bufs.acts[graph->logits].buffer, bufs.logits.buffer, 1, &region);
   VkMemoryBarrier mb{};
   mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
@@ -415,7 +415,7 @@ Status VulkanBackend::execute(const StepArgs& step) {
     cb = s.cb_batch;
   }
   EMBER_TRY(s.dev->submit_and_wait(cb));
-  if (step.logits) std::memcpy(step.logits, s.bufs.logits.mapped, 4ull * g.hparams.vocab_size * n_out);
+  if (step.logits) std::memcpy(step.logits, s.bufs.logits.mapped, 4ull * graph_output_cols(g) * n_out);
   return Status::ok();
 }
 

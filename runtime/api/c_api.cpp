@@ -51,6 +51,7 @@ bool session_options(const ember_session_options& o, SessionOptions* so) {
   so->n_seqs = o.n_seqs;
   so->max_draft = o.max_draft;
   so->sliding_window_full = o.sliding_window_full != 0;
+  so->embeddings = o.embeddings != 0;
   so->backend_options.cpu.n_threads = o.n_threads;
   so->arena = o.arena;
   so->arena_size = o.arena_size;

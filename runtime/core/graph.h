@@ -156,8 +156,16 @@ struct Graph {
   std::vector<WeightRef> weights;
   std::vector<ActivationDesc> activations;
   std::vector<Op> ops;
-  int32_t logits = -1;     // activation holding [n_out, vocab_size] after a step
+  // The activation a step's output rows are copied from: [n_out, vocab_size]
+  // logits, or (an embedding graph) [n_out, dim] final hidden states, the
+  // output norm applied and no logits head (graph_output_cols).
+  int32_t logits = -1;
+  bool embeddings = false;
 };
+
+// Floats per output row: the logits activation's columns (vocab_size, or
+// dim in an embedding graph). Every backend copies this many per row.
+inline int64_t graph_output_cols(const Graph& g) { return g.activations[static_cast<size_t>(g.logits)].cols; }
 
 // Graph::max_outputs, with 0 read as n_seqs.
 inline int32_t graph_max_outputs(const Graph& g) { return g.max_outputs > 0 ? g.max_outputs : g.n_seqs; }
@@ -218,7 +226,7 @@ struct StepArgs {
   // order; null: the last row alone (n_out 1).
   const int32_t* out_rows = nullptr;
   int32_t n_out = 1;
-  float* logits = nullptr;  // n_out x vocab_size floats, or null
+  float* logits = nullptr;  // n_out x graph_output_cols floats, or null
 };
 
 // Whether a step's rows are within the graph: tokens, sequences, positions

@@ -94,6 +94,10 @@ struct HParams {
   // rope.scaling.original_context_length), the short ones otherwise;
   // 0 = max_seq_len (llama.cpp's default, the training context).
   uint32_t rope_orig_context = 0;
+  // How the file says its rows become one embedding (GGUF pooling_type,
+  // llama.cpp's numbering): -1 unspecified, 0 none, 1 mean, 2 cls (first
+  // token), 3 last token, 4 rank (a classifier head's score).
+  int8_t pooling = -1;
 
   uint32_t rotated_dims() const { return rope_dims ? rope_dims : head_dim(); }
   uint32_t long_rope_threshold() const { return rope_orig_context ? rope_orig_context : max_seq_len; }

@@ -92,6 +92,11 @@ Result<std::unique_ptr<Generator>> Generator::create(Session& session, const Gen
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "max_step_rows = %d: must be in 0..65536 (0 = the session's %d)",
                          options.max_step_rows, session.max_batch());
   }
+  if (session.embeddings()) {
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "the session was made for embeddings (its steps output hidden states, not logits): "
+                         "generation needs a session made without the embeddings option");
+  }
   const int32_t rows = options.max_step_rows > 0 ? options.max_step_rows : session.max_batch();
   std::unique_ptr<Generator> g(new (std::nothrow) Generator(session, rows));
   if (!g) return Status::error(EMBER_ERR_NO_MEMORY, "cannot allocate the generator");
@@ -440,6 +445,9 @@ Status check_draft(const Session& ts, const Session& draft, int32_t seq) {
   const Model& target = ts.model();
   const Model& dm = draft.model();
   if (&draft == &ts) return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft session: it is the target session");
+  if (draft.embeddings()) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT, "draft session: it was made for embeddings, not logits");
+  }
   if (seq >= draft.n_seqs()) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT,
                          "draft session: it holds %d sequence(s), and drafting for sequence %d needs its own",

@@ -145,6 +145,11 @@ Status check_hparams(const HParams& hp) {
     return bad_float("rope_attn_factor", hp.rope_attn_factor, "must be in (0, 1e3)");
   }
   if (hp.rope_orig_context > kMaxSeqLen) return bad("rope_orig_context", hp.rope_orig_context, "must be in 0..1048576");
+  if (hp.pooling < -1 || hp.pooling > 4) {
+    return Status::error(EMBER_ERR_BAD_HPARAMS,
+                         "hparams.pooling = %d: must be -1 (unspecified), 0 none, 1 mean, 2 cls, 3 last or 4 rank",
+                         static_cast<int>(hp.pooling));
+  }
   // What only Gemma's graph reads must not be set on another family (it
   // would be ignored).
   const bool gemma = model_arch_is_gemma(hp.arch);
@@ -348,6 +353,7 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   hp.rope_dims = h->rope_dims();
   hp.rope_attn_factor = h->rope_attn_factor();
   hp.rope_orig_context = h->rope_orig_context();
+  hp.pooling = h->pooling();
   hp.arch = static_cast<ModelArch>(m->arch());  // checked above
   EMBER_TRY(check_hparams(hp));
 

@@ -444,6 +444,14 @@ typedef struct ember_session_options {
    * (the plan's runtime_bytes count them); ember_generate_options.lookup
    * drafts up to this many. Appended. */
   int32_t max_draft;
+  /* 1: an embedding session (see "Embeddings" below): each step outputs the
+   * final hidden states (the output norm applied, model dim floats a row)
+   * instead of logits, for any of its rows; ember_embed_tokens and
+   * ember_embed_texts pool them. prefill / decode then write dim floats
+   * (the last token's hidden state) where they write logits, and generation
+   * is refused (EMBER_ERR_UNSUPPORTED). The plan counts no logits head.
+   * Appended: an older struct_size gets 0. */
+  int32_t embeddings;
 } ember_session_options;
 
 /* The most drafted tokens a step verifies per sequence. */
@@ -1044,6 +1052,78 @@ EMBER_API ember_status ember_generator_seq_prompt(const ember_generator* generat
 EMBER_API ember_status ember_tokenize_prompt(const ember_model* model, const char* text, size_t text_len,
                                              int parse_special, int add_bos, int32_t* tokens, size_t capacity,
                                              size_t* out_count);
+
+/* ---- Embeddings -------------------------------------------------------------
+ * An embedding session (ember_session_options.embeddings = 1) turns each
+ * input (a text, or an array of token ids) into one vector of the model's
+ * dim floats: every input runs from position 0 of a free sequence of the
+ * session (what the sequences held is forgotten), as many inputs in one
+ * step as the session's sequences and max_batch allow, and its rows are
+ * pooled and normalized as llama.cpp's llama-embedding does. Any decoder
+ * model embeds (mean or last-token pooling); an embedding model's file says
+ * its pooling (GGUF pooling_type: Qwen3-Embedding's is last). */
+
+/* How an input's rows become one embedding (llama.cpp's numbering). */
+typedef enum ember_pooling {
+  EMBER_POOLING_UNSPECIFIED = -1, /* the file's pooling_type, else mean */
+  EMBER_POOLING_NONE = 0,         /* every token's row is an output */
+  EMBER_POOLING_MEAN = 1,
+  EMBER_POOLING_CLS = 2,          /* the first token's row */
+  EMBER_POOLING_LAST = 3,         /* the last token's row */
+  EMBER_POOLING_RANK = 4          /* a reranker's score (classifier head) */
+} ember_pooling;
+
+typedef struct ember_embed_options {
+  size_t struct_size; /* sizeof(ember_embed_options) */
+  int32_t pooling;    /* ember_pooling; default EMBER_POOLING_UNSPECIFIED */
+  /* As llama-embedding's --embd-normalize: -1 none, 0 scaled so the largest
+   * absolute value is 32760, 1 taxicab, 2 Euclidean (default), p > 2 the
+   * p-norm. */
+  int32_t normalize;
+} ember_embed_options;
+
+EMBER_API void ember_embed_options_default(ember_embed_options* options);
+
+/* The pooling a model's file declares (ember_pooling), or
+ * EMBER_POOLING_UNSPECIFIED when it declares none (ember then pools by the
+ * mean); EMBER_POOLING_UNSPECIFIED for NULL. Does not touch the last error. */
+EMBER_API int32_t ember_model_pooling(const ember_model* model);
+
+/* Floats in one embedding: the model's dim for an embedding session, 0 for
+ * any other session or NULL. Does not touch the last error. */
+EMBER_API int32_t ember_session_embedding_size(const ember_session* session);
+
+/* Embeds n_inputs token arrays (tokens[i], n_tokens[i] ids each, run as
+ * given: nothing is added) into out, input after input: n_inputs x
+ * embedding_size floats, or with EMBER_POOLING_NONE every input's tokens x
+ * embedding_size (token after token). out_floats: out's capacity in floats.
+ * Everything is checked before anything runs. Errors:
+ * EMBER_ERR_INVALID_ARGUMENT (NULL, a session not made for embeddings, an
+ * input of 0 tokens, a bad option, naming it), EMBER_ERR_TOKEN_OUT_OF_RANGE,
+ * EMBER_ERR_CONTEXT_FULL (an input longer than the session's context),
+ * EMBER_ERR_BUFFER_TOO_SMALL (out_floats below what the inputs need; the
+ * message says how many), EMBER_ERR_UNSUPPORTED (rank pooling without a
+ * classifier head). */
+EMBER_API ember_status ember_embed_tokens(ember_session* session, const int32_t* const* tokens,
+                                          const size_t* n_tokens, size_t n_inputs,
+                                          const ember_embed_options* options, float* out, size_t out_floats);
+
+/* The ids a text embeds as (what ember_embed_texts runs): control-token
+ * text parsed, BOS and EOS added as the vocabulary says
+ * (tokenizer.ggml.add_bos_token / add_eos_token), as llama-embedding
+ * tokenizes. Buffer rules and errors as ember_tokenize. */
+EMBER_API ember_status ember_embed_tokenize(const ember_model* model, const char* text, size_t text_len,
+                                            int32_t* tokens, size_t capacity, size_t* out_count);
+
+/* Embeds n_texts texts (texts[i], text_lens[i] bytes; text_lens NULL: each
+ * NUL-terminated), each tokenized as llama-embedding does: control-token
+ * text parsed, BOS and EOS added as the vocabulary says. out as for
+ * ember_embed_tokens with one row per text (EMBER_POOLING_NONE is refused:
+ * tokenize and call ember_embed_tokens, which knows the rows). Errors as
+ * ember_embed_tokens', an empty text (no tokens) included. */
+EMBER_API ember_status ember_embed_texts(ember_session* session, const char* const* texts, const size_t* text_lens,
+                                         size_t n_texts, const ember_embed_options* options, float* out,
+                                         size_t out_floats);
 
 /* ==== Inspection: backends and model files ================================
  * For hosts and tools that show, compare or re-check what they run on

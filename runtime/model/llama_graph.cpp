@@ -204,7 +204,8 @@ AttentionParams llama_attention_params(const HParams& hp) {
 }
 
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
-                                KvType kv_type_k, KvType kv_type_v, int32_t n_seqs, int32_t max_outputs) {
+                                KvType kv_type_k, KvType kv_type_v, int32_t n_seqs, int32_t max_outputs,
+                                GraphOutput output) {
   const HParams& hp = contents.hparams;
   Graph g;
   g.n_seqs = n_seqs;
@@ -284,9 +285,10 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
   // The logits head: one row per sequence a step may finish, and its
   // drafted rows (Graph::max_outputs).
   const int32_t last = activation("final", dim, g.max_outputs);
-  const int32_t logits = activation("logits", hp.vocab_size, g.max_outputs);
   g.activations[last].per_output = true;
-  g.activations[logits].per_output = true;
+  const bool embeddings = output == GraphOutput::Embeddings;
+  const int32_t logits = embeddings ? -1 : activation("logits", hp.vocab_size, g.max_outputs);
+  if (!embeddings) g.activations[logits].per_output = true;
 
   const bool gemma = model_arch_is_gemma(hp.arch);
   const int32_t embd = weight("token_embd.weight");
@@ -336,6 +338,12 @@ Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, 
   // Only the last position's logits are needed for generation (one per
   // sequence in a batched step).
   op(OpKind::RmsNorm, last, x, -1, -1, weight("output_norm.weight"), -1, /*last_row=*/true);
+  if (embeddings) {
+    // The normalized hidden states are the output; the head is not read.
+    g.embeddings = true;
+    g.logits = last;
+    return g;
+  }
   op(OpKind::MatMul, logits, last, -1, -1, hp.tied_embeddings ? embd : weight("output.weight"));
   if (hp.final_softcap != 0.0f) {
     op(OpKind::Softcap, logits, logits);

@@ -28,13 +28,18 @@ Status check_llama_tensors(const ModelContents& contents);
 // others by name.
 bool is_llama_tensor(const HParams& hp, const std::string& name);
 
+// What a graph's output rows hold: the logits, or (embeddings) each row's
+// final hidden state after the output norm, without the logits head.
+enum class GraphOutput : uint8_t { Logits, Embeddings };
+
 // Emits the forward pass for a session shape (n_seqs sequences of `context`
 // positions each; a step's logits for up to max_outputs rows, 0: n_seqs). The model must have passed check_llama_tensors.
 // LongRoPE: the Rope ops read the long factors when `context` exceeds
 // HParams::long_rope_threshold(), else the short ones.
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
                                 KvType kv_type_k = KvType::F32, KvType kv_type_v = KvType::F32,
-                                int32_t n_seqs = 1, int32_t max_outputs = 0);
+                                int32_t n_seqs = 1, int32_t max_outputs = 0,
+                                GraphOutput output = GraphOutput::Logits);
 
 // The llama ops' parameters from the hyper-parameters (what
 // build_llama_graph puts on each op; tests building graphs by hand use them

@@ -21,10 +21,25 @@ struct RuntimeLayout {
            step_item = 0, step_row = 0, total = 0;
 };
 
-// Rows a step's logits hold at most.
-int32_t max_outputs(int32_t n_seqs, int32_t max_draft) { return n_seqs * (1 + max_draft); }
+// Rows a step's logits hold at most: a row per sequence and its drafts, or
+// (embeddings) every row of the step.
+int32_t max_outputs(int32_t n_seqs, int32_t max_draft, bool embeddings, int32_t max_batch) {
+  return embeddings ? max_batch : n_seqs * (1 + max_draft);
+}
 
-RuntimeLayout runtime_layout(uint32_t vocab, int32_t context, int32_t max_batch, int32_t n_seqs, int32_t max_draft) {
+// What the runtime buffers are sized by.
+struct RuntimeShape {
+  uint64_t out_cols = 0;  // floats per output row
+  int32_t context = 0, max_batch = 0, n_seqs = 1, max_draft = 0;
+  bool embeddings = false;
+};
+
+// Whether a session steps through the batched rows (step_tokens ...): more
+// than one sequence, drafts, or output rows other than the last.
+bool batched_rows(const RuntimeShape& s) { return s.n_seqs > 1 || s.max_draft > 0 || s.embeddings; }
+
+RuntimeLayout runtime_layout(const RuntimeShape& shape) {
+  const int32_t context = shape.context, max_batch = shape.max_batch, n_seqs = shape.n_seqs;
   RuntimeLayout r;
   uint64_t at = 0;
   auto take = [&at](uint64_t bytes) {
@@ -33,12 +48,12 @@ RuntimeLayout runtime_layout(uint32_t vocab, int32_t context, int32_t max_batch,
     return o;
   };
   const uint64_t seqs = static_cast<uint64_t>(n_seqs), batch = static_cast<uint64_t>(max_batch);
-  const uint64_t outs = static_cast<uint64_t>(max_outputs(n_seqs, max_draft));
-  r.logits = take(outs * vocab * sizeof(float));
+  const uint64_t outs = static_cast<uint64_t>(max_outputs(n_seqs, shape.max_draft, shape.embeddings, max_batch));
+  r.logits = take(outs * shape.out_cols * sizeof(float));
   r.history = take(seqs * static_cast<uint64_t>(context) * sizeof(int32_t));
   r.positions = take(seqs * sizeof(int32_t));
   // One sequence without drafts: prefill's steps need none of the batched rows.
-  if (n_seqs > 1 || max_draft > 0) {
+  if (batched_rows(shape)) {
     r.step_tokens = take(batch * sizeof(int32_t));
     r.step_seqs = take(batch * sizeof(int32_t));
     r.step_pos = take(batch * sizeof(int32_t));
@@ -124,13 +139,26 @@ Result<const BackendEntry*> choose_entry(const Graph& graph, const SessionOption
   return Status::error(EMBER_ERR_INTERNAL, "auto chose a backend that is not built");
 }
 
+RuntimeShape runtime_shape(const Graph& graph, const SessionPlan& plan) {
+  RuntimeShape s;
+  s.out_cols = static_cast<uint64_t>(graph_output_cols(graph));
+  s.context = plan.context;
+  s.max_batch = plan.max_batch;
+  s.n_seqs = plan.n_seqs;
+  s.max_draft = plan.max_draft;
+  s.embeddings = plan.embeddings;
+  return s;
+}
+
 }  // namespace
 
 Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOptions& options, Graph* graph) {
   const HParams& hp = model.hparams();
   EMBER_TRY(check_options(hp, options));
   const int32_t context = options.context_length ? options.context_length : static_cast<int32_t>(hp.max_seq_len);
-  const int32_t max_batch = std::min(options.max_batch, context);
+  // A step holds at most every sequence's whole context.
+  const int32_t max_batch =
+      static_cast<int32_t>(std::min<int64_t>(options.max_batch, static_cast<int64_t>(context) * options.n_seqs));
   // A verification step runs a sequence's token and its drafts together,
   // and a sliding-window ring takes back at most max_batch positions.
   if (options.max_draft > 0 && options.max_draft >= max_batch) {
@@ -140,7 +168,9 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   }
   EMBER_ASSIGN_OR_RETURN(*graph, build_llama_graph(model.file().contents(), context, max_batch, options.kv_type_k,
                                                    options.kv_type_v, options.n_seqs,
-                                                   max_outputs(options.n_seqs, options.max_draft)));
+                                                   max_outputs(options.n_seqs, options.max_draft, options.embeddings,
+                                                               max_batch),
+                                                   options.embeddings ? GraphOutput::Embeddings : GraphOutput::Logits));
   const BackendOptions& bo = options.backend_options;
   std::string auto_note;
   EMBER_ASSIGN_OR_RETURN(const BackendEntry* entry, choose_entry(*graph, options, bo, &auto_note));
@@ -152,6 +182,7 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   plan.max_batch = max_batch;
   plan.n_seqs = options.n_seqs;
   plan.max_draft = options.max_draft;
+  plan.embeddings = options.embeddings;
   plan.backend = entry->kind;
   plan.auto_note = auto_note;
   plan.backend_description = entry->name;
@@ -161,7 +192,7 @@ Result<SessionPlan> Session::plan_with_graph(const Model& model, const SessionOp
   plan.device_bytes = entry->device_bytes(*graph, bo);
   // Runtime buffers inside the arena: the logits, the token history and
   // positions, a batched step's rows.
-  plan.runtime_bytes = runtime_layout(hp.vocab_size, context, max_batch, options.n_seqs, options.max_draft).total;
+  plan.runtime_bytes = runtime_layout(runtime_shape(*graph, plan)).total;
   plan.arena_bytes = plan.memory.arena_bytes + plan.runtime_bytes;
   // Heap tables made once at creation (they stay the same size for the
   // session's life): the graph, the backend object, the session itself.
@@ -235,14 +266,14 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
     session->owns_arena_ = true;
   }
   uint8_t* runtime = session->arena_ + plan.memory.arena_bytes;
-  const RuntimeLayout rl =
-      runtime_layout(model.hparams().vocab_size, plan.context, plan.max_batch, plan.n_seqs, plan.max_draft);
+  const RuntimeShape shape = runtime_shape(session->graph_, plan);
+  const RuntimeLayout rl = runtime_layout(shape);
   auto ints = [runtime](uint64_t offset) { return reinterpret_cast<int32_t*>(runtime + offset); };
   session->logits_ = reinterpret_cast<float*>(runtime + rl.logits);
   session->history_ = ints(rl.history);
   session->positions_ = ints(rl.positions);
   std::memset(session->positions_, 0, static_cast<size_t>(plan.n_seqs) * sizeof(int32_t));
-  if (plan.n_seqs > 1 || plan.max_draft > 0) {
+  if (batched_rows(shape)) {
     session->step_tokens_ = ints(rl.step_tokens);
     session->step_seqs_ = ints(rl.step_seqs);
     session->step_pos_ = ints(rl.step_pos);
@@ -310,7 +341,7 @@ Status Session::prefill(const int32_t* tokens, size_t count, float* logits) {
     positions_[0] += n;
     done += n;
   }
-  if (logits) std::memcpy(logits, logits_, static_cast<size_t>(vocab) * sizeof(float));
+  if (logits) std::memcpy(logits, logits_, static_cast<size_t>(output_cols()) * sizeof(float));
   return Status::ok();
 }
 
@@ -394,7 +425,13 @@ Status Session::decode_batch(const BatchItem* items, size_t n_items) {
                              i, t, it.tokens[t], vocab - 1);
       }
     }
-    if (it.n_logits < 1 || it.n_logits > std::min(it.n_tokens, 1 + plan_.max_draft)) {
+    if (graph_.embeddings) {
+      // Any of the item's rows may be an output.
+      if (it.n_logits < 1 || it.n_logits > it.n_tokens) {
+        return Status::error(EMBER_ERR_INVALID_ARGUMENT, "items[%zu].n_logits = %d: must be in 1..%d (its tokens)", i,
+                             it.n_logits, it.n_tokens);
+      }
+    } else if (it.n_logits < 1 || it.n_logits > std::min(it.n_tokens, 1 + plan_.max_draft)) {
       return Status::error(EMBER_ERR_INVALID_ARGUMENT,
                            "items[%zu].n_logits = %d: must be in 1..%d (its tokens, and 1 + the session's max_draft %d)",
                            i, it.n_logits, std::min(it.n_tokens, 1 + plan_.max_draft), plan_.max_draft);
@@ -466,11 +503,12 @@ Status Session::decode_batch(const BatchItem* items, size_t n_items) {
       positions_[items[i].seq] += took;
       left -= took;
     }
+    const int64_t cols = output_cols();
     for (int32_t j = 0; j < n_out; ++j) {
       float* out = items[step_item_[j]].logits;
       if (out) {
-        std::memcpy(out + static_cast<int64_t>(step_row_[j]) * vocab, logits_ + static_cast<int64_t>(j) * vocab,
-                    static_cast<size_t>(vocab) * sizeof(float));
+        std::memcpy(out + static_cast<int64_t>(step_row_[j]) * cols, logits_ + static_cast<int64_t>(j) * cols,
+                    static_cast<size_t>(cols) * sizeof(float));
       }
     }
   }

@@ -39,6 +39,11 @@ struct SessionOptions {
   // cpu) saves memory; it cannot remove or copy positions whose window
   // reaches past the ring (EMBER_ERR_UNSUPPORTED says so).
   bool sliding_window_full = false;
+  // An embedding session: a step's output rows are the final hidden states
+  // (the output norm applied, no logits head), model dim floats each, and
+  // any of a step's rows may be an output (engine/embed.h pools them).
+  // Generation refuses such a session.
+  bool embeddings = false;
   KvType kv_type_k = KvType::F32;
   KvType kv_type_v = KvType::F32;
   // What runs the session; empty: `auto` (backend/backend.h choose_auto: a
@@ -68,6 +73,7 @@ struct SessionPlan {
   int32_t max_batch = 0;
   int32_t n_seqs = 1;
   int32_t max_draft = 0;
+  bool embeddings = false;
   BackendKind backend = BackendKind::Cpu;  // what runs it (auto resolved)
   // The plan: the backend's name; a session: its executor's describe(). Each
   // followed by " [auto: ...]" when auto passed a GPU over.
@@ -104,7 +110,8 @@ class Session {
   // anything runs (bad sequence, repeated sequence, token id, context full:
   // nothing changes). n_logits > 1 (speculative verification, at most
   // 1 + max_draft and n_tokens): logits receives the last n_logits tokens'
-  // rows, n_logits x vocab_size floats, oldest first.
+  // rows, n_logits x vocab_size floats, oldest first. An embedding session:
+  // rows of output_cols() floats, and n_logits up to n_tokens.
   struct BatchItem {
     int32_t seq = 0;
     const int32_t* tokens = nullptr;
@@ -115,6 +122,10 @@ class Session {
   Status decode_batch(const BatchItem* items, size_t n_items);
   int32_t n_seqs() const { return graph_.n_seqs; }
   int32_t max_draft() const { return plan_.max_draft; }
+  // Whether the steps output hidden states (SessionOptions::embeddings), and
+  // the floats of one output row (vocab_size, or dim).
+  bool embeddings() const { return graph_.embeddings; }
+  int32_t output_cols() const { return static_cast<int32_t>(graph_output_cols(graph_)); }
   // Sequence `seq`'s position (0 <= seq < n_seqs), its tokens (position
   // entries), forgetting [start, end) of it, starting it over.
   int32_t seq_position(int32_t seq) const { return positions_[seq]; }
@@ -150,7 +161,8 @@ class Session {
   int32_t context() const { return graph_.context; }
   // The most rows one step runs (longer prefills and batches are split).
   int32_t max_batch() const { return graph_.max_batch; }
-  // The last step's logits (vocab_size floats, in the arena).
+  // The last step's output rows (logits of vocab_size floats, or an
+  // embedding session's hidden states), in the arena.
   float* logits() const { return logits_; }
   // Every token fed so far to sequence 0, position by position (in the arena).
   const int32_t* history() const { return history_; }

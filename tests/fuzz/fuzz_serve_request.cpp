@@ -13,6 +13,8 @@
 // verdict (where its own limits do not decide), and what a successful read
 // keeps stays within the reader's budget.
 //
+// Every body is also read as a POST /v1/embeddings request.
+//
 // Tool calls: every body, and every message's content of a body read, is
 // also read as a model's reply in each family's call form (tool_syntax.h),
 // whole and streamed as required and as auto, and from its first '{' as
@@ -26,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/serve/embeddings.h"
 #include "tools/serve/http_request.h"
 #include "tools/serve/json_check.h"
 #include "tools/serve/openai_api.h"
@@ -116,6 +119,24 @@ void read_body(const std::string& body) {
   if (nul && check.ok) std::abort();
   if (!own_limit && !nul && check.ok != nlohmann::json::accept(body)) std::abort();
 
+  {
+    // POST /v1/embeddings' reader: a 4xx with a message, or inputs within
+    // its cap, each kept once (ids at 4 bytes, texts as read).
+    EmbeddingLimits limits;
+    limits.max_inputs = 64;
+    EmbeddingRequest er;
+    RequestError e;
+    if (!read_embedding_request(body, limits, &er, &e)) {
+      if (e.status < 400 || e.status > 499 || e.message.empty() || e.message.size() > 1024) std::abort();
+    } else {
+      size_t kept = er.model.size();
+      for (const auto& t : er.texts) kept += t.size();
+      for (const auto& ids : er.token_inputs) kept += ids.size() * sizeof(int32_t);
+      if (er.texts.size() + er.token_inputs.size() > limits.max_inputs) std::abort();
+      if (er.texts.empty() && er.token_inputs.empty()) std::abort();
+      if (kept > 2 * body.size() + 64) std::abort();
+    }
+  }
   for (bool chat : {false, true}) {
     ReadLimits limits;
     limits.max_prompt_tokens = 4096;

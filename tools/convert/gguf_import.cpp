@@ -54,7 +54,7 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
       "context_length",          "embedding_length",
       "block_count",             "feed_forward_length",
       "attention.head_count",    "attention.head_count_kv",
-      "attention.layer_norm_rms_epsilon", "rope.freq_base"};
+      "attention.layer_norm_rms_epsilon", "rope.freq_base", "pooling_type"};
   struct Neutral {
     const char* key;
     double value;
@@ -347,6 +347,16 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
     if (hp.n_heads == 0 || key_length != hp.dim / hp.n_heads || hp.dim % hp.n_heads != 0) {
       hp.explicit_head_dim = key_length;
     }
+  }
+  if (gguf.find(p + "pooling_type")) {
+    // Embedding models say how their rows pool (Qwen3-Embedding: last).
+    EMBER_ASSIGN_OR_RETURN(uint32_t pooling, gguf.get_u32(p + "pooling_type"));
+    if (pooling > 4) {
+      return Status::error(EMBER_ERR_BAD_HPARAMS,
+                           "'%s': %spooling_type = %u: must be 0 none, 1 mean, 2 cls, 3 last or 4 rank", path.c_str(),
+                           p.c_str(), pooling);
+    }
+    hp.pooling = static_cast<int8_t>(pooling);
   }
   if (model_arch_is_gemma(hp.arch)) EMBER_TRY(read_gemma_keys(gguf, p, path, &hp));
   if (hp.arch == ModelArch::Phi3) EMBER_TRY(read_phi3_rope_keys(gguf, p, path, &hp));

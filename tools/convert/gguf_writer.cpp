@@ -235,6 +235,7 @@ void hparam_keys(const HParams& hp, Out* kv) {
   if (hp.rope_orig_context != 0) {
     kv->kv_u32((a + ".rope.scaling.original_context_length").c_str(), hp.rope_orig_context);
   }
+  if (hp.pooling >= 0) kv->kv_u32((a + ".pooling_type").c_str(), static_cast<uint32_t>(hp.pooling));
   if (hp.rope_scale_global != 1.0f) {
     kv->kv_str((a + ".rope.scaling.type").c_str(), "linear");
     kv->kv_f32((a + ".rope.scaling.factor").c_str(), hp.rope_scale_global);

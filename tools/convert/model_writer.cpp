@@ -63,7 +63,7 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
                                    static_cast<fb::RopeStyle>(hp.rope_style), hp.tied_embeddings,
                                    hp.explicit_head_dim, hp.attn_softcap, hp.final_softcap, hp.attn_scale,
                                    hp.sliding_window, hp.swa_period, hp.rope_theta_swa, hp.rope_scale_global,
-                                   hp.rope_dims, hp.rope_attn_factor, hp.rope_orig_context);
+                                   hp.rope_dims, hp.rope_attn_factor, hp.rope_orig_context, hp.pooling);
   const Vocab& v = spec.vocab;
   std::vector<flatbuffers::Offset<flatbuffers::String>> pieces, merges;
   pieces.reserve(v.pieces.size());

@@ -141,6 +141,7 @@ const char* kBenchHelp =
     "  --sweep      input lengths (prompt=, replaces -p) and streams (parallel=, as --parallel)\n"
     "  --plot F     an SVG of the sweep: throughput vs parallel sessions, TTFT vs input length, ITL histogram\n"
     "  --lookup     speculative decoding by prompt lookup against plain decoding: ember bench --lookup --help\n"
+    "  --embed      embedding throughput (embeddings/s): ember bench --embed --help\n"
     "  The context is sized to the workload (longest input + n + 1), beyond the model's own when asked\n"
     "  (RoPE models run there as llama-bench runs them; the speed is measured, not the quality).\n";
 
@@ -799,6 +800,7 @@ int report_text(const BenchRequest& r, const BenchResult& res) {
 int cmd_bench(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--lookup" || std::string(argv[i]) == "--draft") return bench_lookup(argc, argv);
+    if (std::string(argv[i]) == "--embed") return bench_embed(argc, argv);
   }
   BenchRequest r;
   if (const int code = parse_bench(argc, argv, &r); code != kRun) return code;

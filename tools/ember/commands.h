@@ -40,7 +40,9 @@ int cmd_quantize(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int bench_lookup(int argc, char** argv);  // ember bench --lookup (bench_speculative.cpp)
+int bench_embed(int argc, char** argv);   // ember bench --embed (bench_embed.cpp)
 int cmd_perplexity(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
 int cmd_keygen(int argc, char** argv);
 int cmd_sign(int argc, char** argv);
 int cmd_verify(int argc, char** argv);

@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"bench", ember::cli::cmd_bench, "prefill and decode speed: bench -m M [-p 64,512] [-n 128] [-r 5] [--json]"},
     {"gate", ember::cli::cmd_gate, "quantization release gate: gate --baseline B --candidate C [--tasks T] [criteria]"},
     {"advise", ember::cli::cmd_advise, "cost, replicas, SLO and placement: advise --bench B.json --hourly-cost USD [--gpu N:USD:TOK]"},
+    {"embed", ember::cli::cmd_embed, "embeddings, one per line of FILE: embed -m M -f FILE [--pooling P] [--json]"},
     {"perplexity", ember::cli::cmd_perplexity, "perplexity of a text: perplexity -m M -f TEXT [--ctx N]"},
     {"keygen", ember::cli::cmd_keygen, "a signing key pair: keygen --private K.pem --public P.pem"},
     {"sign", ember::cli::cmd_sign, "sign a model in place: sign M.ember --key K.pem"},

@@ -55,7 +55,15 @@ const char* kHelp =
     "  --batch B          rows of one step (default 512): every decoding slot's token, the rest for\n"
     "                     prompt chunks, so a long prompt delays the others by one such step\n"
     "  --threads T, --kv-type T, --kv-type-k T, --kv-type-v T, --backend B: as for ember run (the cpu\n"
-    "                     and vulkan backends both run the slots batched).\n";
+    "                     and vulkan backends both run the slots batched).\n"
+    "  --embeddings       also serve POST /v1/embeddings (OpenAI's shape: input as text(s) or token ids,\n"
+    "                     encoding_format float or base64) from an embedding session of the same model,\n"
+    "                     pooled as the file says (else mean) and L2-normalized; planned and counted in the\n"
+    "                     budget beside the slots' session, both on one thread pool (they take turns by step)\n"
+    "  --pooling P        the embeddings' pooling: mean, cls, last or none... (implies --embeddings;\n"
+    "                     none is refused: a vector per token is not an OpenAI answer)\n"
+    "  --embed-ctx N      positions per embedding input (default: the model's context, at most 2048)\n"
+    "  --embed-seqs N     inputs of one request run together as sequences (default 4)\n";
 
 std::string mib(uint64_t b) {
   char buf[64];
@@ -90,14 +98,30 @@ struct ServeArgs {
   std::string draft_path;              // --draft
   ember_model* draft = nullptr;        // opened by serve_main
   std::unique_ptr<TlsConfig> tls;
+  // --embeddings / --pooling: the embedding session's shape (0: none).
+  bool embeddings = false;
+  int32_t pooling = EMBER_POOLING_UNSPECIFIED;
+  int32_t embed_ctx = 0, embed_seqs = 4;
 };
 
 // The session's plan, and the draft model's session beside it (the same
 // context and sequences).
 struct Planned {
-  ember_memory_plan target{}, draft{};
-  uint64_t private_bytes() const { return target.private_bytes + draft.private_bytes; }
+  ember_memory_plan target{}, draft{}, embed{};
+  uint64_t private_bytes() const { return target.private_bytes + draft.private_bytes + embed.private_bytes; }
 };
+
+// The embedding session's options: the generation session's backend and
+// threads, its own context and sequences.
+ember_session_options embed_options(const ServeArgs& a) {
+  ember_session_options so = a.so;
+  so.embeddings = 1;
+  so.context_length = a.embed_ctx;
+  so.n_seqs = a.embed_seqs;
+  so.max_draft = 0;
+  so.max_bytes = 0;
+  return so;
+}
 
 ember_status plan_status(ember_model* model, const ServeArgs& a, int32_t ctx, int32_t n_seqs, Planned* p) {
   ember_session_options so = a.so;
@@ -105,7 +129,13 @@ ember_status plan_status(ember_model* model, const ServeArgs& a, int32_t ctx, in
   so.n_seqs = n_seqs;
   p->target.struct_size = sizeof p->target;
   p->draft = ember_memory_plan{};
-  const ember_status st = ember_plan(model, &so, &p->target);
+  p->embed = ember_memory_plan{};
+  ember_status st = ember_plan(model, &so, &p->target);
+  if (st == EMBER_OK && a.embeddings) {
+    const ember_session_options eso = embed_options(a);
+    p->embed.struct_size = sizeof p->embed;
+    st = ember_plan(model, &eso, &p->embed);
+  }
   if (st != EMBER_OK || !a.draft) return st;
   so.max_draft = 0;
   so.context_length = p->target.context_length;
@@ -141,10 +171,12 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
                                          "--api-key-file", "--tls-cert", "--tls-key", "--max-queue", "--timeout",
                                          "--max-body", "--max-connections", "--cache-slots",
                                          "--max-connections-per-client", "--header-timeout", "--min-recv-rate",
-                                         "--drain-timeout", "--alias", "--grammar-cache-mib"};
+                                         "--drain-timeout", "--alias", "--grammar-cache-mib", "--pooling",
+                                         "--embed-ctx", "--embed-seqs"};
   for (int i = 0; cli::kSpeculativeFlags[i]; ++i) with_value.push_back(cli::kSpeculativeFlags[i]);
   std::vector<std::string> known = with_value;
   known.push_back("--lookup");
+  known.push_back("--embeddings");
   for (int i = 0; cli::kSessionFlags[i]; ++i) {
     with_value.push_back(cli::kSessionFlags[i]);
     known.push_back(cli::kSessionFlags[i]);
@@ -183,6 +215,21 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
   a->draft_path = args.get("--draft");
   cli::speculative_from_args(args, &a->speculative, &a->so);
   a->ctx_given = args.has("--ctx");
+  a->embeddings = args.has("--embeddings") || args.has("--pooling");
+  a->embed_ctx = static_cast<int32_t>(args.get_int("--embed-ctx", 0, 1, 1 << 20));
+  a->embed_seqs = static_cast<int32_t>(args.get_int("--embed-seqs", 4, 1, 256));
+  if (args.has("--pooling")) {
+    const std::string p = args.get("--pooling");
+    const char* names[] = {"none", "mean", "cls", "last", "rank"};
+    a->pooling = -2;
+    for (int i = 0; i < 5; ++i) {
+      if (p == names[i]) a->pooling = i;
+    }
+    if (a->pooling == -2) return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling '" + p + "': must be mean, cls or last");
+    if (a->pooling == EMBER_POOLING_NONE) {
+      return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling none: /v1/embeddings answers one vector per input");
+    }
+  }
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember serve --help)");
   if (a->so.kv_type_k < 0 || a->so.kv_type_v < 0) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type must be f32, f16 or q8_0");
@@ -272,6 +319,13 @@ int plan_session(ember_model* model, const ember_model_info& info, ServeArgs* a,
                mib(plan->kv_bytes / static_cast<uint64_t>(seqs)).c_str(), mib(plan->arena_bytes).c_str(),
                mib(plan->private_bytes).c_str(), budget ? (" of the budget " + mib(budget)).c_str() : "",
                a->ctx_given || !budget || ctx == info.max_context ? "" : " (--ctx capped to fit)");
+  if (a->embeddings) {
+    const ember_memory_plan& e = planned->embed;
+    std::fprintf(stderr,
+                 "plan: embeddings: a session of %d sequence(s) x ctx %d beside it: KV %s, arena %s, private %s\n",
+                 e.n_seqs, e.context_length, mib(e.kv_bytes).c_str(), mib(e.arena_bytes).c_str(),
+                 mib(e.private_bytes).c_str());
+  }
   if (a->draft) {
     const ember_memory_plan& d = planned->draft;
     std::fprintf(stderr,
@@ -365,6 +419,20 @@ int serve_main(int argc, char** argv) {
     ember_model* m;
     ~DraftGuard() { ember_model_free(m); }
   } draft_guard{a.draft};
+  // --embeddings: one pool for both sessions when --threads says how many
+  // (their steps take turns, each with every thread).
+  if (a.embeddings) {
+    if (a.embed_ctx == 0) a.embed_ctx = std::min(info.max_context, 2048);
+    if (a.so.n_threads > 0 && a.so.backend == EMBER_BACKEND_CPU) {
+      if (const ember_status st = ember_threadpool_create(a.so.n_threads, &a.so.thread_pool); st != EMBER_OK) {
+        return cli::report_last(st);
+      }
+    }
+  }
+  struct PoolGuard {
+    ember_threadpool* p;
+    ~PoolGuard() { ember_threadpool_free(p); }
+  } pool_guard{a.so.thread_pool};
   Planned plan;
   if (const int code = plan_session(model, info, &a, &plan)) return code;
   std::fprintf(stderr, "chat template: %s\n", chat_template_name(model).c_str());
@@ -392,7 +460,40 @@ int serve_main(int argc, char** argv) {
                "scheduler: batched, %d slot(s) decoded as one step (every weight read once for all), steps of at "
                "most %d rows (prompts chunked into what the decoding slots leave), prefix cache over %d extra "
                "sequence(s), queue %d\n",
-               a.slots, std::min(a.so.max_batch, a.so.context_length), a.cache_slots, a.max_queue);
+               a.slots,
+               static_cast<int>(std::min<int64_t>(a.so.max_batch, static_cast<int64_t>(a.so.context_length) *
+                                                                      (a.slots + a.cache_slots))),
+               a.cache_slots, a.max_queue);
+  // --embeddings: its session, and the service /v1/embeddings calls.
+  struct EmbedGuard {
+    ember_session* s = nullptr;
+    ~EmbedGuard() { ember_session_free(s); }
+  } embed_session;
+  std::unique_ptr<EmbedService> embed;
+  if (a.embeddings) {
+    const ember_session_options eso = embed_options(a);
+    if (const ember_status st = ember_session_create(model, &eso, &embed_session.s); st != EMBER_OK) {
+      return cli::report(st, std::string("creating the embedding session: ") + ember_last_error());
+    }
+    int32_t pooling = a.pooling != EMBER_POOLING_UNSPECIFIED ? a.pooling : ember_model_pooling(model);
+    if (pooling == EMBER_POOLING_UNSPECIFIED) pooling = EMBER_POOLING_MEAN;
+    const char* names[] = {"none", "mean", "cls", "last", "rank"};
+    if (pooling == EMBER_POOLING_NONE || pooling == EMBER_POOLING_RANK) {
+      return cli::report(EMBER_ERR_UNSUPPORTED, std::string("the model's file says pooling ") + names[pooling] +
+                                                    ": /v1/embeddings needs mean, cls or last (--pooling)");
+    }
+    embed = std::make_unique<EmbedService>(model, embed_session.s, pooling, a.embed_ctx);
+    config.embed = embed.get();
+    // An answer holds every vector as JSON text (~12 bytes a float): at most 64 MiB of them.
+    const uint64_t per_input = static_cast<uint64_t>(ember_session_embedding_size(embed_session.s)) * 16 + 64;
+    config.embed_limits.max_inputs =
+        static_cast<size_t>(std::clamp<uint64_t>((64ull << 20) / per_input, 1, config.embed_limits.max_inputs));
+    std::fprintf(stderr,
+                 "embeddings: POST /v1/embeddings, %s pooling, L2-normalized, %d floats per vector, inputs of up to "
+                 "%d tokens, at most %zu inputs a request, %d run together, on %s\n",
+                 names[pooling], ember_session_embedding_size(embed_session.s), a.embed_ctx,
+                 config.embed_limits.max_inputs, a.embed_seqs, ember_session_backend(embed_session.s));
+  }
   Server server(config, model, scheduler.get(), &metrics, a.tls.get());
   if (!server.listen(&error)) return cli::report(EMBER_ERR_IO, error);
   const bool drained = server.run();

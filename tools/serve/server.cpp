@@ -49,6 +49,7 @@ const char* status_text(int status) {
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
   }
@@ -480,7 +481,8 @@ const Route kRoutes[] = {{"/health", "GET"},
                          {"/metrics", "GET"},
                          {"/v1/models", "GET"},
                          {"/v1/completions", "POST"},
-                         {"/v1/chat/completions", "POST"}};
+                         {"/v1/chat/completions", "POST"},
+                         {"/v1/embeddings", "POST"}};
 
 const Route* route_of(const std::string& path) {
   for (const auto& rt : kRoutes) {
@@ -544,7 +546,34 @@ bool Server::dispatch(Reply& reply, const HttpRequest& r) {
   if (name == "/v1/models") {
     return respond(reply, 200, "application/json", models_body(config_.model_name, std::time(nullptr)));
   }
+  if (name == "/v1/embeddings") return embeddings(reply, r);
   return generate(reply, r, name == "/v1/chat/completions");
+}
+
+bool Server::embeddings(Reply& reply, const HttpRequest& r) {
+  if (!config_.embed) {
+    RequestError e;
+    e.status = 501;
+    e.code = "not_supported";
+    e.message = "this server does not embed: start it with --embeddings (or --pooling P)";
+    return respond_error(reply, e);
+  }
+  EmbeddingRequest req;
+  RequestError error;
+  if (!read_embedding_request(r.body, config_.embed_limits, &req, &error)) return respond_error(reply, error);
+  if (!req.model.empty() && !serves_model(req.model)) {
+    error.status = 404;
+    error.param = "model";
+    error.code = "model_not_found";
+    std::string served = "'" + config_.model_name + "'";
+    for (const auto& a : config_.model_aliases) served += ", '" + a + "'";
+    error.message = "the model " + preview_string(req.model, 80) + " is not served here: 'model' must be one of " +
+                    served + " (or absent)";
+    return respond_error(reply, error);
+  }
+  std::string body;
+  if (!config_.embed->run(req, config_.model_name, &body, &error)) return respond_error(reply, error);
+  return respond(reply, 200, "application/json", body);
 }
 
 bool Server::serves_model(const std::string& name) const {

@@ -13,6 +13,7 @@
 #include "ember.h"
 #include "tools/serve/admission.h"
 #include "tools/serve/connection.h"
+#include "tools/serve/embeddings.h"
 #include "tools/serve/grammar_cache.h"
 #include "tools/serve/http_request.h"
 #include "tools/serve/metrics.h"
@@ -44,6 +45,10 @@ struct ServerConfig {
   std::vector<std::string> model_aliases;  // also accepted as a request's "model"
   uint64_t max_prompt_bytes = UINT64_MAX;  // a longer prompt text cannot fit the context
   uint64_t grammar_cache_bytes = 0;        // the compiled grammars' budget (0: GrammarCache's default)
+  // POST /v1/embeddings: the embedding session's service (--embeddings,
+  // --pooling), or null (501).
+  EmbedService* embed = nullptr;
+  EmbeddingLimits embed_limits;
 };
 
 class Server {
@@ -97,6 +102,7 @@ class Server {
   // Answers one whole request; false when the connection must close.
   bool dispatch(Reply& reply, const HttpRequest& r);
   bool generate(Reply& reply, const HttpRequest& r, bool chat);
+  bool embeddings(Reply& reply, const HttpRequest& r);
   // Reads, validates and tokenizes a generation request: every refusal is a
   // 4xx naming the field (what this accepts, the scheduler runs).
   bool prepare(const HttpRequest& r, bool chat, Prepared* out, RequestError* error);
