@@ -62,7 +62,7 @@ void cpu_attention(const AttentionParams& p, const CpuKvLayer& kv, const float* 
     // Keys t0 .. pos[i] of the row's sequence: all of them, or a sliding
     // window's last p.window. In a ring they lie in at most two runs of
     // slots: n1 from slot s1, then the rest from the ring's first slot.
-    const int32_t n_all = rows.pos[i] + 1;
+    const int32_t n_all = rows.visible ? rows.visible[i] : rows.pos[i] + 1;
     const int32_t t0 = p.window != 0 && n_all > static_cast<int32_t>(p.window) ? n_all - static_cast<int32_t>(p.window) : 0;
     const int32_t n_pos = n_all - t0;
     const int64_t s1 = cpu_kv_slot(kv, rows.seq[i], t0);

@@ -50,6 +50,9 @@ inline int64_t cpu_kv_slot(const CpuKvLayer& kv, int32_t seq, int32_t pos) {
 struct CpuStepRows {
   const int32_t* pos = nullptr;
   const int32_t* seq = nullptr;
+  // Per row, how many positions its query sees (non-causal attention: all
+  // its sequence holds after the step); null: pos + 1.
+  const int32_t* visible = nullptr;
 };
 
 // Stores n rows of keys and values (kv_dim floats each) at their slots.

@@ -42,6 +42,38 @@ void cpu_geglu(float* out, const float* a, const float* b, int64_t n) {
   }
 }
 
+// out = gelu(a) with GELU's tanh approximation (BERT's FFN), in f32.
+void cpu_gelu(float* out, const float* a, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  constexpr float kCoef = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = a[i];
+    out[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+  }
+}
+
+// One row's layer norm: the mean and variance in double, as ggml sums them.
+void cpu_layernorm(float* out, const float* a, const float* w, const float* b, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += a[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  double var = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = a[i] - mean;
+    var += static_cast<double>(d) * d;
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(var / static_cast<double>(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = (a[i] - mean) * scale * w[i] + b[i];
+}
+
+// Every Attention op of the graph is causal.
+bool graph_causal(const Graph& g) {
+  for (const Op& op : g.ops) {
+    if (op.kind == OpKind::Attention && !op.params.attention.causal) return false;
+  }
+  return true;
+}
+
 // Everything the backend takes from the scratch region, in floats (64-byte
 // aligned pieces), for a graph and a thread count.
 struct ScratchSizes {
@@ -66,7 +98,9 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   s.tables = std::max<int64_t>(1, static_cast<int64_t>(rope_tables(graph).size()));
   s.attention = round64(cpu_attention_scratch_floats(graph.hparams, graph.context, heads));
   s.row = round64(max_cols);
+  // Two with an AddRows op: its gathered bytes, then its floats.
   s.rows = 1;
+  for (const Op& op : graph.ops) s.rows = op.kind == OpKind::AddRows ? 2 : s.rows;
   s.act_q = max_qcols ? round64((static_cast<int64_t>(graph.max_batch) * max_qcols + 3) / 4) : 0;
   s.act_blocks = max_qcols ? round64(static_cast<int64_t>(graph.max_batch) * (max_qcols / 32)) : 0;
   // int16 per 16 activations: two per float.
@@ -262,6 +296,8 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
   }
   row_pos_.assign(static_cast<size_t>(graph.max_batch), 0);
   row_seq_.assign(static_cast<size_t>(graph.max_batch), 0);
+  row_visible_.assign(graph_causal(graph) ? 0 : static_cast<size_t>(graph.max_batch), 0);
+  seq_end_.assign(row_visible_.empty() ? 0 : static_cast<size_t>(graph.n_seqs), 0);
   const ScratchSizes s = scratch_sizes(graph, n_threads_);
   attention_floats_ = s.attention;
   float* p = reinterpret_cast<float*>(arena + plan.scratch_offset);
@@ -441,6 +477,24 @@ Status CpuBackend::lower(const Graph& g) {
         st.weight = &g.weights[op.weight];
         st.split = 1;
         break;
+      case OpKind::LayerNorm:
+        st.kind = CpuStepKind::LayerNorm;
+        st.weight = &g.weights[op.weight];
+        st.bias = &g.weights[op.bias];
+        st.eps = op.params.layernorm.eps;
+        st.one_row = op.last_row;
+        st.split = 1;
+        break;
+      case OpKind::Gelu:
+        st.kind = CpuStepKind::Gelu;
+        st.split = kElementwiseSplit;
+        break;
+      case OpKind::AddRows:
+        st.kind = CpuStepKind::AddRows;
+        st.weight = &g.weights[op.weight];
+        st.binary = k_.add;
+        st.by_position = op.params.add_rows.by_position;
+        break;
     }
     steps_.push_back(st);
     // Any op writing the quantized activation makes its copy stale.
@@ -598,7 +652,15 @@ Status CpuBackend::execute(const StepArgs& step) {
     row_pos_[i] = step.positions ? step.positions[i] : step.pos + i;
     row_seq_[i] = step.seqs ? step.seqs[i] : 0;
   }
-  const CpuStepRows rows{row_pos_.data(), row_seq_.data()};
+  // Non-causal attention: each row sees what its sequence holds after the step.
+  const int32_t* visible = nullptr;
+  if (!row_visible_.empty()) {
+    for (int32_t i = 0; i < n; ++i) seq_end_[row_seq_[i]] = 0;
+    for (int32_t i = 0; i < n; ++i) seq_end_[row_seq_[i]] = std::max(seq_end_[row_seq_[i]], row_pos_[i] + 1);
+    for (int32_t i = 0; i < n; ++i) row_visible_[i] = seq_end_[row_seq_[i]];
+    visible = row_visible_.data();
+  }
+  const CpuStepRows rows{row_pos_.data(), row_seq_.data(), visible};
   // The logits head's rows: the step's output rows, or its last row.
   const int32_t last_row = n - 1;
   const int32_t* out_rows = step.out_rows ? step.out_rows : &last_row;
@@ -726,6 +788,37 @@ Status CpuBackend::execute(const StepArgs& step) {
         // A few hundred floats per row: one thread, no dispatch.
         const float* bias = reinterpret_cast<const float*>(s.weight->data);
         for (int32_t r = 0; r < n; ++r) s.binary(s.out + r * s.cols, s.a + r * s.cols, bias, s.cols);
+        break;
+      }
+      case CpuStepKind::LayerNorm: {
+        const float* w = reinterpret_cast<const float*>(s.weight->data);
+        const float* b = reinterpret_cast<const float*>(s.bias->data);
+        const int64_t cols = s.cols;
+        // The output rows gathered (the last layer's norm), or every row.
+        const int32_t rows_out = s.one_row ? n_out : n;
+        for (int32_t r = 0; r < rows_out; ++r) {
+          const int64_t from = s.one_row ? out_rows[r] : r;
+          cpu_layernorm(s.out + r * cols, s.a + from * cols, w, b, cols, s.eps);
+        }
+        break;
+      }
+      case CpuStepKind::Gelu: {
+        float* o = s.out;
+        const float* a = s.a;
+        elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { cpu_gelu(o + i0, a + i0, i1 - i0); });
+        break;
+      }
+      case CpuStepKind::AddRows: {
+        const WeightRef& w = *s.weight;
+        // scratch_sizes gave this graph two conversion rows.
+        float* row = scratch_.row;
+        uint8_t* gathered = reinterpret_cast<uint8_t*>(scratch_.row + round64(w.cols));
+        for (int32_t i = 0; i < n; ++i) {
+          const int64_t r = s.by_position ? row_pos_[i] : 0;
+          const uint8_t* src = layout_row(w.layout, w.dtype, w.data, w.cols, r, gathered);
+          dequantize_row(w.dtype, src, row, w.cols);
+          s.binary(s.out + i * w.cols, s.a + i * w.cols, row, w.cols);
+        }
         break;
       }
     }

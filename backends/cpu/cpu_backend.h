@@ -36,7 +36,9 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout);
 // One step of the lowered graph (prepare turns graph.ops into a flat list;
 // execute walks it with only n_tokens and pos changing). Everything a step
 // needs is here: arena pointers, kernels, sizes and op parameters.
-enum class CpuStepKind : uint8_t { Embed, RmsNorm, MatMuls, Rope, Attention, Add, SwiGLU, BiasAdd, GeGLU, Softcap };
+enum class CpuStepKind : uint8_t {
+  Embed, RmsNorm, MatMuls, Rope, Attention, Add, SwiGLU, BiasAdd, GeGLU, Softcap, LayerNorm, Gelu, AddRows
+};
 
 // One matmul of a fused group. Exactly one of the kernel pairs is set (or
 // XNNPACK's operators, xnn >= 0).
@@ -65,8 +67,10 @@ struct CpuStep {
   // floats (add, swiglu).
   int32_t split = 1;
   bool one_row = false;     // matmuls, softcap: `a` holds the output rows; rmsnorm: reads the output rows only
-  // Embed / RmsNorm: the weight.
+  // Embed / RmsNorm / LayerNorm / AddRows: the weight; LayerNorm: its bias too.
   const WeightRef* weight = nullptr;
+  const WeightRef* bias = nullptr;
+  bool by_position = false;  // AddRows: the row at each row's position (else row 0)
   // RmsNorm / Add / SwiGLU kernels and parameters.
   RmsNormFn rmsnorm = nullptr;
   AddFn binary = nullptr;   // add or swiglu (same signature)
@@ -159,6 +163,10 @@ class CpuBackend final : public Backend {
   // Per step row (max_batch each, sized at prepare): its position and its
   // sequence.
   std::vector<int32_t> row_pos_, row_seq_;
+  // Non-causal attention (encoders): per row, the positions its sequence
+  // holds after the step (CpuStepRows::visible); empty for causal graphs.
+  std::vector<int32_t> row_visible_;
+  std::vector<int32_t> seq_end_;  // per sequence: its last position in the step + 1
   // Ring layers' slot shifts, n_layers x n_seqs (CpuKvLayer::shift points in).
   std::vector<int32_t> ring_shift_;
   std::vector<CpuStep> steps_;     // the lowered graph (prepare)

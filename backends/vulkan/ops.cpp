@@ -157,6 +157,11 @@ Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Gr
       b[2] = act(op.b);
       b[5] = act(op.out);
       break;
+    case OpKind::LayerNorm:
+    case OpKind::Gelu:
+    case OpKind::AddRows:
+      // The encoders' ops: refused by VulkanBackend's supports() first.
+      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: no shader for the %s op", op_name(op.kind));
   }
   const bool reducing = op.kind == OpKind::RmsNorm || op.kind == OpKind::MatMul;
   EMBER_ASSIGN_OR_RETURN(out->pipeline[0], reducing ? pipes.get_reducing(shader) : pipes.get(shader));
@@ -275,6 +280,10 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
       break;
     }
+    case OpKind::LayerNorm:
+    case OpKind::Gelu:
+    case OpKind::AddRows:
+      break;  // never prepared (prepare_op refuses them)
   }
 }
 

@@ -16,6 +16,9 @@ const char* op_name(OpKind kind) {
     case OpKind::BiasAdd: return "bias-add";
     case OpKind::GeGLU: return "geglu";
     case OpKind::Softcap: return "softcap";
+    case OpKind::LayerNorm: return "layernorm";
+    case OpKind::Gelu: return "gelu";
+    case OpKind::AddRows: return "add-rows";
   }
   return "unknown";
 }
@@ -61,6 +64,27 @@ Status check_op_params(const Graph& graph) {
       if (!ok) {
         return Status::error(EMBER_ERR_BAD_TENSOR, "op %zu (bias-add): the bias is not an f32 vector of its row's %lld",
                              i, static_cast<long long>(cols(op.a)));
+      }
+    } else if (op.kind == OpKind::LayerNorm) {
+      auto f32_vector = [&](int32_t w) {
+        return w >= 0 && w < static_cast<int32_t>(graph.weights.size()) && graph.weights[w].dtype == DType::F32 &&
+               graph.weights[w].rows * graph.weights[w].cols == cols(op.a);
+      };
+      if (!f32_vector(op.weight) || !f32_vector(op.bias) || cols(op.out) != cols(op.a) ||
+          !(op.params.layernorm.eps > 0.0f)) {
+        return Status::error(EMBER_ERR_BAD_TENSOR,
+                             "op %zu (layernorm): its weight and bias must be f32 vectors of its row's %lld, eps > 0",
+                             i, static_cast<long long>(cols(op.a)));
+      }
+    } else if (op.kind == OpKind::AddRows) {
+      const bool ok = op.weight >= 0 && op.weight < static_cast<int32_t>(graph.weights.size()) &&
+                      graph.weights[op.weight].cols == cols(op.a) && cols(op.out) == cols(op.a) &&
+                      graph.weights[op.weight].rows >= (op.params.add_rows.by_position ? graph.context : 1);
+      if (!ok) {
+        return Status::error(EMBER_ERR_BAD_TENSOR,
+                             "op %zu (add-rows): its weight must have its row's %lld columns and a row for each of "
+                             "the %d positions",
+                             i, static_cast<long long>(cols(op.a)), graph.context);
       }
     } else if (op.kind == OpKind::Softcap) {
       if (!(op.params.softcap.cap > 0.0f) || cols(op.out) != cols(op.a)) {

@@ -42,6 +42,12 @@ enum class OpKind : uint8_t {
   BiasAdd,    // out[i] = a[i] + weight (an f32 vector of a's cols; out may be a)
   GeGLU,      // out[i] = gelu_tanh(a[i]) * b[i] (out may be a; Gemma's FFN)
   Softcap,    // out[i] = cap * tanh(a[i] / cap) (out may be a; Gemma's logits)
+  // The encoders' (BERT's) ops:
+  LayerNorm,  // out[i] = (a[i] - mean) / sqrt(var + eps) * weight + bias (f32 vectors;
+              // out may be a; last_row: the output rows gathered, as RmsNorm)
+  Gelu,       // out[i] = gelu_tanh(a[i]) (out may be a)
+  AddRows,    // out[i] = a[i] + weight row (position of row i, or row 0): BERT's
+              // learned positions and token type 0 (out may be a)
 };
 
 const char* op_name(OpKind kind);
@@ -63,6 +69,14 @@ struct EmbedParams {
 };
 struct SoftcapParams {
   float cap = 0.0f;
+};
+struct LayerNormParams {
+  float eps = 0.0f;
+};
+struct AddRowsParams {
+  // true: row i adds the weight's row at its position (which must be below
+  // the weight's rows: check_op_params holds the context to it); false: row 0.
+  bool by_position = false;
 };
 struct RopeParams {
   uint32_t head_dim = 0;
@@ -97,6 +111,9 @@ struct AttentionParams {
   // Sliding window: the query at position p sees keys in (p - window, p];
   // 0: all of 0..p.
   uint32_t window = 0;
+  // false (encoders): a row sees every position its sequence has after the
+  // step, later ones included; the whole input must be in one step.
+  bool causal = true;
 };
 struct OpParams {
   EmbedParams embed;          // Embed
@@ -104,6 +121,8 @@ struct OpParams {
   RmsNormParams rmsnorm;      // RmsNorm
   RopeParams rope;            // Rope
   AttentionParams attention;  // Attention
+  LayerNormParams layernorm;  // LayerNorm
+  AddRowsParams add_rows;     // AddRows
 };
 
 struct Op {
@@ -113,6 +132,7 @@ struct Op {
   int32_t b = -1;
   int32_t c = -1;
   int32_t weight = -1;   // index into Graph::weights
+  int32_t bias = -1;     // LayerNorm: its bias (index into Graph::weights)
   int32_t layer = -1;    // Attention: which KV cache
   // The logits head: read only the step's output rows of `a` (StepArgs
   // out_rows; by default its last row) and write them as rows 0, 1, ...

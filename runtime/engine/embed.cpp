@@ -38,6 +38,13 @@ Status check_inputs(const Session& session, const EmbedInput* inputs, size_t n_i
       return Status::error(EMBER_ERR_CONTEXT_FULL, "inputs[%zu]: %d tokens exceed the session's context of %d", i,
                            in.n_tokens, session.context());
     }
+    // An encoder attends both ways: an input is one step.
+    if (model_arch_is_encoder(session.model().hparams().arch) && in.n_tokens > session.max_batch()) {
+      return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                           "inputs[%zu]: %d tokens exceed the session's max_batch of %d (an encoder runs an input "
+                           "in one step)",
+                           i, in.n_tokens, session.max_batch());
+    }
     for (int32_t t = 0; t < in.n_tokens; ++t) {
       if (in.tokens[t] < 0 || in.tokens[t] >= vocab) {
         return Status::error(EMBER_ERR_TOKEN_OUT_OF_RANGE, "inputs[%zu].tokens[%d] = %d is outside the vocabulary (0..%d)",
@@ -133,6 +140,7 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
   }
   std::memset(out, 0, needed * sizeof(float));
 
+  const bool whole = model_arch_is_encoder(session.model().hparams().arch);
   std::vector<Slot> slots(static_cast<size_t>(session.n_seqs()));
   std::vector<Session::BatchItem> items;
   std::vector<size_t> item_slot;
@@ -146,13 +154,15 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
       EMBER_TRY(session.reset_seq(static_cast<int32_t>(q)));
       slots[q] = Slot{next++, 0, true};
     }
-    // As many of their rows as one step holds, every row an output.
+    // As many of their rows as one step holds, every row an output (an
+    // encoder's inputs whole: a later step takes one that does not fit).
     items.clear();
     item_slot.clear();
     int32_t rows = 0;
     for (size_t q = 0; q < slots.size() && rows < session.max_batch(); ++q) {
       if (!slots[q].busy) continue;
       const EmbedInput& in = inputs[slots[q].input];
+      if (whole && in.n_tokens > session.max_batch() - rows) continue;
       const int32_t take = std::min(in.n_tokens - slots[q].done, session.max_batch() - rows);
       Session::BatchItem it;
       it.seq = static_cast<int32_t>(q);

@@ -1,5 +1,7 @@
 #include "model/llama_graph.h"
 
+#include "model/bert_graph.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -48,14 +50,19 @@ std::vector<Expect> expected_tensors(const HParams& hp) {
   return e;
 }
 
-const TensorView* find(const ModelContents& c, const std::string& name) {
+const TensorView* find(const ModelContents& c, const std::string& name) { return graph_find_tensor(c, name); }
+WeightRef weight_ref(const TensorView& t) { return graph_weight_ref(t); }
+
+}  // namespace
+
+const TensorView* graph_find_tensor(const ModelContents& c, const std::string& name) {
   for (const auto& t : c.tensors) {
     if (t.name == name) return &t;
   }
   return nullptr;
 }
 
-WeightRef weight_ref(const TensorView& t) {
+WeightRef graph_weight_ref(const TensorView& t) {
   WeightRef w;
   w.name = t.name.c_str();
   w.dtype = t.dtype;
@@ -66,8 +73,6 @@ WeightRef weight_ref(const TensorView& t) {
   w.size = t.size;
   return w;
 }
-
-}  // namespace
 
 std::string llama_bias_name(const char* base, int layer) {
   char buf[96];
@@ -112,6 +117,7 @@ Status check_factor_tensor(const TensorView& f, int64_t half) {
 }  // namespace
 
 bool is_llama_tensor(const HParams& hp, const std::string& name) {
+  if (hp.arch == ModelArch::Bert) return is_bert_tensor(hp, name);
   if (name == kRopeFreqs || is_long_rope_tensor(hp, name)) return true;
   for (const Expect& e : expected_tensors(hp)) {
     if (e.name == name) return true;
@@ -120,6 +126,7 @@ bool is_llama_tensor(const HParams& hp, const std::string& name) {
 }
 
 Status check_llama_tensors(const ModelContents& contents) {
+  if (contents.hparams.arch == ModelArch::Bert) return check_bert_tensors(contents);
   const std::vector<Expect> expected = expected_tensors(contents.hparams);
   // Every tensor of the file is used: one the graph does not know would
   // change the arithmetic of the model it came from, so it is refused, never
@@ -206,6 +213,9 @@ AttentionParams llama_attention_params(const HParams& hp) {
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
                                 KvType kv_type_k, KvType kv_type_v, int32_t n_seqs, int32_t max_outputs,
                                 GraphOutput output) {
+  if (contents.hparams.arch == ModelArch::Bert) {
+    return build_bert_graph(contents, context, max_batch, kv_type_k, kv_type_v, n_seqs, output);
+  }
   const HParams& hp = contents.hparams;
   Graph g;
   g.n_seqs = n_seqs;

@@ -8,6 +8,10 @@
 
 namespace ember {
 
+// A tensor of the file by name, or null; the graph's reference to one.
+const TensorView* graph_find_tensor(const ModelContents& c, const std::string& name);
+WeightRef graph_weight_ref(const TensorView& t);
+
 // GGUF-style tensor names (blk.N.attn_q.weight ...), shapes [rows, cols];
 // biases blk.N.attn_q.bias (qwen2); per-head norms blk.N.attn_q_norm.weight
 // (qwen3). phi3's fused GGUF tensors arrive split (tools/convert/gguf_import).

@@ -97,6 +97,7 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
     for (const char* k : kRead) ok |= name == k;
     for (const char* k : kScalingOnly) ok |= name == k;
     for (const char* k : kGemmaRead) ok |= gemma && name == k;
+    ok |= hp.arch == ModelArch::Bert && (name == "attention.layer_norm_epsilon" || name == "attention.causal");
     ok |= hp.arch == ModelArch::Gemma2 && name == "attn_logit_softcapping";
     // llama.cpp reads phi3's sliding window and then turns it off (n_swa = 0,
     // every layer global; its phi3 loader warns "Phi SWA is currently
@@ -256,6 +257,21 @@ Status read_gemma_keys(const GgufFile& gguf, const std::string& p, const std::st
   return Status::ok();
 }
 
+// bert's keys: the layer norms' epsilon (required), attention.causal (false,
+// as an encoder's: true would be another model), and the pooling (read with
+// every family's).
+Status read_bert_keys(const GgufFile& gguf, const std::string& p, const std::string& path, HParams* hp) {
+  EMBER_ASSIGN_OR_RETURN(hp->norm_eps, gguf.get_f32(p + "attention.layer_norm_epsilon"));
+  if (const GgufKv* causal = gguf.find(p + "attention.causal")) {
+    double v = 0;
+    if (!numeric(causal->value, &v) || v != 0) {
+      return Status::error(EMBER_ERR_UNSUPPORTED, "'%s': %sattention.causal = true: a causal bert is not implemented",
+                           path.c_str(), p.c_str());
+    }
+  }
+  return Status::ok();
+}
+
 // phi3's RoPE keys, as llama.cpp reads them: rope.dimension_count (partial
 // rotary, Phi-4-mini: 96 of 128; even, in 1..head_dim),
 // rope.scaling.attn_factor (LongRoPE's cos/sin scale; absent: 1, as
@@ -314,10 +330,12 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
     hp.arch = ModelArch::Phi3;
   } else if (arch == "gemma2" || arch == "gemma3") {
     hp.arch = arch == "gemma2" ? ModelArch::Gemma2 : ModelArch::Gemma3;
+  } else if (arch == "bert") {
+    hp.arch = ModelArch::Bert;
   } else {
     return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "'%s': general.architecture = '%s'; ember converts 'llama', 'qwen2', 'qwen3', 'phi3', 'gemma2' "
-                         "and 'gemma3'",
+                         "'%s': general.architecture = '%s'; ember converts 'llama', 'qwen2', 'qwen3', 'phi3', 'gemma2', "
+                         "'gemma3' and 'bert'",
                          path.c_str(), arch.c_str());
   }
   // GGUF "llama" files rotate adjacent pairs (their converter permutes the
@@ -337,6 +355,7 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
   if (gguf.find(p + "attention.layer_norm_rms_epsilon")) {
     EMBER_ASSIGN_OR_RETURN(hp.norm_eps, gguf.get_f32(p + "attention.layer_norm_rms_epsilon"));
   }
+  if (hp.arch == ModelArch::Bert) EMBER_TRY(read_bert_keys(gguf, p, path, &hp));
   if (gguf.find(p + "rope.freq_base")) {
     EMBER_ASSIGN_OR_RETURN(hp.rope_theta, gguf.get_f32(p + "rope.freq_base"));
   }

@@ -219,7 +219,13 @@ void hparam_keys(const HParams& hp, Out* kv) {
     kv->kv_u32((a + ".attention.value_length").c_str(), hp.explicit_head_dim);
   }
   kv->kv_u32((a + ".attention.head_count_kv").c_str(), hp.n_kv_heads);
-  kv->kv_f32((a + ".attention.layer_norm_rms_epsilon").c_str(), hp.norm_eps);
+  if (hp.arch == ModelArch::Bert) {
+    // An encoder's layer norms, and its attention both ways.
+    kv->kv_f32((a + ".attention.layer_norm_epsilon").c_str(), hp.norm_eps);
+    kv->kv_bool((a + ".attention.causal").c_str(), false);
+  } else {
+    kv->kv_f32((a + ".attention.layer_norm_rms_epsilon").c_str(), hp.norm_eps);
+  }
   kv->kv_f32((a + ".rope.freq_base").c_str(), hp.rope_theta);
   if (hp.arch == ModelArch::Gemma2) kv->kv_f32((a + ".attn_logit_softcapping").c_str(), hp.attn_softcap);
   if (hp.final_softcap != 0.0f) kv->kv_f32((a + ".final_logit_softcapping").c_str(), hp.final_softcap);
@@ -341,6 +347,12 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   kv.kv_u32("general.file_type", llama_file_type(main_type));
   hparam_keys(hp, &kv);
   vocab_keys(spec.vocab, &kv);
+  for (const TensorSource& t : tensors) {
+    // bert: llama.cpp needs the number of token types its table holds.
+    if (t.name == "token_types.weight" && t.shape.size() == 2) {
+      kv.kv_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(t.shape[0]));
+    }
+  }
   for (const auto& [k, x] : options.extra_u32) kv.kv_u32(k.c_str(), x);
   for (const auto& [k, x] : options.extra_f32) kv.kv_f32(k.c_str(), x);
   for (const auto& [k, x] : options.extra_str) kv.kv_str(k.c_str(), x.c_str());

@@ -69,7 +69,7 @@ Vocab builtin_vocab() {
 
 bool synth_arch_known(const std::string& arch) {
   return arch == "llama" || arch == "llama3" || arch == "qwen2" || arch == "qwen3" || arch == "phi3" ||
-         arch == "gemma2" || arch == "gemma3";
+         arch == "gemma2" || arch == "gemma3" || arch == "bert";
 }
 
 std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float factor, float low_freq_factor,
@@ -186,6 +186,14 @@ Status synth_hparams(const SynthShape& shape, uint32_t vocab_size, HParams* out)
   }
   if (gemma) gemma_hparams(shape, gemma2, &hp);
   if (phi3) hp.arch = ModelArch::Phi3;
+  if (a == "bert") {
+    // An encoder: BERT's layer-norm epsilon, mean pooling, no output head.
+    hp.arch = ModelArch::Bert;
+    hp.norm_eps = 1e-12f;
+    hp.pooling = 1;
+    hp.n_kv_heads = hp.n_heads;
+    hp.tied_embeddings = true;
+  }
   hp.rope_style = model_arch_rope_style(hp.arch);
   if (shape.rope_dims % 2 != 0 || shape.rope_dims > hp.head_dim()) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "rope dims %u: must be even and <= the head width %u",
@@ -279,7 +287,40 @@ void synth_layer(const SynthShape& shape, const HParams& hp, int li, SynthTensor
   t->matrix(llama_tensor_name("ffn_down", li), dim, hidden);
 }
 
+// BERT's tensors (model/bert_graph.cpp), biases and norms f32.
+void synth_bert_tensors(const HParams& hp, SynthTensors* t) {
+  const int64_t dim = hp.dim, hidden = hp.hidden_dim;
+  t->matrix("token_embd.weight", hp.vocab_size, dim);
+  t->matrix("position_embd.weight", hp.max_seq_len, dim);
+  const DType saved = t->dtype;
+  t->dtype = DType::F32;  // as converters keep it
+  t->matrix("token_types.weight", 2, dim);
+  t->dtype = saved;
+  t->norm("token_embd_norm.weight", dim);
+  t->bias("token_embd_norm.bias", dim);
+  for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const struct {
+      const char* name;
+      int64_t rows, cols;
+    } mats[] = {{"attn_q", dim, dim}, {"attn_k", dim, dim}, {"attn_v", dim, dim},
+                {"attn_output", dim, dim}, {"ffn_up", hidden, dim}, {"ffn_down", dim, hidden}};
+    for (const auto& m : mats) {
+      t->matrix(b + m.name + ".weight", m.rows, m.cols);
+      t->bias(b + m.name + ".bias", m.rows);
+    }
+    for (const char* norm : {"attn_output_norm", "layer_output_norm"}) {
+      t->norm(b + norm + ".weight", dim);
+      t->bias(b + norm + ".bias", dim);
+    }
+  }
+}
+
 void synth_tensors(const SynthShape& shape, const HParams& hp, SynthTensors* t) {
+  if (shape.arch == "bert") {
+    synth_bert_tensors(hp, t);
+    return;
+  }
   // First, long then short, as llama.cpp's converter writes them (its rope
   // reads freq_factors for all head_dim / 2 pairs, past n_rot / 2: a factor
   // tensor at the end of a file can fault there).
@@ -304,7 +345,7 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
                                                       const std::string& vocab_path) {
   if (!synth_arch_known(shape.arch)) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT,
-                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3",
+                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3, bert",
                          shape.arch.c_str());
   }
   auto model = std::make_unique<ImportedModel>();

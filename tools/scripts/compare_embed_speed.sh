@@ -21,7 +21,8 @@ OUT=$(mktemp -d "${TMPDIR:-/tmp}/ember-embed-speed.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 
 # The inputs: consecutive runs of WORDS words of prose.
-tr -s '[:space:]' ' ' < "$ROOT/docs/decisions.md" | tr -cd '[:alnum:] .,;:()-' |
+PROSE=$ROOT/docs/decisions.md
+tr -s '[:space:]' ' ' < "$PROSE" | tr -cd '[:alnum:] .,;:()-' |
   awk -v n="$INPUTS" -v w="$WORDS" '{ for (i = 1; i <= NF && lines < n; ++i) { line = line (c ? " " : "") $i; \
     if (++c == w) { print line; line = ""; c = 0; ++lines } } }' > "$OUT/inputs.txt"
 # llama-embedding's context and batch: LLAMA_CTX (default 512: its fastest of 512, 1024, 2048 and all

@@ -1,0 +1,274 @@
+// The BERT encoder (issue 46): a synthetic f32 bert's rows equal a plain
+// double-precision forward pass written here from the architecture's
+// definition (learned positions and token type 0, a layer norm, then per
+// layer bidirectional attention and a GELU FFN, each added to its input and
+// layer-normed); inputs batched as sequences of one step give what they give
+// alone; the GGUF form round-trips; what an encoder cannot do is refused by
+// name (a logits session, a context past its positions, an input longer than
+// a step, the Vulkan backend).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ember.h"
+#include "test_data.h"
+#include "tools/convert/gguf_writer.h"
+#include "tools/convert/importers.h"
+#include "tools/convert/model_writer.h"
+#include "tools/convert/synthetic.h"
+
+namespace {
+
+using Mat = std::vector<double>;
+
+// The synthetic tiny bert (f32), written once per process.
+struct TinyBert {
+  std::unique_ptr<ember::ImportedModel> model;
+  std::string path;
+};
+
+TinyBert& tiny_bert() {
+  static TinyBert t;
+  if (!t.path.empty()) return t;
+  ember::SynthShape shape;
+  REQUIRE(ember::synth_shape("tiny", &shape));
+  shape.arch = "bert";
+  shape.context = 64;
+  auto m = ember::make_synthetic(shape, ember::DType::F32, 5, "");
+  REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+  t.model = std::move(m).value();
+  t.path = ember::test::temp_dir("bert") + "/tiny-bert.ember";
+  const ember::Status st = ember::write_model(t.model->spec, t.path);
+  REQUIRE_MESSAGE(st.is_ok(), st.message());
+  return t;
+}
+
+// The tensor's floats (f32 in this model).
+const float* tensor(const ember::ModelSpec& spec, const std::string& name) {
+  for (const auto& t : spec.tensors) {
+    if (t.name == name) return static_cast<const float*>(t.data);
+  }
+  FAIL("no tensor " << name);
+  return nullptr;
+}
+
+// x (n rows of cols) -> x W^T + b, W [rows, cols].
+Mat linear(const Mat& x, int64_t n, int64_t cols, const float* w, const float* b, int64_t rows) {
+  Mat y(static_cast<size_t>(n * rows));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double s = b[r];
+      for (int64_t c = 0; c < cols; ++c) s += x[i * cols + c] * w[r * cols + c];
+      y[i * rows + r] = s;
+    }
+  }
+  return y;
+}
+
+void layernorm(Mat* x, int64_t n, int64_t cols, const float* w, const float* b, double eps) {
+  for (int64_t i = 0; i < n; ++i) {
+    double* row = x->data() + i * cols;
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < cols; ++c) mean += row[c] / cols;
+    for (int64_t c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean) / cols;
+    for (int64_t c = 0; c < cols; ++c) row[c] = (row[c] - mean) / std::sqrt(var + eps) * w[c] + b[c];
+  }
+}
+
+// Every token's final hidden state, by the definition.
+Mat reference(const ember::ModelSpec& spec, const std::vector<int32_t>& ids) {
+  const ember::HParams& hp = spec.hparams;
+  const int64_t n = static_cast<int64_t>(ids.size()), d = hp.dim, h = hp.hidden_dim;
+  const int64_t heads = hp.n_heads, hd = d / heads;
+  auto w = [&](const std::string& name) { return tensor(spec, name); };
+  Mat x(static_cast<size_t>(n * d));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < d; ++c) {
+      x[i * d + c] = static_cast<double>(w("token_embd.weight")[ids[i] * d + c]) + w("position_embd.weight")[i * d + c] +
+                     w("token_types.weight")[c];
+    }
+  }
+  layernorm(&x, n, d, w("token_embd_norm.weight"), w("token_embd_norm.bias"), hp.norm_eps);
+  for (uint32_t l = 0; l < hp.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const Mat q = linear(x, n, d, w(b + "attn_q.weight"), w(b + "attn_q.bias"), d);
+    const Mat k = linear(x, n, d, w(b + "attn_k.weight"), w(b + "attn_k.bias"), d);
+    const Mat v = linear(x, n, d, w(b + "attn_v.weight"), w(b + "attn_v.bias"), d);
+    Mat att(static_cast<size_t>(n * d), 0.0);
+    for (int64_t hh = 0; hh < heads; ++hh) {
+      for (int64_t i = 0; i < n; ++i) {
+        std::vector<double> s(static_cast<size_t>(n));
+        double mx = -1e300, sum = 0;
+        for (int64_t j = 0; j < n; ++j) {  // every position: both ways
+          double dot = 0;
+          for (int64_t c = 0; c < hd; ++c) dot += q[i * d + hh * hd + c] * k[j * d + hh * hd + c];
+          s[j] = dot / std::sqrt(static_cast<double>(hd));
+          mx = std::max(mx, s[j]);
+        }
+        for (int64_t j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t c = 0; c < hd; ++c) att[i * d + hh * hd + c] += s[j] / sum * v[j * d + hh * hd + c];
+        }
+      }
+    }
+    Mat o = linear(att, n, d, w(b + "attn_output.weight"), w(b + "attn_output.bias"), d);
+    for (size_t i = 0; i < o.size(); ++i) o[i] += x[i];
+    layernorm(&o, n, d, w(b + "attn_output_norm.weight"), w(b + "attn_output_norm.bias"), hp.norm_eps);
+    x = o;
+    Mat up = linear(x, n, d, w(b + "ffn_up.weight"), w(b + "ffn_up.bias"), h);
+    for (double& u : up) u = 0.5 * u * (1.0 + std::tanh(0.7978845608028654 * u * (1.0 + 0.044715 * u * u)));
+    Mat down = linear(up, n, h, w(b + "ffn_down.weight"), w(b + "ffn_down.bias"), d);
+    for (size_t i = 0; i < down.size(); ++i) down[i] += x[i];
+    layernorm(&down, n, d, w(b + "layer_output_norm.weight"), w(b + "layer_output_norm.bias"), hp.norm_eps);
+    x = down;
+  }
+  return x;
+}
+
+struct Opened {
+  ember_model* m = nullptr;
+  ember_session* s = nullptr;
+  Opened(const std::string& path, int32_t n_seqs = 1, int32_t max_batch = 64) {
+    REQUIRE_MESSAGE(ember_model_open(path.c_str(), nullptr, &m) == EMBER_OK, ember_last_error());
+    ember_session_options so;
+    ember_session_options_default(&so);
+    so.embeddings = 1;
+    so.n_seqs = n_seqs;
+    so.max_batch = max_batch;
+    so.n_threads = 2;
+    REQUIRE_MESSAGE(ember_session_create(m, &so, &s) == EMBER_OK, ember_last_error());
+  }
+  ~Opened() {
+    ember_session_free(s);
+    ember_model_free(m);
+  }
+  std::vector<float> rows(const std::vector<int32_t>& ids, int32_t pooling = EMBER_POOLING_NONE) {
+    const size_t dim = static_cast<size_t>(ember_session_embedding_size(s));
+    std::vector<float> out(dim * (pooling == EMBER_POOLING_NONE ? ids.size() : 1));
+    const int32_t* p = ids.data();
+    const size_t n = ids.size();
+    ember_embed_options o;
+    ember_embed_options_default(&o);
+    o.pooling = pooling;
+    o.normalize = -1;
+    REQUIRE_MESSAGE(ember_embed_tokens(s, &p, &n, 1, &o, out.data(), out.size()) == EMBER_OK, ember_last_error());
+    return out;
+  }
+};
+
+const std::vector<int32_t> kIds = {1, 300, 301, 77, 90, 260, 5, 2};
+
+}  // namespace
+
+TEST_CASE("bert: every row is the encoder's definition, computed in double") {
+  TinyBert& t = tiny_bert();
+  Opened o(t.path);
+  const std::vector<float> got = o.rows(kIds);
+  const Mat want = reference(t.model->spec, kIds);
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  CHECK(worst < 2e-4);
+  // The first row sees the later ones (bidirectional): it differs from a
+  // one-token input's row.
+  const std::vector<float> alone = o.rows({kIds[0]});
+  double diff = 0;
+  for (size_t c = 0; c < alone.size(); ++c) diff = std::max(diff, static_cast<double>(std::fabs(alone[c] - got[c])));
+  CHECK(diff > 1e-3);
+  // The file's pooling (mean) is the default.
+  CHECK(ember_model_pooling(o.m) == EMBER_POOLING_MEAN);
+}
+
+TEST_CASE("bert: inputs sharing a step as sequences give what they give alone") {
+  TinyBert& t = tiny_bert();
+  Opened alone(t.path);
+  Opened batched(t.path, 3, 24);  // three inputs of 8 in one step of 24 rows
+  const std::vector<std::vector<int32_t>> inputs = {kIds, {1, 40, 41, 42, 43, 44, 45, 2}, {1, 9, 2}, {1, 300, 2}};
+  const size_t dim = static_cast<size_t>(ember_session_embedding_size(batched.s));
+  std::vector<const int32_t*> ptrs;
+  std::vector<size_t> counts;
+  for (const auto& v : inputs) {
+    ptrs.push_back(v.data());
+    counts.push_back(v.size());
+  }
+  std::vector<float> all(dim * inputs.size());
+  ember_embed_options eo;
+  ember_embed_options_default(&eo);
+  eo.pooling = EMBER_POOLING_CLS;
+  REQUIRE_MESSAGE(ember_embed_tokens(batched.s, ptrs.data(), counts.data(), ptrs.size(), &eo, all.data(), all.size()) ==
+                      EMBER_OK,
+                  ember_last_error());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CAPTURE(i);
+    std::vector<float> one = alone.rows(inputs[i], EMBER_POOLING_CLS);
+    double norm = 0;
+    for (float f : one) norm += static_cast<double>(f) * f;
+    for (float& f : one) f = static_cast<float>(f / std::sqrt(norm));
+    double worst = 0;
+    for (size_t c = 0; c < dim; ++c) worst = std::max(worst, static_cast<double>(std::fabs(one[c] - all[i * dim + c])));
+    CHECK(worst < 1e-5);
+  }
+}
+
+TEST_CASE("bert: the GGUF form round-trips") {
+  TinyBert& t = tiny_bert();
+  const std::string gguf = ember::test::temp_dir("bert") + "/tiny-bert.gguf";
+  REQUIRE(ember::write_gguf(t.model->spec, gguf).is_ok());
+  auto back = ember::import_gguf(gguf);
+  REQUIRE_MESSAGE(back.is_ok(), back.status().message());
+  CHECK(back.value()->spec.hparams.arch == ember::ModelArch::Bert);
+  CHECK(back.value()->spec.hparams.norm_eps == t.model->spec.hparams.norm_eps);
+  CHECK(back.value()->spec.hparams.pooling == 1);
+  const std::string path = ember::test::temp_dir("bert") + "/tiny-bert-from-gguf.ember";
+  REQUIRE(ember::write_model(back.value()->spec, path).is_ok());
+  Opened a(t.path), b(path);
+  const std::vector<float> x = a.rows(kIds), y = b.rows(kIds);
+  REQUIRE(x.size() == y.size());
+  CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("bert: what an encoder cannot do is refused by name") {
+  TinyBert& t = tiny_bert();
+  ember_model* m = nullptr;
+  REQUIRE(ember_model_open(t.path.c_str(), nullptr, &m) == EMBER_OK);
+  ember_session_options so;
+  ember_session_options_default(&so);
+  ember_session* s = nullptr;
+  // A logits session.
+  CHECK(ember_session_create(m, &so, &s) == EMBER_ERR_UNSUPPORTED);
+  CHECK(std::string(ember_last_error()).find("embeddings") != std::string::npos);
+  // A context past the learned positions (64).
+  so.embeddings = 1;
+  so.context_length = 65;
+  CHECK(ember_session_create(m, &so, &s) == EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ember_last_error()).find("learned positions") != std::string::npos);
+  // An input longer than a step.
+  so.context_length = 0;
+  so.max_batch = 4;
+  REQUIRE(ember_session_create(m, &so, &s) == EMBER_OK);
+  const int32_t* p = kIds.data();
+  const size_t n = kIds.size();
+  std::vector<float> out(1024);
+  CHECK(ember_embed_tokens(s, &p, &n, 1, nullptr, out.data(), out.size()) == EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ember_last_error()).find("max_batch") != std::string::npos);
+  ember_session_free(s);
+#if EMBER_VULKAN
+  const char* lvp = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
+  if (!std::getenv("VK_ICD_FILENAMES") && std::filesystem::exists(lvp)) setenv("VK_ICD_FILENAMES", lvp, 1);
+  setenv("EMBER_VULKAN_ALLOW_CPU", "1", 1);
+  so.max_batch = 64;
+  so.backend = EMBER_BACKEND_VULKAN;
+  so.vulkan_pipeline_cache_dir = "";
+  s = nullptr;
+  CHECK(ember_session_create(m, &so, &s) == EMBER_ERR_UNSUPPORTED);
+  CHECK(std::string(ember_last_error()).find("vulkan") != std::string::npos);
+  ember_session_free(s);
+#endif
+  ember_model_free(m);
+}
