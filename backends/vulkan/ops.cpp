@@ -158,10 +158,23 @@ Status prepare_op(Device& dev, Pipelines& pipes, VkDescriptorPool pool, const Gr
       b[5] = act(op.out);
       break;
     case OpKind::LayerNorm:
+      shader = "layernorm";
+      b[1] = act(op.a);
+      b[3] = &bufs.weights[op.weight];
+      b[4] = &bufs.weights[op.bias];
+      b[5] = act(op.out);
+      break;
     case OpKind::Gelu:
+      shader = "gelu";
+      b[1] = act(op.a);
+      b[5] = act(op.out);
+      break;
     case OpKind::AddRows:
-      // The encoders' ops: refused by VulkanBackend's supports() first.
-      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: no shader for the %s op", op_name(op.kind));
+      shader = std::string("add_rows_") + shader_suffix(graph.weights[op.weight].dtype);
+      b[1] = act(op.a);
+      b[3] = &bufs.weights[op.weight];
+      b[5] = act(op.out);
+      break;
   }
   const bool reducing = op.kind == OpKind::RmsNorm || op.kind == OpKind::MatMul;
   EMBER_ASSIGN_OR_RETURN(out->pipeline[0], reducing ? pipes.get_reducing(shader) : pipes.get(shader));
@@ -255,6 +268,7 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       att.p[8] = bufs.v_row_words;
       att.p[9] = ap.window;
       att.p[10] = ap.softcap != 0.0f ? f32_bits(ap.softcap) : 0u;
+      att.p[11] = ap.causal ? 0u : 1u;
       dispatch(dev, layout, cb, p.pipeline[1], p.set[1], att, ap.n_heads, nu, 1);
       break;
     }
@@ -281,9 +295,29 @@ void record_op(const Device& dev, VkPipelineLayout layout, const Graph& graph, c
       break;
     }
     case OpKind::LayerNorm:
-    case OpKind::Gelu:
-    case OpKind::AddRows:
-      break;  // never prepared (prepare_op refuses them)
+      // One workgroup per row: the step's rows, or its output rows gathered.
+      push.p[0] = static_cast<uint32_t>(graph.activations[op.a].cols);
+      push.p[1] = op.last_row ? 1u : 0u;
+      push.p[2] = f32_bits(op.params.layernorm.eps);
+      dispatch(dev, layout, cb, p.pipeline[0], p.set[0], push, 1, op.last_row ? outs : nu, 1);
+      break;
+    case OpKind::Gelu: {
+      const uint64_t count = static_cast<uint64_t>(graph.activations[op.a].cols) * rows_of(graph, op.a, nu, outs);
+      push.p[0] = static_cast<uint32_t>(count);
+      dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
+      break;
+    }
+    case OpKind::AddRows: {
+      const WeightRef& w = graph.weights[op.weight];
+      const uint64_t count = static_cast<uint64_t>(w.cols) * nu;
+      push.p[0] = static_cast<uint32_t>(w.cols);
+      push.p[1] = static_cast<uint32_t>(count);
+      push.p[2] = bufs.layouts[op.weight].scale_word_offset;
+      push.p[3] = static_cast<uint32_t>(w.rows);
+      push.p[4] = op.params.add_rows.by_position ? 1u : 0u;
+      dispatch_1d(dev, layout, cb, p.pipeline[0], p.set[0], push, count);
+      break;
+    }
   }
 }
 

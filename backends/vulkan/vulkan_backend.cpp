@@ -187,13 +187,8 @@ Status vulkan_supports(const Graph& graph) {
   // model's head_dim (device_sizes).
   for (const Op& op : graph.ops) {
     // Context shifting re-rotates the keys with the shared angle table.
-    // The encoders' ops (BERT) have no shaders yet.
-    if (op.kind == OpKind::LayerNorm || op.kind == OpKind::Gelu || op.kind == OpKind::AddRows ||
-        (op.kind == OpKind::Attention && !op.params.attention.causal)) {
-      return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: the %s op%s of encoder models is not implemented on vulkan",
-                           op_name(op.kind), op.kind == OpKind::Attention ? " (non-causal)" : "");
-    }
-    if (op.kind == OpKind::Attention && key_rope(graph, op.layer).head_dim == 0) {
+    // (An encoder's keys are not rotated and never shifted: it runs whole inputs.)
+    if (op.kind == OpKind::Attention && op.params.attention.causal && key_rope(graph, op.layer).head_dim == 0) {
       return Status::error(EMBER_ERR_UNSUPPORTED, "vulkan: attention of layer %d reads keys no rope op rotated",
                            op.layer);
     }

@@ -17,6 +17,9 @@
 #define V_ROWW pc.p[8]
 #define WINDOW pc.p[9]
 #define SOFTCAP uintBitsToFloat(pc.p[10])
+// Non-causal (encoders): row i sees every position its sequence holds after
+// the step (the largest position of its sequence's rows in it, + 1).
+#define NONCAUSAL pc.p[11]
 #define CHUNK 256u
 #define MAX_HEAD_DIM 256u
 
@@ -34,6 +37,11 @@ void main() {
   uint q_dim = HEAD_DIM * N_HEADS;
   uint npos = step_pos(i) + 1u;
   uint row0 = step_seq_row0(i);
+  if (NONCAUSAL != 0u) {
+    for (uint r = 0u; r < uint(step_buf.n); ++r) {
+      if (step_seq_row0(r) == row0) npos = max(npos, step_pos(r) + 1u);
+    }
+  }
   // A sliding window sees the last WINDOW positions only (0: all).
   uint t0 = WINDOW != 0u && npos > WINDOW ? npos - WINDOW : 0u;
   uint kvo = (h / GROUP) * HEAD_DIM;
