@@ -24,8 +24,12 @@ enum class RopeStyle : uint8_t { Adjacent = 0, Half = 1 };
 //   Bert: an encoder (model/bert_graph): learned positions, token type 0,
 //     layer norms after each sublayer, GELU FFN, bidirectional attention;
 //     no logits head (embedding sessions only).
-enum class ModelArch : uint8_t { Llama = 0, Qwen2 = 1, Qwen3 = 2, Phi3 = 3, Gemma2 = 4, Gemma3 = 5, Bert = 6 };
-constexpr int kModelArchCount = 7;
+//   NomicBert: Bert with half-split RoPE on q and k instead of learned
+//     positions, a SwiGLU FFN, fused qkv split at import, biases optional.
+enum class ModelArch : uint8_t {
+  Llama = 0, Qwen2 = 1, Qwen3 = 2, Phi3 = 3, Gemma2 = 4, Gemma3 = 5, Bert = 6, NomicBert = 7
+};
+constexpr int kModelArchCount = 8;
 // Whether a stored value names a family this build runs.
 inline bool model_arch_known(unsigned v) { return v < static_cast<unsigned>(kModelArchCount); }
 // GGUF's general.architecture names ("llama", "qwen2", "qwen3", "phi3",
@@ -38,12 +42,13 @@ inline const char* model_arch_name(ModelArch a) {
     case ModelArch::Gemma2: return "gemma2";
     case ModelArch::Gemma3: return "gemma3";
     case ModelArch::Bert: return "bert";
+    case ModelArch::NomicBert: return "nomic-bert";
     default: return "llama";
   }
 }
 inline bool model_arch_is_gemma(ModelArch a) { return a == ModelArch::Gemma2 || a == ModelArch::Gemma3; }
 // An encoder: bidirectional attention, no logits head (embeddings only).
-inline bool model_arch_is_encoder(ModelArch a) { return a == ModelArch::Bert; }
+inline bool model_arch_is_encoder(ModelArch a) { return a == ModelArch::Bert || a == ModelArch::NomicBert; }
 // The rotation llama.cpp applies to an architecture (fixed per architecture
 // in its llama_model_rope_type): halves (NEOX) for all but llama.
 inline RopeStyle model_arch_rope_style(ModelArch a) {

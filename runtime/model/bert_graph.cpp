@@ -26,11 +26,14 @@ std::string layer_name(int layer, const char* base, const char* suffix) {
 }
 
 // The encoder's tensors, in GGUF's names and ember's [rows, cols] shapes.
+// Matrices' biases are optional, as llama.cpp's loader has them (BERT's
+// files carry them, nomic-bert's none).
 std::vector<BertTensor> bert_tensors(const HParams& hp) {
   const int64_t dim = hp.dim, kv = hp.kv_dim(), hidden = hp.hidden_dim;
+  const bool nomic = hp.arch == ModelArch::NomicBert;
   std::vector<BertTensor> e;
   e.push_back({"token_embd.weight", hp.vocab_size, dim, false, false});
-  e.push_back({"position_embd.weight", hp.max_seq_len, dim, false, false});
+  if (!nomic) e.push_back({"position_embd.weight", hp.max_seq_len, dim, false, false});
   e.push_back({"token_types.weight", -1, dim, false, true});  // any number of types
   e.push_back({"token_embd_norm.weight", 0, dim, true, false});
   e.push_back({"token_embd_norm.bias", 0, dim, true, false});
@@ -43,8 +46,9 @@ std::vector<BertTensor> bert_tensors(const HParams& hp) {
                 {"attn_output", dim, dim}, {"ffn_up", hidden, dim}, {"ffn_down", dim, hidden}};
     for (const auto& m : mats) {
       e.push_back({layer_name(li, m.base, "weight"), m.rows, m.cols, false, false});
-      e.push_back({layer_name(li, m.base, "bias"), 0, m.rows, true, false});
+      e.push_back({layer_name(li, m.base, "bias"), 0, m.rows, true, true});
     }
+    if (nomic) e.push_back({layer_name(li, "ffn_gate", "weight"), hidden, dim, false, false});
     for (const char* norm : {"attn_output_norm", "layer_output_norm"}) {
       e.push_back({layer_name(li, norm, "weight"), 0, dim, true, false});
       e.push_back({layer_name(li, norm, "bias"), 0, dim, true, false});
@@ -109,7 +113,8 @@ Result<Graph> build_bert_graph(const ModelContents& contents, int32_t context, i
                          "a bert model is an encoder without a logits head: make an embedding session "
                          "(ember_session_options.embeddings = 1)");
   }
-  if (context > static_cast<int32_t>(hp.max_seq_len)) {
+  const bool nomic = hp.arch == ModelArch::NomicBert;
+  if (!nomic && context > static_cast<int32_t>(hp.max_seq_len)) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT,
                          "context_length = %d: this bert model has learned positions for %u (its context_length)",
                          context, hp.max_seq_len);
@@ -151,8 +156,10 @@ Result<Graph> build_bert_graph(const ModelContents& contents, int32_t context, i
   auto linear = [&](int32_t out, int32_t a, int li, const char* base) {
     op(OpKind::MatMul, out, a, -1, weight(layer_name(li, base, "weight")));
   };
+  // The matrix's bias, where the file has one.
   auto bias = [&](int32_t x, int li, const char* base) {
-    op(OpKind::BiasAdd, x, x, -1, weight(layer_name(li, base, "bias")));
+    const std::string name = layer_name(li, base, "bias");
+    if (graph_find_tensor(contents, name)) op(OpKind::BiasAdd, x, x, -1, weight(name));
   };
 
   const int64_t dim = hp.dim, kv_dim = hp.kv_dim();
@@ -164,6 +171,7 @@ Result<Graph> build_bert_graph(const ModelContents& contents, int32_t context, i
   const int32_t att = activation("att", dim, B);
   const int32_t o = activation("o", dim, B);
   const int32_t up = activation("up", hp.hidden_dim, B);
+  const int32_t gate = nomic ? activation("gate", hp.hidden_dim, B) : -1;
   const int32_t last = activation("final", dim, B);
   g.activations[last].per_output = true;
 
@@ -171,7 +179,7 @@ Result<Graph> build_bert_graph(const ModelContents& contents, int32_t context, i
   if (graph_find_tensor(contents, "token_types.weight")) {
     op(OpKind::AddRows, x, x, -1, weight("token_types.weight"));  // every token is of type 0
   }
-  op(OpKind::AddRows, x, x, -1, weight("position_embd.weight")).params.add_rows.by_position = true;
+  if (!nomic) op(OpKind::AddRows, x, x, -1, weight("position_embd.weight")).params.add_rows.by_position = true;
   layernorm(x, x, "token_embd_norm", false);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
     const int li = static_cast<int>(l);
@@ -181,6 +189,11 @@ Result<Graph> build_bert_graph(const ModelContents& contents, int32_t context, i
     bias(q, li, "attn_q");
     bias(k, li, "attn_k");
     bias(v, li, "attn_v");
+    if (nomic) {
+      // Positions by rotation (half-split pairs, the file's base).
+      op(OpKind::Rope, q, q).params.rope = llama_rope_params(hp, hp.n_heads);
+      op(OpKind::Rope, k, k).params.rope = llama_rope_params(hp, hp.n_kv_heads);
+    }
     Op& a = op(OpKind::Attention, att, q, k);
     a.c = v;
     a.layer = li;
@@ -192,8 +205,15 @@ Result<Graph> build_bert_graph(const ModelContents& contents, int32_t context, i
     layernorm(x, o, layer_base(li, "attn_output_norm"), false);
     linear(up, x, li, "ffn_up");
     bias(up, li, "ffn_up");
-    op(OpKind::Gelu, up, up);
-    linear(o, up, li, "ffn_down");
+    int32_t ffn = up;
+    if (nomic) {
+      linear(gate, x, li, "ffn_gate");
+      op(OpKind::SwiGLU, gate, gate, up);  // silu(gate) * up
+      ffn = gate;
+    } else {
+      op(OpKind::Gelu, up, up);
+    }
+    linear(o, ffn, li, "ffn_down");
     bias(o, li, "ffn_down");
     op(OpKind::Add, o, o, x);
     // The last layer's norm writes the step's output rows.

@@ -3,7 +3,9 @@
 // positions plus token type 0, a layer norm, then per layer bidirectional
 // attention and a GELU FFN, each added to its input and layer-normed. The
 // output rows are the last layer's hidden states: an embedding graph only
-// (an encoder has no logits head).
+// (an encoder has no logits head). GGUF "nomic-bert" (nomic-embed-text) is
+// the same with half-split RoPE on q and k instead of learned positions and
+// a SwiGLU FFN (ffn_gate); its fused attn_qkv is split at import.
 #pragma once
 
 #include <string>

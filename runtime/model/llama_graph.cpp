@@ -117,7 +117,7 @@ Status check_factor_tensor(const TensorView& f, int64_t half) {
 }  // namespace
 
 bool is_llama_tensor(const HParams& hp, const std::string& name) {
-  if (hp.arch == ModelArch::Bert) return is_bert_tensor(hp, name);
+  if (model_arch_is_encoder(hp.arch)) return is_bert_tensor(hp, name);
   if (name == kRopeFreqs || is_long_rope_tensor(hp, name)) return true;
   for (const Expect& e : expected_tensors(hp)) {
     if (e.name == name) return true;
@@ -126,7 +126,7 @@ bool is_llama_tensor(const HParams& hp, const std::string& name) {
 }
 
 Status check_llama_tensors(const ModelContents& contents) {
-  if (contents.hparams.arch == ModelArch::Bert) return check_bert_tensors(contents);
+  if (model_arch_is_encoder(contents.hparams.arch)) return check_bert_tensors(contents);
   const std::vector<Expect> expected = expected_tensors(contents.hparams);
   // Every tensor of the file is used: one the graph does not know would
   // change the arithmetic of the model it came from, so it is refused, never
@@ -213,7 +213,7 @@ AttentionParams llama_attention_params(const HParams& hp) {
 Result<Graph> build_llama_graph(const ModelContents& contents, int32_t context, int32_t max_batch,
                                 KvType kv_type_k, KvType kv_type_v, int32_t n_seqs, int32_t max_outputs,
                                 GraphOutput output) {
-  if (contents.hparams.arch == ModelArch::Bert) {
+  if (model_arch_is_encoder(contents.hparams.arch)) {
     return build_bert_graph(contents, context, max_batch, kv_type_k, kv_type_v, n_seqs, output);
   }
   const HParams& hp = contents.hparams;

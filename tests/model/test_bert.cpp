@@ -5,7 +5,8 @@
 // layer-normed); inputs batched as sequences of one step give what they give
 // alone; the GGUF form round-trips; what an encoder cannot do is refused by
 // name (a logits session, a context past its positions, an input longer than
-// a step); on Vulkan the rows the CPU gives.
+// a step); on Vulkan the rows the CPU gives. nomic-bert (rotary positions,
+// SwiGLU, no biases) likewise against its definition.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -27,43 +28,48 @@ namespace {
 
 using Mat = std::vector<double>;
 
-// The synthetic tiny bert (f32), written once per process.
+// The synthetic tiny encoders (f32), written once per process.
 struct TinyBert {
   std::unique_ptr<ember::ImportedModel> model;
   std::string path;
 };
 
-TinyBert& tiny_bert() {
-  static TinyBert t;
+TinyBert& tiny_bert(const std::string& arch = "bert") {
+  static std::map<std::string, TinyBert> made;
+  TinyBert& t = made[arch];
   if (!t.path.empty()) return t;
   ember::SynthShape shape;
   REQUIRE(ember::synth_shape("tiny", &shape));
-  shape.arch = "bert";
+  shape.arch = arch;
   shape.context = 64;
   auto m = ember::make_synthetic(shape, ember::DType::F32, 5, "");
   REQUIRE_MESSAGE(m.is_ok(), m.status().message());
   t.model = std::move(m).value();
-  t.path = ember::test::temp_dir("bert") + "/tiny-bert.ember";
+  t.path = ember::test::temp_dir("bert") + "/tiny-" + arch + ".ember";
   const ember::Status st = ember::write_model(t.model->spec, t.path);
   REQUIRE_MESSAGE(st.is_ok(), st.message());
   return t;
 }
 
-// The tensor's floats (f32 in this model).
-const float* tensor(const ember::ModelSpec& spec, const std::string& name) {
+// The tensor's floats (f32 in this model), or null (an absent bias).
+const float* find_tensor(const ember::ModelSpec& spec, const std::string& name) {
   for (const auto& t : spec.tensors) {
     if (t.name == name) return static_cast<const float*>(t.data);
   }
-  FAIL("no tensor " << name);
   return nullptr;
 }
+const float* tensor(const ember::ModelSpec& spec, const std::string& name) {
+  const float* f = find_tensor(spec, name);
+  if (!f) FAIL("no tensor " << name);
+  return f;
+}
 
-// x (n rows of cols) -> x W^T + b, W [rows, cols].
+// x (n rows of cols) -> x W^T + b, W [rows, cols]; b may be null.
 Mat linear(const Mat& x, int64_t n, int64_t cols, const float* w, const float* b, int64_t rows) {
   Mat y(static_cast<size_t>(n * rows));
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t r = 0; r < rows; ++r) {
-      double s = b[r];
+      double s = b ? b[r] : 0.0;
       for (int64_t c = 0; c < cols; ++c) s += x[i * cols + c] * w[r * cols + c];
       y[i * rows + r] = s;
     }
@@ -81,25 +87,48 @@ void layernorm(Mat* x, int64_t n, int64_t cols, const float* w, const float* b, 
   }
 }
 
-// Every token's final hidden state, by the definition.
+// Half-split RoPE (pairs c, c + hd/2 of each head) at position i, base theta.
+void rope(Mat* x, int64_t n, int64_t d, int64_t hd, double theta) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t h0 = 0; h0 < d; h0 += hd) {
+      for (int64_t j = 0; j < hd / 2; ++j) {
+        const double angle = i * std::pow(theta, -2.0 * j / hd);
+        double& a = (*x)[i * d + h0 + j];
+        double& b = (*x)[i * d + h0 + j + hd / 2];
+        const double a0 = a, b0 = b;
+        a = a0 * std::cos(angle) - b0 * std::sin(angle);
+        b = a0 * std::sin(angle) + b0 * std::cos(angle);
+      }
+    }
+  }
+}
+
+// Every token's final hidden state, by the definition (bert, or nomic-bert:
+// rotary positions, a SwiGLU FFN, no biases).
 Mat reference(const ember::ModelSpec& spec, const std::vector<int32_t>& ids) {
   const ember::HParams& hp = spec.hparams;
+  const bool nomic = hp.arch == ember::ModelArch::NomicBert;
   const int64_t n = static_cast<int64_t>(ids.size()), d = hp.dim, h = hp.hidden_dim;
   const int64_t heads = hp.n_heads, hd = d / heads;
   auto w = [&](const std::string& name) { return tensor(spec, name); };
+  auto maybe = [&](const std::string& name) { return find_tensor(spec, name); };
   Mat x(static_cast<size_t>(n * d));
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t c = 0; c < d; ++c) {
-      x[i * d + c] = static_cast<double>(w("token_embd.weight")[ids[i] * d + c]) + w("position_embd.weight")[i * d + c] +
-                     w("token_types.weight")[c];
+      x[i * d + c] = static_cast<double>(w("token_embd.weight")[ids[i] * d + c]) + w("token_types.weight")[c] +
+                     (nomic ? 0.0 : w("position_embd.weight")[i * d + c]);
     }
   }
   layernorm(&x, n, d, w("token_embd_norm.weight"), w("token_embd_norm.bias"), hp.norm_eps);
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    const Mat q = linear(x, n, d, w(b + "attn_q.weight"), w(b + "attn_q.bias"), d);
-    const Mat k = linear(x, n, d, w(b + "attn_k.weight"), w(b + "attn_k.bias"), d);
-    const Mat v = linear(x, n, d, w(b + "attn_v.weight"), w(b + "attn_v.bias"), d);
+    Mat q = linear(x, n, d, w(b + "attn_q.weight"), maybe(b + "attn_q.bias"), d);
+    Mat k = linear(x, n, d, w(b + "attn_k.weight"), maybe(b + "attn_k.bias"), d);
+    const Mat v = linear(x, n, d, w(b + "attn_v.weight"), maybe(b + "attn_v.bias"), d);
+    if (nomic) {
+      rope(&q, n, d, hd, hp.rope_theta);
+      rope(&k, n, d, hd, hp.rope_theta);
+    }
     Mat att(static_cast<size_t>(n * d), 0.0);
     for (int64_t hh = 0; hh < heads; ++hh) {
       for (int64_t i = 0; i < n; ++i) {
@@ -117,13 +146,18 @@ Mat reference(const ember::ModelSpec& spec, const std::vector<int32_t>& ids) {
         }
       }
     }
-    Mat o = linear(att, n, d, w(b + "attn_output.weight"), w(b + "attn_output.bias"), d);
+    Mat o = linear(att, n, d, w(b + "attn_output.weight"), maybe(b + "attn_output.bias"), d);
     for (size_t i = 0; i < o.size(); ++i) o[i] += x[i];
     layernorm(&o, n, d, w(b + "attn_output_norm.weight"), w(b + "attn_output_norm.bias"), hp.norm_eps);
     x = o;
-    Mat up = linear(x, n, d, w(b + "ffn_up.weight"), w(b + "ffn_up.bias"), h);
-    for (double& u : up) u = 0.5 * u * (1.0 + std::tanh(0.7978845608028654 * u * (1.0 + 0.044715 * u * u)));
-    Mat down = linear(up, n, h, w(b + "ffn_down.weight"), w(b + "ffn_down.bias"), d);
+    Mat up = linear(x, n, d, w(b + "ffn_up.weight"), maybe(b + "ffn_up.bias"), h);
+    if (nomic) {
+      const Mat gate = linear(x, n, d, w(b + "ffn_gate.weight"), nullptr, h);
+      for (size_t i = 0; i < up.size(); ++i) up[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
+    } else {
+      for (double& u : up) u = 0.5 * u * (1.0 + std::tanh(0.7978845608028654 * u * (1.0 + 0.044715 * u * u)));
+    }
+    Mat down = linear(up, n, h, w(b + "ffn_down.weight"), maybe(b + "ffn_down.bias"), d);
     for (size_t i = 0; i < down.size(); ++i) down[i] += x[i];
     layernorm(&down, n, d, w(b + "layer_output_norm.weight"), w(b + "layer_output_norm.bias"), hp.norm_eps);
     x = down;
@@ -165,6 +199,24 @@ struct Opened {
 const std::vector<int32_t> kIds = {1, 300, 301, 77, 90, 260, 5, 2};
 
 }  // namespace
+
+TEST_CASE("nomic-bert: every row is the encoder's definition, computed in double") {
+  TinyBert& t = tiny_bert("nomic-bert");
+  Opened o(t.path);
+  const std::vector<float> got = o.rows(kIds);
+  const Mat want = reference(t.model->spec, kIds);
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  CHECK(worst < 2e-4);
+  // Its GGUF form (llama.cpp's names and keys) round-trips.
+  const std::string gguf = ember::test::temp_dir("bert") + "/tiny-nomic.gguf";
+  REQUIRE(ember::write_gguf(t.model->spec, gguf).is_ok());
+  auto back = ember::import_gguf(gguf);
+  REQUIRE_MESSAGE(back.is_ok(), back.status().message());
+  CHECK(back.value()->spec.hparams.arch == ember::ModelArch::NomicBert);
+  CHECK(back.value()->spec.hparams.rope_theta == 1000.0f);
+}
 
 TEST_CASE("bert: every row is the encoder's definition, computed in double") {
   TinyBert& t = tiny_bert();
@@ -258,20 +310,33 @@ TEST_CASE("bert: what an encoder cannot do is refused by name") {
   CHECK(ember_embed_tokens(s, &p, &n, 1, nullptr, out.data(), out.size()) == EMBER_ERR_INVALID_ARGUMENT);
   CHECK(std::string(ember_last_error()).find("max_batch") != std::string::npos);
   ember_session_free(s);
-#if EMBER_VULKAN
-  // On Vulkan (lavapipe here) the rows the CPU gives.
+  ember_model_free(m);
+}
+
+#if EMBER_VULKAN  // a build without the Vulkan backend (the aarch64 cross build) has no such device
+TEST_CASE("bert and nomic-bert: on Vulkan the rows the CPU gives") {
   const char* lvp = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
   if (!std::getenv("VK_ICD_FILENAMES") && std::filesystem::exists(lvp)) setenv("VK_ICD_FILENAMES", lvp, 1);
   setenv("EMBER_VULKAN_ALLOW_CPU", "1", 1);
-  so.max_batch = 24;
-  so.n_seqs = 3;
-  so.backend = EMBER_BACKEND_VULKAN;
-  so.vulkan_pipeline_cache_dir = "";
-  s = nullptr;
-  if (ember_session_create(m, &so, &s) != EMBER_OK) {
-    if (ember::test::test_data_required()) FAIL("no Vulkan device: " << ember_last_error());
-    MESSAGE("skipped: no Vulkan device: " << ember_last_error());
-  } else {
+  for (const char* arch : {"bert", "nomic-bert"}) {
+    CAPTURE(arch);
+    TinyBert& t = tiny_bert(arch);
+    ember_model* m = nullptr;
+    REQUIRE(ember_model_open(t.path.c_str(), nullptr, &m) == EMBER_OK);
+    ember_session_options so;
+    ember_session_options_default(&so);
+    so.embeddings = 1;
+    so.max_batch = 24;
+    so.n_seqs = 3;
+    so.backend = EMBER_BACKEND_VULKAN;
+    so.vulkan_pipeline_cache_dir = "";
+    ember_session* s = nullptr;
+    if (ember_session_create(m, &so, &s) != EMBER_OK) {
+      if (ember::test::test_data_required()) FAIL("no Vulkan device: " << ember_last_error());
+      MESSAGE("skipped: no Vulkan device: " << ember_last_error());
+      ember_model_free(m);
+      return;
+    }
     Opened cpu(t.path, 3, 24);
     const std::vector<std::vector<int32_t>> inputs = {kIds, {1, 40, 41, 42, 2}, {1, 9, 2}, {1, 300, 301, 2}};
     for (int32_t pooling : {EMBER_POOLING_NONE, EMBER_POOLING_MEAN, EMBER_POOLING_CLS}) {
@@ -297,7 +362,7 @@ TEST_CASE("bert: what an encoder cannot do is refused by name") {
       CHECK(worst < 1e-4);
     }
     ember_session_free(s);
+    ember_model_free(m);
   }
-#endif
-  ember_model_free(m);
 }
+#endif

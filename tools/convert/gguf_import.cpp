@@ -97,7 +97,7 @@ Status check_arch_keys(const GgufFile& gguf, const HParams& hp, const std::strin
     for (const char* k : kRead) ok |= name == k;
     for (const char* k : kScalingOnly) ok |= name == k;
     for (const char* k : kGemmaRead) ok |= gemma && name == k;
-    ok |= hp.arch == ModelArch::Bert && (name == "attention.layer_norm_epsilon" || name == "attention.causal");
+    ok |= model_arch_is_encoder(hp.arch) && (name == "attention.layer_norm_epsilon" || name == "attention.causal");
     ok |= hp.arch == ModelArch::Gemma2 && name == "attn_logit_softcapping";
     // llama.cpp reads phi3's sliding window and then turns it off (n_swa = 0,
     // every layer global; its phi3 loader warns "Phi SWA is currently
@@ -330,12 +330,12 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
     hp.arch = ModelArch::Phi3;
   } else if (arch == "gemma2" || arch == "gemma3") {
     hp.arch = arch == "gemma2" ? ModelArch::Gemma2 : ModelArch::Gemma3;
-  } else if (arch == "bert") {
-    hp.arch = ModelArch::Bert;
+  } else if (arch == "bert" || arch == "nomic-bert") {
+    hp.arch = arch == "bert" ? ModelArch::Bert : ModelArch::NomicBert;
   } else {
     return Status::error(EMBER_ERR_UNSUPPORTED,
                          "'%s': general.architecture = '%s'; ember converts 'llama', 'qwen2', 'qwen3', 'phi3', 'gemma2', "
-                         "'gemma3' and 'bert'",
+                         "'gemma3', 'bert' and 'nomic-bert'",
                          path.c_str(), arch.c_str());
   }
   // GGUF "llama" files rotate adjacent pairs (their converter permutes the
@@ -355,7 +355,7 @@ Result<std::unique_ptr<ImportedModel>> import_gguf(const std::string& path) {
   if (gguf.find(p + "attention.layer_norm_rms_epsilon")) {
     EMBER_ASSIGN_OR_RETURN(hp.norm_eps, gguf.get_f32(p + "attention.layer_norm_rms_epsilon"));
   }
-  if (hp.arch == ModelArch::Bert) EMBER_TRY(read_bert_keys(gguf, p, path, &hp));
+  if (model_arch_is_encoder(hp.arch)) EMBER_TRY(read_bert_keys(gguf, p, path, &hp));
   if (gguf.find(p + "rope.freq_base")) {
     EMBER_ASSIGN_OR_RETURN(hp.rope_theta, gguf.get_f32(p + "rope.freq_base"));
   }

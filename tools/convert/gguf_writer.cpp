@@ -219,7 +219,7 @@ void hparam_keys(const HParams& hp, Out* kv) {
     kv->kv_u32((a + ".attention.value_length").c_str(), hp.explicit_head_dim);
   }
   kv->kv_u32((a + ".attention.head_count_kv").c_str(), hp.n_kv_heads);
-  if (hp.arch == ModelArch::Bert) {
+  if (model_arch_is_encoder(hp.arch)) {
     // An encoder's layer norms, and its attention both ways.
     kv->kv_f32((a + ".attention.layer_norm_epsilon").c_str(), hp.norm_eps);
     kv->kv_bool((a + ".attention.causal").c_str(), false);

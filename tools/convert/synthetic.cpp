@@ -69,7 +69,7 @@ Vocab builtin_vocab() {
 
 bool synth_arch_known(const std::string& arch) {
   return arch == "llama" || arch == "llama3" || arch == "qwen2" || arch == "qwen3" || arch == "phi3" ||
-         arch == "gemma2" || arch == "gemma3" || arch == "bert";
+         arch == "gemma2" || arch == "gemma3" || arch == "bert" || arch == "nomic-bert";
 }
 
 std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float factor, float low_freq_factor,
@@ -186,9 +186,12 @@ Status synth_hparams(const SynthShape& shape, uint32_t vocab_size, HParams* out)
   }
   if (gemma) gemma_hparams(shape, gemma2, &hp);
   if (phi3) hp.arch = ModelArch::Phi3;
-  if (a == "bert") {
-    // An encoder: BERT's layer-norm epsilon, mean pooling, no output head.
-    hp.arch = ModelArch::Bert;
+  if (a == "bert" || a == "nomic-bert") {
+    // An encoder: BERT's layer-norm epsilon, mean pooling, no output head;
+    // nomic-bert rotates with base 1000, as nomic-embed-text does.
+    hp.arch = a == "bert" ? ModelArch::Bert : ModelArch::NomicBert;
+    hp.rope_style = model_arch_rope_style(hp.arch);
+    if (a == "nomic-bert") hp.rope_theta = 1000.0f;
     hp.norm_eps = 1e-12f;
     hp.pooling = 1;
     hp.n_kv_heads = hp.n_heads;
@@ -290,8 +293,9 @@ void synth_layer(const SynthShape& shape, const HParams& hp, int li, SynthTensor
 // BERT's tensors (model/bert_graph.cpp), biases and norms f32.
 void synth_bert_tensors(const HParams& hp, SynthTensors* t) {
   const int64_t dim = hp.dim, hidden = hp.hidden_dim;
+  const bool nomic = hp.arch == ModelArch::NomicBert;
   t->matrix("token_embd.weight", hp.vocab_size, dim);
-  t->matrix("position_embd.weight", hp.max_seq_len, dim);
+  if (!nomic) t->matrix("position_embd.weight", hp.max_seq_len, dim);
   const DType saved = t->dtype;
   t->dtype = DType::F32;  // as converters keep it
   t->matrix("token_types.weight", 2, dim);
@@ -307,8 +311,9 @@ void synth_bert_tensors(const HParams& hp, SynthTensors* t) {
                 {"attn_output", dim, dim}, {"ffn_up", hidden, dim}, {"ffn_down", dim, hidden}};
     for (const auto& m : mats) {
       t->matrix(b + m.name + ".weight", m.rows, m.cols);
-      t->bias(b + m.name + ".bias", m.rows);
+      if (!nomic) t->bias(b + m.name + ".bias", m.rows);  // nomic-bert's matrices have none
     }
+    if (nomic) t->matrix(b + "ffn_gate.weight", hidden, dim);
     for (const char* norm : {"attn_output_norm", "layer_output_norm"}) {
       t->norm(b + norm + ".weight", dim);
       t->bias(b + norm + ".bias", dim);
@@ -317,7 +322,7 @@ void synth_bert_tensors(const HParams& hp, SynthTensors* t) {
 }
 
 void synth_tensors(const SynthShape& shape, const HParams& hp, SynthTensors* t) {
-  if (shape.arch == "bert") {
+  if (shape.arch == "bert" || shape.arch == "nomic-bert") {
     synth_bert_tensors(hp, t);
     return;
   }
@@ -345,7 +350,7 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
                                                       const std::string& vocab_path) {
   if (!synth_arch_known(shape.arch)) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT,
-                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3, bert",
+                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3, bert, nomic-bert",
                          shape.arch.c_str());
   }
   auto model = std::make_unique<ImportedModel>();

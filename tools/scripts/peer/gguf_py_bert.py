@@ -5,7 +5,9 @@
 # small SentencePiece one (as gguf_py_family.py's), which both programs
 # tokenize alike, or --vocab FILE.gguf's tokenizer (e.g. a WordPiece one).
 # usage: GGUF_PY=.../gguf-py /usr/bin/python3 gguf_py_bert.py OUT.gguf [--shape tiny|base]
-#          [--type f32|f16|q8_0] [--pooling mean|cls] [--seed N]
+#          [--type f32|f16|q8_0] [--pooling mean|cls] [--seed N] [--arch bert|nomic-bert]
+#   nomic-bert (nomic-embed-text's form): RoPE base 1000 instead of learned
+#   positions, a fused attn_qkv, a SwiGLU FFN (ffn_gate), no biases.
 #   tiny: dim 64, 2 layers, 4 heads, FFN 256, 128 positions; base: BERT-base
 #   (768, 12 layers, 12 heads, FFN 3072, 512 positions). Norms, biases and token types f32.
 import os
@@ -24,11 +26,13 @@ def opt(flag, default):
 
 
 shape, wtype, pooling = opt("--shape", "tiny"), opt("--type", "f32"), opt("--pooling", "mean")
+arch = opt("--arch", "bert")
+nomic = arch == "nomic-bert"
 rng = np.random.default_rng(int(opt("--seed", "11")))
 dim, layers, heads, hidden, ctx = (64, 2, 4, 256, 128) if shape == "tiny" else (768, 12, 12, 3072, 512)
 
-w = gguf.GGUFWriter(out, "bert")
-w.add_name(f"gguf-py-bert-{shape}")
+w = gguf.GGUFWriter(out, arch)
+w.add_name(f"gguf-py-{arch}-{shape}")
 w.add_context_length(ctx)
 w.add_embedding_length(dim)
 w.add_block_count(layers)
@@ -36,6 +40,8 @@ w.add_feed_forward_length(hidden)
 w.add_head_count(heads)
 w.add_layer_norm_eps(1e-12)
 w.add_causal_attention(False)
+if nomic:
+    w.add_rope_freq_base(1000.0)
 w.add_pooling_type(gguf.PoolingType.MEAN if pooling == "mean" else gguf.PoolingType.CLS)
 file_types = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 w.add_file_type(file_types[wtype])
@@ -89,19 +95,28 @@ def vec(tname, n, base, spread):
 
 mat(name(T.TOKEN_EMBD), vocab, dim)
 mat(name(T.TOKEN_TYPES), 2, dim, f32=True)  # f32 as converters keep it (llama.cpp adds it as is)
-mat(name(T.POS_EMBD), ctx, dim)
+if not nomic:
+    mat(name(T.POS_EMBD), ctx, dim)
 vec(name(T.TOKEN_EMBD_NORM), dim, 1.0, 0.1)
 vec(name(T.TOKEN_EMBD_NORM, suffix="bias"), dim, 0.0, 0.1)
 for l in range(layers):
-    for t, rows, cols in ((T.ATTN_Q, dim, dim), (T.ATTN_K, dim, dim), (T.ATTN_V, dim, dim), (T.ATTN_OUT, dim, dim)):
-        mat(name(t, l), rows, cols)
-        vec(name(t, l, "bias"), rows, 0.0, 0.3)
+    if nomic:
+        mat(name(T.ATTN_QKV, l), 3 * dim, dim)
+        mat(name(T.ATTN_OUT, l), dim, dim)
+    else:
+        for t, rows, cols in ((T.ATTN_Q, dim, dim), (T.ATTN_K, dim, dim), (T.ATTN_V, dim, dim), (T.ATTN_OUT, dim, dim)):
+            mat(name(t, l), rows, cols)
+            vec(name(t, l, "bias"), rows, 0.0, 0.3)
     vec(name(T.ATTN_OUT_NORM, l), dim, 1.0, 0.1)
     vec(name(T.ATTN_OUT_NORM, l, "bias"), dim, 0.0, 0.1)
     mat(name(T.FFN_UP, l), hidden, dim)
-    vec(name(T.FFN_UP, l, "bias"), hidden, 0.0, 0.3)
+    if nomic:
+        mat(name(T.FFN_GATE, l), hidden, dim)
+    else:
+        vec(name(T.FFN_UP, l, "bias"), hidden, 0.0, 0.3)
     mat(name(T.FFN_DOWN, l), dim, hidden)
-    vec(name(T.FFN_DOWN, l, "bias"), dim, 0.0, 0.3)
+    if not nomic:
+        vec(name(T.FFN_DOWN, l, "bias"), dim, 0.0, 0.3)
     vec(name(T.LAYER_OUT_NORM, l), dim, 1.0, 0.1)
     vec(name(T.LAYER_OUT_NORM, l, "bias"), dim, 0.0, 0.1)
 
@@ -109,5 +124,5 @@ w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()
 w.close()
-print(f"{out}: bert {shape}, {wtype}, {vocab} tokens, dim {dim}, {layers} layers, {heads} heads, FFN {hidden}, "
+print(f"{out}: {arch} {shape}, {wtype}, {vocab} tokens, dim {dim}, {layers} layers, {heads} heads, FFN {hidden}, "
       f"{ctx} positions, {pooling} pooling")
