@@ -7,7 +7,8 @@
 # Vulkan device for tests), XNNPACK (the CPU backend's second float-matmul
 # provider; its xnnpack.h includes pthreadpool.h, hence libpthreadpool-dev),
 # doctest, nlohmann-json (the CLI's JSON input), python3-jsonschema (the
-# structured-output test validates sampled JSON with it),
+# structured-output test validates sampled JSON with it), python3 (the build
+# generates the WordPiece Unicode tables with its unicodedata module),
 # and clang for the sanitizer/fuzz builds;
 # for ARM boards, Debian's cross compilers (aarch64, armhf: with their own
 # glibc and libstdc++, static archives included) and qemu-user to run the
@@ -22,7 +23,7 @@ packages=(
   libhttp-parser-dev nlohmann-json3-dev openssl
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
   libxnnpack-dev libpthreadpool-dev
-  doctest-dev clang libclang-rt-14-dev nlohmann-json3-dev python3-jsonschema
+  doctest-dev clang libclang-rt-14-dev nlohmann-json3-dev python3 python3-jsonschema
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
 )
 

@@ -164,9 +164,10 @@ Status check_hparams(const HParams& hp) {
 
 Status check_vocab(const Vocab& v, uint32_t vocab_size) {
   const size_t n = v.pieces.size();
-  if (v.kind == TokenizerKind::SentencePiece && !v.pre.empty()) {
-    return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.pre = '%.*s' on a SentencePiece tokenizer",
-                         static_cast<int>(v.pre.size() < 64 ? v.pre.size() : 64), v.pre.data());
+  if (v.kind != TokenizerKind::BytePairBPE && !v.pre.empty()) {
+    return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer.pre = '%.*s' on a %s tokenizer",
+                         static_cast<int>(v.pre.size() < 64 ? v.pre.size() : 64), v.pre.data(),
+                         v.kind == TokenizerKind::SentencePiece ? "SentencePiece" : "WordPiece");
   }
   if (v.kind == TokenizerKind::BytePairBPE && !PreTokenizer::known(v.pre)) {
     return Status::error(EMBER_ERR_UNSUPPORTED, "tokenizer.pre = '%.*s' is not a pre-tokenizer this build implements",
@@ -360,7 +361,7 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   // 5. Tokenizer.
   const fb::Tokenizer* tk = m->tokenizer();
   if (!tk || !tk->pieces()) return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer table or its pieces are missing");
-  if (static_cast<uint8_t>(tk->kind()) > 1) {
+  if (static_cast<uint8_t>(tk->kind()) > static_cast<uint8_t>(TokenizerKind::WordPiece)) {
     return Status::error(EMBER_ERR_FORMAT, "tokenizer.kind = %u is not a known value", static_cast<unsigned>(tk->kind()));
   }
   Vocab vocab;
@@ -388,6 +389,8 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
   vocab.eot_id = tk->eot_id();
   vocab.eom_id = tk->eom_id();
   if (tk->chat_template()) vocab.chat_template.assign(tk->chat_template()->data(), tk->chat_template()->size());
+  vocab.lowercase = tk->lowercase();
+  vocab.strip_accents = tk->strip_accents();
   EMBER_TRY(check_vocab(vocab, hp.vocab_size));
 
   // 6. Tensor table.

@@ -1,5 +1,5 @@
-// Tokenizer construction (validation, lookup tables) and decoding. The two
-// encoders live in spm_tokenizer.cpp and bpe_tokenizer.cpp.
+// Tokenizer construction (validation, lookup tables) and decoding. The
+// encoders live in spm_tokenizer.cpp, bpe_tokenizer.cpp and wpm_tokenizer.cpp.
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
@@ -82,12 +82,17 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
 
   Tokenizer t;
   const bool spm = vocab.kind == TokenizerKind::SentencePiece;
-  if (!spm) {
+  const bool bpe = vocab.kind == TokenizerKind::BytePairBPE;
+  if (!spm && !bpe && vocab.kind != TokenizerKind::WordPiece) {
+    return Status::error(EMBER_ERR_BAD_TOKENIZER, "tokenizer: kind = %u is not a tokenizer kind",
+                         static_cast<unsigned>(vocab.kind));
+  }
+  if (bpe) {
     EMBER_ASSIGN_OR_RETURN(t.pre_, PreTokenizer::create(vocab.pre));
   } else if (!vocab.pre.empty()) {
     return Status::error(EMBER_ERR_BAD_TOKENIZER,
-                         "tokenizer: pre-tokenizer '%.*s' on a SentencePiece vocabulary",
-                         shown(vocab.pre), vocab.pre.c_str());
+                         "tokenizer: pre-tokenizer '%.*s' on a %s vocabulary", shown(vocab.pre),
+                         vocab.pre.c_str(), spm ? "SentencePiece" : "WordPiece");
   }
   t.types_.resize(n);
   for (int i = 0; i < 256; ++i) t.byte_to_id_[i] = -1;
@@ -131,7 +136,7 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
       }
       // SPM byte fallback (and BPE over raw UTF-8); byte-level BPE
       // vocabularies use bytes_to_unicode instead.
-      if (spm || !t.pre_.byte_encode()) t.byte_to_id_[b] = id;
+      if (!bpe || !t.pre_.byte_encode()) t.byte_to_id_[b] = id;
     }
     auto [it, inserted] = all.emplace(p, id);
     if (!inserted) {
@@ -157,7 +162,7 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
     return vocab.pieces[a].size() > vocab.pieces[b].size();
   });
 
-  if (!spm) {
+  if (bpe) {
     t.merge_rank_.reserve(vocab.merges.size());
     for (size_t r = 0; r < vocab.merges.size(); ++r) {
       const std::string& m = vocab.merges[r];
@@ -182,6 +187,7 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
     }
   }
   t.vocab_ = std::move(vocab);
+  if (!spm && !bpe) EMBER_TRY(t.init_wordpiece());
   return t;
 }
 
@@ -262,6 +268,7 @@ Status Tokenizer::encode(std::string_view text, const EncodeOptions& options,
   }
 
   const bool spm = vocab_.kind == TokenizerKind::SentencePiece;
+  const bool wpm = vocab_.kind == TokenizerKind::WordPiece;
   bool prev_special = true;  // SPM: the dummy prefix goes after BOS or a special piece
   for (const Fragment& f : frags) {
     if (f.id >= 0) {
@@ -272,6 +279,8 @@ Status Tokenizer::encode(std::string_view text, const EncodeOptions& options,
     const std::string_view part = text.substr(f.begin, f.end - f.begin);
     if (spm) {
       EMBER_TRY(encode_spm(part, vocab_.add_space_prefix && prev_special, out));
+    } else if (wpm) {
+      encode_wpm(part, out);
     } else {
       EMBER_TRY(encode_bpe(part, out));
     }
@@ -283,8 +292,8 @@ Status Tokenizer::encode(std::string_view text, const EncodeOptions& options,
 
 void Tokenizer::decode_piece(int32_t id, std::string* out) const {
   const std::string& p = vocab_.pieces[id];
-  // SentencePiece text: "▁" for spaces, <0xHH> byte pieces.
-  const bool spm_text = vocab_.kind == TokenizerKind::SentencePiece || !pre_.byte_encode();
+  // SentencePiece text: "▁" for spaces, <0xHH> byte pieces (WordPiece too).
+  const bool spm_text = vocab_.kind != TokenizerKind::BytePairBPE || !pre_.byte_encode();
   if (id == vocab_.bos_id || id == vocab_.eos_id || id == vocab_.pad_id) return;
   switch (type_of(id)) {
     case TokenType::Control:
@@ -345,6 +354,11 @@ Status Tokenizer::decode_token(int32_t prev, int32_t id, std::string* out) const
       type_of(id) != TokenType::Byte && out->size() > start && (*out)[start] == ' ') {
     out->erase(start, 1);
   }
+  // WordPiece: the space of a stream's first word.
+  if (vocab_.kind == TokenizerKind::WordPiece && (prev < 0 || prev == vocab_.bos_id) &&
+      out->size() > start && (*out)[start] == ' ') {
+    out->erase(start, 1);
+  }
   return Status::ok();
 }
 
@@ -354,6 +368,7 @@ Status Tokenizer::decode(const int32_t* ids, size_t n, std::string* out) const {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "decode: ids is NULL with n=%zu", n);
   }
   const bool spm = vocab_.kind == TokenizerKind::SentencePiece;
+  const size_t begin = out->size();
   bool first = true;  // no token has printed yet
   int32_t prev = -1;
   for (size_t i = 0; i < n; ++i) {
@@ -374,6 +389,11 @@ Status Tokenizer::decode(const int32_t* ids, size_t n, std::string* out) const {
       first = false;
     }
     prev = id;
+  }
+  if (vocab_.kind == TokenizerKind::WordPiece) {
+    wordpiece_clean_up_spaces(out, begin);
+    // The first word's space (llama.cpp keeps it; Hugging Face does not).
+    if (out->size() > begin && (*out)[begin] == ' ') out->erase(begin, 1);
   }
   return Status::ok();
 }

@@ -1,11 +1,14 @@
-// Text <-> token ids for the two vocabulary kinds ember runs:
+// Text <-> token ids for the three vocabulary kinds ember runs:
 //  - SentencePiece (Llama, llama2.c): score-driven pair merges over UTF-8
 //    characters with "▁" for spaces and <0xAB> byte fallback, as llama.cpp's
 //    SPM tokenizer and llama2.c's encode() (but O(n log n), not O(n^2)).
 //  - Byte-level BPE (GPT-2, Llama 3, Qwen2, ...): the family's
 //    pre-tokenizer (tokenizer/pretokenizer.h) cuts words, bytes are mapped
 //    through bytes_to_unicode, merges applied by rank inside each word.
-// Before either, special pieces are cut out of the text as llama.cpp does:
+//  - WordPiece (BERT, BGE, MiniLM, E5): BERT's normalizer and word split,
+//    then the longest piece from the left of each word, as llama.cpp's WPM
+//    tokenizer (wpm_tokenizer.cpp has the rules).
+// Before any of them, special pieces are cut out of the text as llama.cpp does:
 // user-defined pieces always, control and unknown pieces when the caller
 // asks to parse special tokens; the longest piece first.
 //
@@ -64,13 +67,16 @@ class Tokenizer {
   // required to name existing pieces (real vocabularies contain a few that
   // do not; such merges can simply never fire). EMBER_ERR_UNSUPPORTED: a
   // BPE vocabulary whose `pre` names no pre-tokenizer ember implements.
+  // WordPiece: a `pre` or merges (EMBER_ERR_BAD_TOKENIZER), no unk_id
+  // (EMBER_ERR_BAD_TOKENIZER: a word without pieces becomes unk).
   static Result<Tokenizer> create(Vocab vocab);
 
   // Appends the ids of `text` to *out (BOS first when add_bos), with
   // user-defined pieces matched in the text and control pieces not (the
   // overload below says otherwise). No EOS is added. Any byte
   // string is accepted: bytes that are not valid UTF-8 are encoded one by one
-  // (SPM byte fallback; BPE is byte-level anyway). Errors:
+  // (SPM byte fallback; BPE is byte-level anyway) or, for WordPiece, dropped
+  // (llama.cpp reads each as U+FFFD, which BERT's normalizer removes). Errors:
   // EMBER_ERR_INVALID_ARGUMENT (out is NULL; add_bos with no bos id),
   // EMBER_ERR_BAD_TOKENIZER (a character needs a byte piece or unk piece the
   // vocabulary lacks). On error *out may hold a partial encoding.
@@ -84,7 +90,8 @@ class Tokenizer {
   // of a stream). SPM: "▁" prints as a space, <0xAB> as that byte, and the
   // leading space of a piece right after BOS is dropped (as llama2.c
   // prints). BPE: byte-level decoding (inverse of GPT-2 bytes_to_unicode).
-  // Control and unused pieces (bos, eos, ...) print nothing; the unknown
+  // WordPiece: "▁" prints as a space, dropped at the start of a stream
+  // (prev -1 or bos); a continuation piece prints bare. Control and unused pieces (bos, eos, ...) print nothing; the unknown
   // piece prints its text; user-defined pieces print verbatim. A single
   // token may be part of a multi-byte character: stream consumers must
   // buffer incomplete UTF-8 themselves. Errors: EMBER_ERR_TOKEN_OUT_OF_RANGE
@@ -95,7 +102,10 @@ class Tokenizer {
   // Appends the text of a whole sequence: for valid UTF-8 text, the exact
   // inverse of encode(text, add_bos=false) (and of encode with BOS, since
   // control tokens print nothing). For SPM with add_space_prefix, the dummy
-  // prefix space of the first printing token is dropped. Errors: as
+  // prefix space of the first printing token is dropped. WordPiece, which
+  // lowercases and drops accents, has no inverse: the text is llama.cpp's
+  // detokenization (its clean-up of the spaces before . , ! ? and around
+  // apostrophes included) less the first word's space. Errors: as
   // decode_token; `ids` may be NULL only when n == 0.
   Status decode(const int32_t* ids, size_t n, std::string* out) const;
 
@@ -117,6 +127,9 @@ class Tokenizer {
   Status bpe_word(std::string_view mapped, std::vector<MergeSymbol>* symbols,
                   std::string* scratch, std::vector<int32_t>* out) const;
   Status spm_fallback(std::string_view symbol, std::vector<int32_t>* out) const;
+  void encode_wpm(std::string_view text, std::vector<int32_t>* out) const;
+  void wpm_word(std::string_view word, std::vector<int32_t>* out) const;
+  Status init_wordpiece();
   void decode_piece(int32_t id, std::string* out) const;
 
   Vocab vocab_;
@@ -133,6 +146,9 @@ class Tokenizer {
   TokenizerStringMap merge_rank_;
   // BPE: the family's word splitter.
   PreTokenizer pre_;
+  // WordPiece: the byte lengths of the pieces text may turn into, longest
+  // first (the only lengths worth looking up).
+  std::vector<uint32_t> wpm_lengths_;
   // Pieces cut out of the text before encoding (control, user-defined,
   // unknown), longest first.
   std::vector<int32_t> special_ids_;
@@ -146,5 +162,12 @@ class Tokenizer {
 // hand, it is the reference the regex matcher's "gpt-2" family is tested
 // against (tests/tokenizer/test_pretokenizer.cpp); encoding uses the family.
 void gpt2_pretokenize(std::string_view text, std::vector<std::pair<size_t, size_t>>* words);
+
+// The clean-up llama.cpp gives detokenized WordPiece text (Hugging Face's
+// clean_up_tokenization_spaces, as llama.cpp has it), on (*text)[from..]:
+// the space before each . , ! ? goes; " ' " becomes "'" (not twice in a
+// row); the space before 's 'm 're 've goes ('t 'd 'll keep theirs). ASCII
+// only, so UTF-8 passes through untouched.
+void wordpiece_clean_up_spaces(std::string* text, size_t from);
 
 }  // namespace ember

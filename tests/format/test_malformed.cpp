@@ -351,8 +351,8 @@ TEST_CASE("enums out of range: rope_style, tokenizer kind") {
   }
   {
     RawModel m = raw();
-    m.tokenizer.kind = 2;
-    EXPECT_FAILS(verify(m.bytes()), EMBER_ERR_FORMAT, "tokenizer.kind = 2");
+    m.tokenizer.kind = 3;
+    EXPECT_FAILS(verify(m.bytes()), EMBER_ERR_FORMAT, "tokenizer.kind = 3");
   }
 }
 
@@ -463,6 +463,12 @@ TEST_CASE("tokenizer metadata is EMBER_ERR_BAD_TOKENIZER naming the field") {
                  m.tokenizer.pre = "qwen2";
                }),
                EMBER_ERR_BAD_TOKENIZER, "pre = 'qwen2'");
+  EXPECT_FAILS(with([](RawModel& m) {
+                 m.tokenizer.kind = 2;
+                 m.tokenizer.has_pre = true;
+                 m.tokenizer.pre = "bert-bge";
+               }),
+               EMBER_ERR_BAD_TOKENIZER, "pre = 'bert-bge' on a WordPiece tokenizer");
   EXPECT_FAILS(open_public([&] { RawModel m = raw(); bpe(m, "nope"); return m.bytes(); }(), "pre-nope"),
                EMBER_ERR_UNSUPPORTED, "nope");
   for (const char* ok : {"llama-bpe", "qwen2", "gpt-2", ""}) {

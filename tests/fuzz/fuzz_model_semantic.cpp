@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   h.rope_style = in.ConsumeIntegralInRange<uint8_t>(0, 2);
   h.tied_embeddings = in.ConsumeBool();
   auto& t = m.tokenizer;
-  t.kind = in.ConsumeIntegralInRange<uint8_t>(0, 2);
+  t.kind = in.ConsumeIntegralInRange<uint8_t>(0, 3);
   const size_t n_pieces = in.ConsumeIntegralInRange<size_t>(0, 40);
   for (size_t i = 0; i < n_pieces; ++i) {
     t.pieces.push_back(in.ConsumeRandomLengthString(12));

@@ -465,6 +465,81 @@ TEST_CASE("mutated files never crash the reader") {
   MESSAGE(ok << " of 3000 mutated files still parsed");
 }
 
+TEST_CASE("vocab_from_gguf: a bert vocabulary is WordPiece with llama.cpp's special pieces") {
+  auto vocab = [](GgufWriter& w) {
+    const std::string b = w.finish();
+    auto g = parse(b);
+    REQUIRE_MESSAGE(g.is_ok(), g.status().message());
+    return vocab_from_gguf(g.value());
+  };
+  std::vector<std::string> pieces(110);
+  for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = "\xE2\x96\x81w" + std::to_string(i);
+  {
+    // No keys: [CLS] 101 as bos, [SEP] 102 as eos, unk 100, pad 0, both added.
+    GgufWriter w;
+    w.kv_str("tokenizer.ggml.model", "bert");
+    w.kv_str("tokenizer.ggml.pre", "bert-bge");
+    w.kv_strs("tokenizer.ggml.tokens", pieces);
+    auto v = vocab(w);
+    REQUIRE(v.is_ok());
+    CHECK(v->kind == TokenizerKind::WordPiece);
+    CHECK(v->pre.empty());  // the name means nothing to WordPiece
+    CHECK((v->bos_id == 101 && v->eos_id == 102 && v->unk_id == 100 && v->pad_id == 0));
+    CHECK((v->add_bos && v->add_eos && v->lowercase && v->strip_accents));
+    CHECK_FALSE(v->add_space_prefix);
+    CHECK(Tokenizer::create(v.value()).is_ok());
+  }
+  {
+    // The keys win; bos_token_id over cls_token_id; add_* flags are ignored
+    // (llama.cpp adds both); strip_accents follows lowercase unless given.
+    GgufWriter w;
+    w.kv_str("tokenizer.ggml.model", "bert");
+    w.kv_strs("tokenizer.ggml.tokens", pieces);
+    w.kv_u32("tokenizer.ggml.cls_token_id", 5);
+    w.kv_u32("tokenizer.ggml.seperator_token_id", 6);
+    w.kv_u32("tokenizer.ggml.unknown_token_id", 7);
+    w.kv_u32("tokenizer.ggml.padding_token_id", 8);
+    w.kv_bool("tokenizer.ggml.add_eos_token", false);
+    w.kv_bool("tokenizer.ggml.normalizer.lowercase", false);
+    auto v = vocab(w);
+    REQUIRE(v.is_ok());
+    CHECK((v->bos_id == 5 && v->eos_id == 6 && v->unk_id == 7 && v->pad_id == 8 && v->add_eos));
+    CHECK_FALSE(v->lowercase);
+    CHECK_FALSE(v->strip_accents);
+    GgufWriter w2;
+    w2.kv_str("tokenizer.ggml.model", "bert");
+    w2.kv_strs("tokenizer.ggml.tokens", pieces);
+    w2.kv_u32("tokenizer.ggml.cls_token_id", 5);
+    w2.kv_u32("tokenizer.ggml.bos_token_id", 9);
+    w2.kv_bool("tokenizer.ggml.normalizer.lowercase", false);
+    w2.kv_bool("tokenizer.ggml.normalizer.strip_accents", true);
+    auto v2 = vocab(w2);
+    REQUIRE(v2.is_ok());
+    CHECK(v2->bos_id == 9);
+    CHECK_FALSE(v2->lowercase);
+    CHECK(v2->strip_accents);
+  }
+  {
+    // Too few pieces for the defaults: none, and no unk is refused by create.
+    GgufWriter w;
+    w.kv_str("tokenizer.ggml.model", "bert");
+    w.kv_strs("tokenizer.ggml.tokens", {"a", "b"});
+    auto v = vocab(w);
+    REQUIRE(v.is_ok());
+    CHECK((v->bos_id == -1 && v->eos_id == -1 && v->unk_id == -1 && v->pad_id == 0));
+    CHECK(Tokenizer::create(v.value()).status().code() == EMBER_ERR_BAD_TOKENIZER);
+  }
+  {
+    GgufWriter w;
+    w.kv_str("tokenizer.ggml.model", "bert");
+    w.kv_strs("tokenizer.ggml.tokens", pieces);
+    w.kv_str("tokenizer.ggml.normalizer.lowercase", "yes");
+    const Status s = vocab(w).status();
+    CHECK(s.code() == EMBER_ERR_FORMAT);
+    CHECK(mentions(s, "tokenizer.ggml.normalizer.lowercase"));
+  }
+}
+
 TEST_CASE("vocab_from_gguf: model kinds, defaults and errors") {
   auto vocab = [](GgufWriter& w) {
     const std::string b = w.finish();
@@ -548,11 +623,11 @@ TEST_CASE("vocab_from_gguf: model kinds, defaults and errors") {
   }
   {
     GgufWriter w;
-    w.kv_str("tokenizer.ggml.model", "bert");
+    w.kv_str("tokenizer.ggml.model", "t5");
     w.kv_strs("tokenizer.ggml.tokens", {"a"});
     const Status s = vocab(w).status();
     CHECK(s.code() == EMBER_ERR_UNSUPPORTED);
-    CHECK(mentions(s, "bert"));
+    CHECK(mentions(s, "tokenizer.ggml.model 't5'"));
   }
   {
     GgufWriter w;

@@ -248,11 +248,34 @@ void hparam_keys(const HParams& hp, Out* kv) {
   }
 }
 
+// A WordPiece vocabulary's special pieces and normalizer, as llama.cpp reads a
+// "bert" one (tools/convert/vocab_import.cpp reads them back): [CLS] as bos
+// (and cls, the converters' key), [SEP] as the separator. llama.cpp adds both
+// to every text it encodes with special tokens, so no add_* flag is written:
+// its eos stays unset.
+void wordpiece_keys(const Vocab& v, Out* kv) {
+  if (v.bos_id >= 0) {
+    kv->kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
+    kv->kv_u32("tokenizer.ggml.cls_token_id", static_cast<uint32_t>(v.bos_id));
+  }
+  if (v.eos_id >= 0) kv->kv_u32("tokenizer.ggml.seperator_token_id", static_cast<uint32_t>(v.eos_id));
+  if (v.unk_id >= 0) kv->kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
+  if (v.pad_id >= 0) kv->kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(v.pad_id));
+  kv->kv_bool("tokenizer.ggml.normalizer.lowercase", v.lowercase);
+  kv->kv_bool("tokenizer.ggml.normalizer.strip_accents", v.strip_accents);
+}
+
+const char* gguf_tokenizer_model(const Vocab& v) {
+  switch (v.kind) {
+    case TokenizerKind::SentencePiece: return "llama";
+    case TokenizerKind::WordPiece: return "bert";
+    default: return v.pre == "gemma4" ? "gemma4" : "gpt2";
+  }
+}
+
 // The vocabulary's tokenizer.ggml.* keys.
 void vocab_keys(const Vocab& v, Out* kv) {
-  kv->kv_str("tokenizer.ggml.model", v.kind == TokenizerKind::SentencePiece ? "llama"
-                                     : v.pre == "gemma4"                      ? "gemma4"
-                                                                              : "gpt2");
+  kv->kv_str("tokenizer.ggml.model", gguf_tokenizer_model(v));
   kv->kv_strs("tokenizer.ggml.tokens", v.pieces);
   if (!v.scores.empty()) kv->kv_f32s("tokenizer.ggml.scores", v.scores);
   if (!v.types.empty()) {
@@ -262,6 +285,10 @@ void vocab_keys(const Vocab& v, Out* kv) {
   if (!v.merges.empty()) kv->kv_strs("tokenizer.ggml.merges", v.merges);
   // "" (a file from before the name was stored) was tokenized as GPT-2.
   if (v.kind == TokenizerKind::BytePairBPE) kv->kv_str("tokenizer.ggml.pre", v.pre.empty() ? "gpt-2" : v.pre);
+  if (v.kind == TokenizerKind::WordPiece) {
+    wordpiece_keys(v, kv);
+    return;
+  }
   if (v.eot_id >= 0) kv->kv_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(v.eot_id));
   if (v.eom_id >= 0) kv->kv_u32("tokenizer.ggml.eom_token_id", static_cast<uint32_t>(v.eom_id));
   if (v.bos_id >= 0) kv->kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));

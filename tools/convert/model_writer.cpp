@@ -74,7 +74,7 @@ Result<std::vector<uint8_t>> serialize_model(const ModelSpec& spec) {
       v.scores.empty() ? 0 : fbb.CreateVector(v.scores), v.types.empty() ? 0 : fbb.CreateVector(v.types),
       merges.empty() ? 0 : fbb.CreateVector(merges), v.bos_id, v.eos_id, v.unk_id, v.pad_id, v.add_bos, v.add_eos,
       v.add_space_prefix, v.byte_fallback, v.pre.empty() ? 0 : fbb.CreateString(v.pre), v.eot_id, v.eom_id,
-      v.chat_template.empty() ? 0 : fbb.CreateString(v.chat_template));
+      v.chat_template.empty() ? 0 : fbb.CreateString(v.chat_template), v.lowercase, v.strip_accents);
   std::vector<flatbuffers::Offset<fb::Tensor>> fb_tensors;
   for (size_t i = 0; i < written.size(); ++i) {
     const TensorSource& t = written[i];

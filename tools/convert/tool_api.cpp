@@ -391,7 +391,9 @@ ember_status FileView::open(const std::string& path, bool verify_digest, std::st
   f.schema_version = m.contents().schema_version;
   hparam_facts(m.hparams(), &f);
   const Vocab& v = m.vocab();
-  f.sentencepiece = v.kind == TokenizerKind::SentencePiece;
+  f.tokenizer = v.kind == TokenizerKind::SentencePiece ? "sentencepiece"
+                : v.kind == TokenizerKind::WordPiece   ? "wordpiece"
+                                                       : "byte-level bpe";
   f.pieces = v.pieces.size();
   f.merges = v.merges.size();
   f.bos_id = v.bos_id;

@@ -171,7 +171,7 @@ struct FileFacts {
   float attn_softcap = 0, final_softcap = 0, rope_theta_sliding = 0, rope_scale_global = 0;
   uint32_t sliding_window = 0, swa_period = 0;
   // Tokenizer.
-  bool sentencepiece = true;
+  std::string tokenizer = "sentencepiece";  // "sentencepiece", "byte-level bpe" or "wordpiece"
   size_t pieces = 0, merges = 0;
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
   bool add_bos = false, add_space_prefix = false, byte_fallback = false;

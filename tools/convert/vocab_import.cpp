@@ -45,6 +45,49 @@ Status read_flag(const GgufFile& g, const char* key, bool* flag) {
   return Status::ok();
 }
 
+// A SentencePiece or BPE vocabulary's special pieces and flags (absent keys
+// keep the defaults already in *v).
+Status special_keys(const GgufFile& g, Vocab* v) {
+  EMBER_TRY(read_special(g, "tokenizer.ggml.bos_token_id", &v->bos_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.eos_token_id", &v->eos_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.unknown_token_id", &v->unk_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.padding_token_id", &v->pad_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.eot_token_id", &v->eot_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.eom_token_id", &v->eom_id));
+  EMBER_TRY(read_flag(g, "tokenizer.ggml.add_bos_token", &v->add_bos));
+  EMBER_TRY(read_flag(g, "tokenizer.ggml.add_eos_token", &v->add_eos));
+  EMBER_TRY(read_flag(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix));
+  return Status::ok();
+}
+
+// A WordPiece vocabulary's special pieces and normalizer, as llama.cpp reads
+// a "bert" one: [CLS] is bos (bos_token_id, else cls_token_id, else 101),
+// [SEP] is eos (seperator_token_id, GGUF's spelling, else 102), unk 100 and
+// pad 0 unless the file says otherwise; each default only when in range.
+// llama.cpp puts [CLS] and [SEP] around every text it encodes with special
+// tokens, whatever add_bos_token / add_eos_token say, so both are on. The
+// normalizer lowercases unless tokenizer.ggml.normalizer.lowercase is false;
+// accents are stripped as .strip_accents says, else as lowercase.
+Status wordpiece_keys(const GgufFile& g, Vocab* v) {
+  const int64_t n = static_cast<int64_t>(v->pieces.size());
+  auto fallback = [n](int32_t id) { return id < n ? id : -1; };
+  v->bos_id = fallback(101);
+  v->eos_id = fallback(102);
+  v->unk_id = fallback(100);
+  v->pad_id = fallback(0);
+  EMBER_TRY(read_special(g, "tokenizer.ggml.cls_token_id", &v->bos_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.bos_token_id", &v->bos_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.seperator_token_id", &v->eos_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.unknown_token_id", &v->unk_id));
+  EMBER_TRY(read_special(g, "tokenizer.ggml.padding_token_id", &v->pad_id));
+  v->add_bos = true;
+  v->add_eos = true;
+  EMBER_TRY(read_flag(g, "tokenizer.ggml.normalizer.lowercase", &v->lowercase));
+  v->strip_accents = v->lowercase;
+  EMBER_TRY(read_flag(g, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents));
+  return Status::ok();
+}
+
 uint32_t load_u32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
@@ -71,9 +114,13 @@ Result<Vocab> vocab_from_gguf(const GgufFile& g) {
     v.add_bos = false;
     v.add_space_prefix = false;
     v.byte_fallback = false;
+  } else if (model == "bert") {
+    v.kind = TokenizerKind::WordPiece;
+    v.add_space_prefix = false;
+    v.byte_fallback = false;
   } else {
     return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "gguf: tokenizer.ggml.model '%.*s' is not supported (llama, gpt2, gemma4 are)",
+                         "gguf: tokenizer.ggml.model '%.*s' is not supported (llama, gpt2, gemma4, bert are)",
                          static_cast<int>(model.size() < 64 ? model.size() : 64), model.data());
   }
   if (g.find("tokenizer.ggml.tokens") == nullptr) {
@@ -127,15 +174,7 @@ Result<Vocab> vocab_from_gguf(const GgufFile& g) {
     if (n > 1) v.bos_id = 1;
     if (n > 2) v.eos_id = 2;
   }
-  EMBER_TRY(read_special(g, "tokenizer.ggml.bos_token_id", &v.bos_id));
-  EMBER_TRY(read_special(g, "tokenizer.ggml.eos_token_id", &v.eos_id));
-  EMBER_TRY(read_special(g, "tokenizer.ggml.unknown_token_id", &v.unk_id));
-  EMBER_TRY(read_special(g, "tokenizer.ggml.padding_token_id", &v.pad_id));
-  EMBER_TRY(read_special(g, "tokenizer.ggml.eot_token_id", &v.eot_id));
-  EMBER_TRY(read_special(g, "tokenizer.ggml.eom_token_id", &v.eom_id));
-  EMBER_TRY(read_flag(g, "tokenizer.ggml.add_bos_token", &v.add_bos));
-  EMBER_TRY(read_flag(g, "tokenizer.ggml.add_eos_token", &v.add_eos));
-  EMBER_TRY(read_flag(g, "tokenizer.ggml.add_space_prefix", &v.add_space_prefix));
+  EMBER_TRY(v.kind == TokenizerKind::WordPiece ? wordpiece_keys(g, &v) : special_keys(g, &v));
   if (g.find("tokenizer.chat_template") != nullptr) {
     EMBER_ASSIGN_OR_RETURN(std::string_view tmpl, g.get_string("tokenizer.chat_template"));
     v.chat_template = std::string(tmpl);

@@ -13,10 +13,14 @@
 namespace ember {
 
 // Reads tokenizer.ggml.model ("llama" -> SentencePiece, "gpt2" -> byte-level
-// BPE), .pre (BPE: the pre-tokenizer family; absent means "default", as in
-// llama.cpp), .tokens, .scores, .token_type, .merges, .bos/.eos/.unknown/
-// .padding/.eot/.eom_token_id, .add_bos_token, .add_eos_token,
-// .add_space_prefix. Absent flags take llama.cpp's defaults: llama
+// BPE, "bert" -> WordPiece), .pre (BPE: the pre-tokenizer family; absent
+// means "default", as in llama.cpp; other kinds ignore it), .tokens,
+// .scores, .token_type, .merges, .bos/.eos/.unknown/.padding/.eot/
+// .eom_token_id, .add_bos_token, .add_eos_token, .add_space_prefix; for
+// "bert" instead .cls/.bos (bos), .seperator (eos), .unknown, .padding
+// _token_id and .normalizer.lowercase / .strip_accents, with add_bos and
+// add_eos on (vocab_import.cpp wordpiece_keys has the defaults). Absent
+// flags take llama.cpp's defaults: llama
 // add_bos=true, add_space_prefix=true; gpt2 add_space_prefix=false and
 // add_bos=false except for the Llama 3 pre-tokenizers (true); absent
 // llama special ids default to unk=0, bos=1, eos=2 when in range; an id of

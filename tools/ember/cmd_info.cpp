@@ -62,7 +62,7 @@ void report_header(const InfoRequest& r, const tools::FileFacts& f) {
   report_hparams(f);
   std::printf("tokenizer    %s, %zu pieces, %zu merges, bos %d eos %d unk %d pad %d, add_bos %d add_space_prefix %d "
               "byte_fallback %d\n",
-              f.sentencepiece ? "sentencepiece" : "byte-level bpe", f.pieces, f.merges, f.bos_id, f.eos_id, f.unk_id,
+              f.tokenizer.c_str(), f.pieces, f.merges, f.bos_id, f.eos_id, f.unk_id,
               f.pad_id, f.add_bos, f.add_space_prefix, f.byte_fallback);
   std::printf("provenance   source %s (sha256 %s)\n", f.source_file.c_str(),
               f.source_sha256.empty() ? "-" : f.source_sha256.c_str());

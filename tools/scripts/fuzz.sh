@@ -50,7 +50,9 @@ if [ -f "$SEEDS/fuzz_model_open/tiny-f32.ember" ]; then  # a signed seed (exerci
   ASAN_OPTIONS=detect_leaks=0 "$EMBER" sign "$SEEDS/fuzz_model_open/tiny-signed.ember" --key "$BUILD/k.pem" >/dev/null
 fi
 for f in "$DATA"/models/*.gguf "$DATA"/vocab/*.gguf; do [ -f "$f" ] && cp "$f" "$SEEDS/fuzz_gguf/"; done
-# Tokenizer seeds: each test input, prefixed by a mode byte per vocabulary and operation.
+# Tokenizer seeds: each test input, prefixed by a mode byte per vocabulary and
+# operation (fuzz_tokenizer.cpp: the vocabulary is mode % 4, decoding when
+# (mode / 4) % 2, BOS when (mode / 8) % 2).
 python3 - "$DATA" "$SEEDS/fuzz_tokenizer" <<'PY'
 import os, sys, struct
 data, out = sys.argv[1], sys.argv[2]
@@ -60,10 +62,10 @@ for name in ("ggml-vocab-llama-spm.gguf.inp", "ggml-vocab-gpt-2.gguf.inp"):
     if not os.path.exists(p):
         continue
     for text in open(p, "rb").read().split(b"\n__ggml_vocab_test__\n"):
-        for mode in (0, 1, 2, 6):
+        for mode in (0, 1, 2, 3, 8):
             open(os.path.join(out, "t%04d" % n), "wb").write(bytes([mode]) + text)
             n += 1
-for mode in (3, 4, 5):  # decode: a few ids, one out of range
+for mode in (4, 5, 6, 7):  # decode: a few ids, one out of range
     open(os.path.join(out, "ids%d" % mode), "wb").write(bytes([mode]) + struct.pack("<5i", 1, 2, 100, 300, 70000))
 PY
 head -c 512 /dev/zero > "$SEEDS/fuzz_c_api/zeros"
