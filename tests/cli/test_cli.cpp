@@ -277,3 +277,21 @@ TEST_CASE("demo generates with a synthetic model when there is no test data, and
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("plan --embeddings: an encoder is planned as an embedding session, and refused without one") {
+  const std::string dir = ember::test::temp_dir("cli-embed-plan");
+  const std::string bert = dir + "/tiny-bert.ember";
+  REQUIRE(run("synth --shape tiny --arch bert -o " + bert).code == 0);
+  const Run logits = run("plan -m " + bert);
+  CHECK(logits.code != 0);
+  CHECK(logits.err.find("embeddings") != std::string::npos);
+  const Run plan = run("plan -m " + bert + " --embeddings --seqs 4 --ctx 64 --json");
+  REQUIRE(plan.code == 0);
+  CHECK(plan.out.find("\"embeddings\": true") != std::string::npos);
+  CHECK(plan.out.find("\"n_seqs\": 4") != std::string::npos);
+  // ember embed runs it (one vector of the model's 64 floats per input).
+  const Run emb = run("embed -m " + bert + " -p 'Lily had a' -p 'a cat' --json");
+  REQUIRE(emb.code == 0);
+  CHECK(emb.out.find("\"index\": 1") != std::string::npos);
+  CHECK(run("plan -m " + bert + " --embeddings --lookup").code != 0);
+}

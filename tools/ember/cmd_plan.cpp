@@ -108,7 +108,8 @@ const char* const kKvNames[] = {"f32", "f16", "q8_0"};
 
 int parse_plan(int argc, char** argv, PlanRequest* r) {
   std::vector<std::string> with_value = {"-m", "--seqs", "--draft-max", "--lookup-ngram", "--draft"};
-  std::vector<std::string> known = {"-m", "--json", "--seqs", "--draft-max", "--lookup-ngram", "--lookup", "--draft"};
+  std::vector<std::string> known = {"-m",     "--json",  "--seqs",      "--draft-max",
+                                    "--lookup-ngram", "--lookup", "--draft", "--embeddings"};
   for (int i = 0; kSessionFlags[i]; ++i) {
     with_value.push_back(kSessionFlags[i]);
     known.push_back(kSessionFlags[i]);
@@ -117,7 +118,9 @@ int parse_plan(int argc, char** argv, PlanRequest* r) {
   if (args.has("--help") || args.has("-h")) {
     std::puts("usage: ember plan -m MODEL.ember [--ctx N] [--batch B] [--threads T] [--kv-type f32|f16|q8_0]\n"
               "                  [--kv-type-k T] [--kv-type-v T] [--backend cpu|vulkan|auto] [--max-bytes N]\n"
-              "                  [--seqs N] [--lookup | --draft DRAFT.ember] [--draft-max K] [--json]\n"
+              "                  [--seqs N] [--lookup | --draft DRAFT.ember] [--draft-max K] [--embeddings] [--json]\n"
+              "  --embeddings  an embedding session (as ember embed and serve --embeddings make; an encoder such\n"
+              "             as bert has no other): its output rows are hidden states, any row of a step an output\n"
               "  --seqs N   sequences decoded together in one session (batched decoding, as ember serve\n"
               "             --parallel): N KV caches of --ctx positions each (default 1)\n"
               "  --lookup --draft-max K   room for speculative decoding: a step's logits for K drafted\n"
@@ -130,6 +133,10 @@ int parse_plan(int argc, char** argv, PlanRequest* r) {
   ember_session_options& so = r->so;
   session_options_from_args(args, &so);
   so.n_seqs = static_cast<int32_t>(args.get_int("--seqs", 1, 1, 256));
+  so.embeddings = args.has("--embeddings") ? 1 : 0;
+  if (so.embeddings && (args.has("--draft") || args.has("--lookup"))) {
+    return report(EMBER_ERR_INVALID_ARGUMENT, "--embeddings: an embedding session does not draft");
+  }
   if (args.has("--draft") && args.has("--lookup")) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "--draft and --lookup both draft: pass one");
   }
@@ -179,9 +186,9 @@ int run_plan(const PlanRequest& r, PlanResult* res) {
 int report_json(const PlanRequest& r, const PlanResult& res, bool fits) {
   const ember_memory_plan& p = res.plan;
   std::printf("{\n  \"model\": \"%s\",\n  \"parameters\": %llu,\n  \"context_length\": %d,\n  \"max_batch\": %d,\n"
-              "  \"n_seqs\": %d,\n  \"kv_type_k\": \"%s\",\n  \"kv_type_v\": \"%s\",\n",
+              "  \"n_seqs\": %d,\n  \"embeddings\": %s,\n  \"kv_type_k\": \"%s\",\n  \"kv_type_v\": \"%s\",\n",
               r.path.c_str(), static_cast<unsigned long long>(res.info.n_parameters), p.context_length, p.max_batch,
-              p.n_seqs, kKvNames[r.so.kv_type_k], kKvNames[r.so.kv_type_v]);
+              p.n_seqs, r.so.embeddings ? "true" : "false", kKvNames[r.so.kv_type_k], kKvNames[r.so.kv_type_v]);
   const struct { const char* key; uint64_t v; } rows[] = {
       {"weights_mapped_bytes", p.weights_mapped_bytes}, {"weights_resident_bytes", p.weights_resident_bytes},
       {"kv_bytes", p.kv_bytes}, {"activations_bytes", p.activations_bytes}, {"scratch_bytes", p.scratch_bytes},
