@@ -60,12 +60,10 @@ int parse(int argc, char** argv, Request* r) {
   if (r->so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (args.has("--pooling")) {
     const std::string p = args.get("--pooling");
-    const char* names[] = {"mean", "cls", "last"};
-    r->pooling = -2;
-    for (int i = 0; i < 3; ++i) {
-      if (p == names[i]) r->pooling = i + 1;
+    r->pooling = pooling_from_name(p);
+    if (r->pooling < EMBER_POOLING_MEAN || r->pooling > EMBER_POOLING_LAST) {
+      return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling '" + p + "': must be mean, cls or last");
     }
-    if (r->pooling == -2) return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling '" + p + "': must be mean, cls or last");
   }
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required");
   r->model = args.get("-m");
@@ -92,25 +90,10 @@ int make_inputs(ember_model* model, const Request& r, std::vector<std::vector<in
     }
     return 0;
   }
-  std::string text, error;
-  if (const ember_status st = read_file(r.file, &text, &error); st != EMBER_OK) return report(st, "-f: " + error);
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(at, end - at);
-    at = end + 1;
-    if (line.empty()) continue;
-    std::vector<int32_t> ids(line.size() + 8);
-    size_t n = 0;
-    if (ember_embed_tokenize(model, line.data(), line.size(), ids.data(), ids.size(), &n) != EMBER_OK) {
-      return report_last(EMBER_ERR_INVALID_ARGUMENT);
-    }
-    ids.resize(n);
-    if (!ids.empty()) out->push_back(std::move(ids));
-  }
-  if (out->empty()) return report(EMBER_ERR_INVALID_ARGUMENT, "-f '" + r.file + "' has no input");
-  return 0;
+  std::vector<std::string> lines;
+  if (const int code = read_input_lines(r.file, &lines)) return code;
+  int64_t tokens = 0;
+  return embed_tokenize_all(model, lines, out, &tokens);
 }
 
 struct Result {

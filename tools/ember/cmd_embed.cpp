@@ -47,17 +47,6 @@ struct EmbedRequest {
   bool ctx_given = false, json = false;
 };
 
-int parse_pooling_flag(const std::string& name, int32_t* out) {
-  const char* names[] = {"none", "mean", "cls", "last", "rank"};
-  for (int i = 0; i < 5; ++i) {
-    if (name == names[i]) {
-      *out = i;
-      return kRun;
-    }
-  }
-  return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling '" + name + "': must be none, mean, cls, last or rank");
-}
-
 int parse_embed(int argc, char** argv, EmbedRequest* r) {
   std::vector<std::string> with_value = {"-m", "-f", "-p", "--pooling", "--normalize", "--seqs"};
   std::vector<std::string> known = with_value;
@@ -82,7 +71,11 @@ int parse_embed(int argc, char** argv, EmbedRequest* r) {
   }
   if (r->so.backend < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--backend must be cpu, vulkan or auto");
   if (args.has("--pooling")) {
-    if (const int code = parse_pooling_flag(args.get("--pooling"), &r->eo.pooling); code != kRun) return code;
+    r->eo.pooling = pooling_from_name(args.get("--pooling"));
+    if (r->eo.pooling == -2) {
+      return report(EMBER_ERR_INVALID_ARGUMENT,
+                    "--pooling '" + args.get("--pooling") + "': must be none, mean, cls, last or rank");
+    }
   }
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember embed --help)");
   if (args.has("-f") == args.has("-p")) {
@@ -93,19 +86,8 @@ int parse_embed(int argc, char** argv, EmbedRequest* r) {
   r->ctx_given = args.has("--ctx");
   if (args.has("-p")) {
     r->texts = args.get_all("-p");
-  } else {
-    std::string text, error;
-    if (const ember_status st = read_file(args.get("-f"), &text, &error); st != EMBER_OK) return report(st, "-f: " + error);
-    size_t at = 0;
-    while (at <= text.size()) {
-      size_t end = text.find('\n', at);
-      if (end == std::string::npos) end = text.size();
-      std::string line = text.substr(at, end - at);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (!line.empty()) r->texts.push_back(line);
-      at = end + 1;
-    }
-    if (r->texts.empty()) return report(EMBER_ERR_INVALID_ARGUMENT, "-f '" + args.get("-f") + "' has no non-empty line");
+  } else if (const int code = read_input_lines(args.get("-f"), &r->texts)) {
+    return code;
   }
   return kRun;
 }
@@ -122,25 +104,6 @@ struct EmbedResult {
   std::string backend;
 };
 
-int tokenize_all(ember_model* model, const EmbedRequest& r, EmbedResult* res) {
-  res->ids.resize(r.texts.size());
-  for (size_t i = 0; i < r.texts.size(); ++i) {
-    std::vector<int32_t>& ids = res->ids[i];
-    ids.resize(r.texts[i].size() + 8);
-    size_t n = 0;
-    ember_status st = ember_embed_tokenize(model, r.texts[i].data(), r.texts[i].size(), ids.data(), ids.size(), &n);
-    if (st == EMBER_ERR_BUFFER_TOO_SMALL) {
-      ids.resize(n);
-      st = ember_embed_tokenize(model, r.texts[i].data(), r.texts[i].size(), ids.data(), ids.size(), &n);
-    }
-    if (st != EMBER_OK) return report(st, "input " + std::to_string(i + 1) + ": " + ember_last_error());
-    if (n == 0) return report(EMBER_ERR_INVALID_ARGUMENT, "input " + std::to_string(i + 1) + " has no tokens");
-    ids.resize(n);
-    res->tokens += static_cast<int64_t>(n);
-  }
-  return 0;
-}
-
 int run_embed(const EmbedRequest& r, EmbedResult* res) {
   ember_model* model = nullptr;
   if (const int code = open_model_for_cli(r.model, nullptr, &model)) return code;
@@ -152,7 +115,7 @@ int run_embed(const EmbedRequest& r, EmbedResult* res) {
       ember_model_free(m);
     }
   } handles{model};
-  if (const int code = tokenize_all(model, r, res)) return code;
+  if (const int code = embed_tokenize_all(model, r.texts, &res->ids, &res->tokens)) return code;
   size_t longest = 1;
   for (const auto& ids : res->ids) longest = std::max(longest, ids.size());
   ember_session_options so = r.so;
@@ -221,10 +184,9 @@ void report_similarity(const EmbedResult& res, size_t n) {
 }
 
 void report_embed(const EmbedRequest& r, const EmbedResult& res) {
-  const char* names[] = {"none", "mean", "cls", "last", "rank"};
   std::fprintf(stderr, "embedded %zu inputs (%lld tokens, %s pooling, %d floats each) in %.1f ms: %.1f inputs/s, %.0f "
                "tokens/s on %s\n",
-               r.texts.size(), static_cast<long long>(res.tokens), names[res.pooling], res.dim, res.secs * 1e3,
+               r.texts.size(), static_cast<long long>(res.tokens), pooling_name(res.pooling), res.dim, res.secs * 1e3,
                static_cast<double>(r.texts.size()) / std::max(res.secs, 1e-9),
                static_cast<double>(res.tokens) / std::max(res.secs, 1e-9), res.backend.c_str());
   if (r.json) {
@@ -242,6 +204,54 @@ void report_embed(const EmbedRequest& r, const EmbedResult& res) {
 }
 
 }  // namespace
+
+int32_t pooling_from_name(const std::string& name) {
+  for (int32_t p = EMBER_POOLING_NONE; p <= EMBER_POOLING_RANK; ++p) {
+    if (name == pooling_name(p)) return p;
+  }
+  return -2;
+}
+
+const char* pooling_name(int32_t pooling) {
+  const char* const names[] = {"none", "mean", "cls", "last", "rank"};
+  return pooling >= 0 && pooling <= 4 ? names[pooling] : "unspecified";
+}
+
+int read_input_lines(const std::string& path, std::vector<std::string>* lines) {
+  std::string text, error;
+  if (const ember_status st = read_file(path, &text, &error); st != EMBER_OK) return report(st, "-f: " + error);
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines->push_back(line);
+    at = end + 1;
+  }
+  if (lines->empty()) return report(EMBER_ERR_INVALID_ARGUMENT, "-f '" + path + "' has no non-empty line");
+  return 0;
+}
+
+int embed_tokenize_all(ember_model* model, const std::vector<std::string>& texts,
+                       std::vector<std::vector<int32_t>>* ids, int64_t* tokens) {
+  ids->resize(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::vector<int32_t>& v = (*ids)[i];
+    v.resize(texts[i].size() + 8);
+    size_t n = 0;
+    ember_status st = ember_embed_tokenize(model, texts[i].data(), texts[i].size(), v.data(), v.size(), &n);
+    if (st == EMBER_ERR_BUFFER_TOO_SMALL) {
+      v.resize(n);
+      st = ember_embed_tokenize(model, texts[i].data(), texts[i].size(), v.data(), v.size(), &n);
+    }
+    if (st != EMBER_OK) return report(st, "input " + std::to_string(i + 1) + ": " + ember_last_error());
+    if (n == 0) return report(EMBER_ERR_INVALID_ARGUMENT, "input " + std::to_string(i + 1) + " has no tokens");
+    v.resize(n);
+    *tokens += static_cast<int64_t>(n);
+  }
+  return 0;
+}
 
 int cmd_embed(int argc, char** argv) {
   EmbedRequest r;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ember.h"
 
@@ -28,6 +29,17 @@ extern const char* const kSpeculativeHelp;
 // 0 or the exit code (reported, naming the file).
 int open_draft_session(const std::string& path, ember_session* target, const ember_session_options& so,
                        ember_model** draft_model, ember_session** draft_session);
+
+// Embedding inputs, shared by embed, bench --embed and serve (cmd_embed.cpp):
+// the ember_pooling a --pooling name means (-2 for another name) and a
+// pooling's name; the non-empty lines of a file (CR dropped); each text's
+// ids as ember_embed_tokenize gives them, none empty. 0 or the exit code
+// (reported).
+int32_t pooling_from_name(const std::string& name);
+const char* pooling_name(int32_t pooling);
+int read_input_lines(const std::string& path, std::vector<std::string>* lines);
+int embed_tokenize_all(ember_model* model, const std::vector<std::string>& texts,
+                       std::vector<std::vector<int32_t>>* ids, int64_t* tokens);
 
 int cmd_run(int argc, char** argv);
 int cmd_demo(int argc, char** argv);

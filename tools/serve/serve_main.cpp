@@ -220,12 +220,8 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
   a->embed_seqs = static_cast<int32_t>(args.get_int("--embed-seqs", 4, 1, 256));
   if (args.has("--pooling")) {
     const std::string p = args.get("--pooling");
-    const char* names[] = {"none", "mean", "cls", "last", "rank"};
-    a->pooling = -2;
-    for (int i = 0; i < 5; ++i) {
-      if (p == names[i]) a->pooling = i;
-    }
-    if (a->pooling == -2) return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling '" + p + "': must be mean, cls or last");
+    a->pooling = cli::pooling_from_name(p);
+    if (a->pooling == -2 || a->pooling == EMBER_POOLING_RANK) return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling '" + p + "': must be mean, cls or last");
     if (a->pooling == EMBER_POOLING_NONE) {
       return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling none: /v1/embeddings answers one vector per input");
     }
@@ -477,9 +473,8 @@ int serve_main(int argc, char** argv) {
     }
     int32_t pooling = a.pooling != EMBER_POOLING_UNSPECIFIED ? a.pooling : ember_model_pooling(model);
     if (pooling == EMBER_POOLING_UNSPECIFIED) pooling = EMBER_POOLING_MEAN;
-    const char* names[] = {"none", "mean", "cls", "last", "rank"};
     if (pooling == EMBER_POOLING_NONE || pooling == EMBER_POOLING_RANK) {
-      return cli::report(EMBER_ERR_UNSUPPORTED, std::string("the model's file says pooling ") + names[pooling] +
+      return cli::report(EMBER_ERR_UNSUPPORTED, std::string("the model's file says pooling ") + cli::pooling_name(pooling) +
                                                     ": /v1/embeddings needs mean, cls or last (--pooling)");
     }
     embed = std::make_unique<EmbedService>(model, embed_session.s, pooling, a.embed_ctx);
@@ -491,7 +486,7 @@ int serve_main(int argc, char** argv) {
     std::fprintf(stderr,
                  "embeddings: POST /v1/embeddings, %s pooling, L2-normalized, %d floats per vector, inputs of up to "
                  "%d tokens, at most %zu inputs a request, %d run together, on %s\n",
-                 names[pooling], ember_session_embedding_size(embed_session.s), a.embed_ctx,
+                 cli::pooling_name(pooling), ember_session_embedding_size(embed_session.s), a.embed_ctx,
                  config.embed_limits.max_inputs, a.embed_seqs, ember_session_backend(embed_session.s));
   }
   Server server(config, model, scheduler.get(), &metrics, a.tls.get());
