@@ -150,7 +150,8 @@ CpuMatmulFamily cpu_matmul_family(DType dtype, Layout layout) {
     case DType::IQ4_NL: return layout == Layout::RowMajor ? CpuMatmulFamily::Int8 : CpuMatmulFamily::None;
     case DType::F32:
     case DType::F16:
-    case DType::BF16: return layout == Layout::RowMajor ? CpuMatmulFamily::Float : CpuMatmulFamily::None;
+    case DType::BF16: return layout == Layout::RowMajor || layout == Layout::Rows16 ? CpuMatmulFamily::Float
+                                                                                     : CpuMatmulFamily::None;
     default: return CpuMatmulFamily::None;
   }
 }
@@ -427,10 +428,16 @@ Status CpuBackend::lower(const Graph& g) {
               st.uses_q8 = true;
               break;
             }
-            case CpuMatmulFamily::Float:
-              mm.f_gemv = w.dtype == DType::F32 ? k_.f32_gemv : w.dtype == DType::F16 ? k_.f16_gemv : k_.bf16_gemv;
-              mm.f_gemm = w.dtype == DType::F32 ? k_.f32_gemm : w.dtype == DType::F16 ? k_.f16_gemm : k_.bf16_gemm;
+            case CpuMatmulFamily::Float: {
+              const FMatmulPair fns = cpu_float_matmuls(k_, w.dtype, w.layout);
+              if (fns.gemv == nullptr || fns.gemm == nullptr) {
+                return Status::error(EMBER_ERR_INTERNAL, "cpu backend: weight '%s' (%s, %s) has no float kernel",
+                                     w.name, dtype_name(w.dtype), layout_name(w.layout));
+              }
+              mm.f_gemv = fns.gemv;
+              mm.f_gemm = fns.gemm;
               break;
+            }
             case CpuMatmulFamily::None:
               return Status::error(EMBER_ERR_UNSUPPORTED, "cpu backend: weight '%s' (%s, %s) has no matmul kernel",
                                    w.name, dtype_name(w.dtype), layout_name(w.layout));

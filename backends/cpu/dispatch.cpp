@@ -25,7 +25,9 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
 #define EMBER_GGUF_ROWS16_neondot_(t) EMBER_GGUF_ROWS16_PAIR_(t, neondot)
 #define EMBER_GGUF_ROWS16_ENTRIES(isa) EMBER_GGUF_ROWS16_TYPES(EMBER_GGUF_ROWS16_##isa##_)
 #define EMBER_FLOAT_MATMUL_ENTRIES(isa) \
-  f32_gemv__##isa, f32_gemm__##isa, f16_gemv__##isa, f16_gemm__##isa, bf16_gemv__##isa, bf16_gemm__##isa
+  f32_gemv__##isa, f32_gemm__##isa, f16_gemv__##isa, f16_gemm__##isa, bf16_gemv__##isa, bf16_gemm__##isa, \
+      f32_rows16_gemv__##isa, f32_rows16_gemm__##isa, f16_rows16_gemv__##isa, f16_rows16_gemm__##isa,        \
+      bf16_rows16_gemv__##isa, bf16_rows16_gemm__##isa
 #define EMBER_VECTOR_ENTRIES(isa) \
   f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
       f32_axpy_rows__##isa, f32_softmax__##isa
@@ -278,6 +280,18 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
   }
 #endif
   return k;
+}
+
+FMatmulPair cpu_float_matmuls(const CpuKernels& k, DType dtype, Layout layout) {
+  const bool r16 = layout == Layout::Rows16;
+  if (!r16 && layout != Layout::RowMajor) return {};
+  switch (dtype) {
+    case DType::F32: return r16 ? FMatmulPair{k.f32_rows16_gemv, k.f32_rows16_gemm} : FMatmulPair{k.f32_gemv, k.f32_gemm};
+    case DType::F16: return r16 ? FMatmulPair{k.f16_rows16_gemv, k.f16_rows16_gemm} : FMatmulPair{k.f16_gemv, k.f16_gemm};
+    case DType::BF16:
+      return r16 ? FMatmulPair{k.bf16_rows16_gemv, k.bf16_rows16_gemm} : FMatmulPair{k.bf16_gemv, k.bf16_gemm};
+    default: return {};
+  }
 }
 
 QMatmulPair cpu_quant_matmuls(const CpuKernels& k, DType dtype, Layout layout) {

@@ -46,6 +46,12 @@ struct CpuKernels {
   FMatmulFn f16_gemm = nullptr;
   FMatmulFn bf16_gemv = nullptr;
   FMatmulFn bf16_gemm = nullptr;
+  FMatmulFn f32_rows16_gemv = nullptr;  // weights in the Rows16 layout
+  FMatmulFn f32_rows16_gemm = nullptr;
+  FMatmulFn f16_rows16_gemv = nullptr;
+  FMatmulFn f16_rows16_gemm = nullptr;
+  FMatmulFn bf16_rows16_gemv = nullptr;
+  FMatmulFn bf16_rows16_gemm = nullptr;
   RmsNormFn rmsnorm = nullptr;
   SwigluFn swiglu = nullptr;
   AddFn add = nullptr;
@@ -77,6 +83,13 @@ struct QMatmulPair {
   QMatmulFn gemm = nullptr;
 };
 QMatmulPair cpu_quant_matmuls(const CpuKernels& k, DType dtype, Layout layout);
+// A weight's float-family matmuls on table k, or nulls when (dtype, layout)
+// has none: cpu_matmul_family(dtype, layout) != Float.
+struct FMatmulPair {
+  FMatmulFn gemv = nullptr;
+  FMatmulFn gemm = nullptr;
+};
+FMatmulPair cpu_float_matmuls(const CpuKernels& k, DType dtype, Layout layout);
 // Whether a weight type's kernels use QuantActs::sum16.
 bool cpu_dtype_needs_sum16(DType dtype);
 

@@ -128,7 +128,9 @@ std::vector<bool> cpu_xnnpack_weights(const Graph& graph, const CpuProviders& pr
   for (const Op& op : graph.ops) {
     if (op.kind != OpKind::MatMul || op.weight < 0) continue;
     const WeightRef& w = graph.weights[op.weight];
-    if (w.layout == Layout::RowMajor && providers.of(w.dtype) == MatmulProvider::Xnnpack) use[op.weight] = true;
+    if (cpu_matmul_family(w.dtype, w.layout) == CpuMatmulFamily::Float && providers.of(w.dtype) == MatmulProvider::Xnnpack) {
+      use[op.weight] = true;
+    }
   }
   return use;
 }
@@ -138,7 +140,7 @@ uint64_t cpu_resident_weight_bytes(const Graph& graph, const BackendOptions& opt
   bool any_float = false;
   for (const WeightRef& w : graph.weights) {
     FloatMatmulFamily f;
-    any_float |= w.layout == Layout::RowMajor && float_matmul_family(w.dtype, &f);
+    any_float |= cpu_matmul_family(w.dtype, w.layout) == CpuMatmulFamily::Float && float_matmul_family(w.dtype, &f);
   }
   if (!any_float) return 0;
   Result<CpuFamilies> fam = cpu_select_families();

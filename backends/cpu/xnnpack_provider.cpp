@@ -189,12 +189,17 @@ XnnpackMatmuls::~XnnpackMatmuls() {
 }
 
 Result<int32_t> XnnpackMatmuls::add(const WeightRef& w, int32_t slices) {
-  if (w.layout != Layout::RowMajor || (w.dtype != DType::F32 && w.dtype != DType::F16 && w.dtype != DType::BF16)) {
-    return Status::error(EMBER_ERR_INTERNAL, "xnnpack: weight '%s' (%s, %s) is not a row-major float weight", w.name,
+  if ((w.layout != Layout::RowMajor && w.layout != Layout::Rows16) ||
+      (w.dtype != DType::F32 && w.dtype != DType::F16 && w.dtype != DType::BF16) ||
+      !layout_fits(w.layout, w.dtype, w.rows, w.cols)) {
+    return Status::error(EMBER_ERR_INTERNAL, "xnnpack: weight '%s' (%s, %s) is not a float weight it reads", w.name,
                          dtype_name(w.dtype), layout_name(w.layout));
   }
   const int32_t first = static_cast<int32_t>(ops_.size());
-  std::vector<float> wide;  // F16/BF16: one run's rows in f32, while it is packed
+  // F16/BF16, or any Rows16 matrix: one run's rows in row-major f32, while
+  // it is packed (XNNPACK keeps its own packed copy either way).
+  std::vector<float> wide;
+  std::vector<uint8_t> gathered(w.layout == Layout::Rows16 ? static_cast<size_t>(w.cols) * 4 : 0);
   for (int32_t s = 0; s < slices; ++s) {
     int64_t r0, r1;
     split_range(w.rows, 16, s, slices, &r0, &r1);
@@ -202,10 +207,12 @@ Result<int32_t> XnnpackMatmuls::add(const WeightRef& w, int32_t slices) {
     o.r0 = r0;
     if (r0 < r1) {
       const float* src = reinterpret_cast<const float*>(w.data) + r0 * w.cols;
-      if (w.dtype != DType::F32) {
+      if (w.dtype != DType::F32 || w.layout == Layout::Rows16) {
         wide.resize(static_cast<size_t>((r1 - r0) * w.cols));
-        const uint8_t* row = w.data + r0 * w.cols * 2;
-        for (int64_t r = 0; r < r1 - r0; ++r) dequantize_row(w.dtype, row + r * w.cols * 2, &wide[r * w.cols], w.cols);
+        for (int64_t r = 0; r < r1 - r0; ++r) {
+          const uint8_t* row = layout_row(w.layout, w.dtype, w.data, w.cols, r0 + r, gathered.data());
+          dequantize_row(w.dtype, row, &wide[r * w.cols], w.cols);
+        }
         src = wide.data();
       }
       xnn_operator_t op = nullptr;

@@ -181,9 +181,53 @@ void get_super(DType t, const uint8_t* tile, int i, uint8_t* blk) {
 int64_t elems_of(DType t) { return is_super(t) ? dtype_block_elements(t) : kQuantBlock; }
 int64_t bytes_of(DType t) { return is_super(t) ? dtype_block_bytes(t) : block_bytes(t); }
 
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+int64_t float_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+
 }  // namespace
 
+namespace {
+
+// Row r of a float Rows16 tensor to or from row-major bytes `row` (cols
+// values): to_rows16 writes the tensor, else reads it.
+template <typename E>
+void float_row(E* tensor, int64_t cols, int64_t r, E* row, bool bf16_pairs, bool to_rows16) {
+  E* group = tensor + r / kRows16 * kRows16 * cols;
+  const int64_t i = r % kRows16;
+  for (int64_t k = 0; k < cols; ++k) {
+    E* at = bf16_pairs ? group + k / 2 * 2 * kRows16 + 2 * i + k % 2 : group + k * kRows16 + i;
+    if (to_rows16) {
+      *at = row[k];
+    } else {
+      row[k] = *at;
+    }
+  }
+}
+
+void float_row_bytes(DType t, uint8_t* tensor, int64_t cols, int64_t r, uint8_t* row, bool to_rows16) {
+  if (t == DType::F32) {
+    float_row(reinterpret_cast<uint32_t*>(tensor), cols, r, reinterpret_cast<uint32_t*>(row), false, to_rows16);
+  } else {
+    float_row(reinterpret_cast<uint16_t*>(tensor), cols, r, reinterpret_cast<uint16_t*>(row), t == DType::BF16,
+              to_rows16);
+  }
+}
+
+}  // namespace
+
+int64_t float_rows16_offset(DType t, int64_t cols, int64_t r, int64_t k) {
+  const int64_t group = r / kRows16 * kRows16 * cols;  // elements before the group
+  const int64_t i = r % kRows16;
+  const int64_t e = t == DType::BF16 ? group + k / 2 * 2 * kRows16 + 2 * i + k % 2 : group + k * kRows16 + i;
+  return e * float_bytes(t);
+}
+
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out) {
+  if (is_float(t)) {
+    const int64_t e = float_bytes(t);
+    std::memcpy(out, data + (l == Layout::RowMajor ? (r * cols + j) * e : float_rows16_offset(t, cols, r, j)), e);
+    return;
+  }
   const int64_t nb = cols / elems_of(t);
   const int64_t block = bytes_of(t);
   if (l == Layout::RowMajor) {
@@ -215,11 +259,17 @@ bool layout_from_name(const char* name, Layout* out) {
 
 bool layout_fits(Layout l, DType t, int64_t rows, int64_t cols) {
   if (l == Layout::RowMajor) return true;
+  if (is_float(t)) return rows > 0 && rows % kRows16 == 0 && cols > 0 && (t != DType::BF16 || cols % 2 == 0);
   return (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q5_0 || is_super(t)) && rows > 0 &&
          rows % kRows16 == 0 && cols > 0 && cols % elems_of(t) == 0;
 }
 
 void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
+  if (is_float(t)) {
+    for (int64_t r = 0; r < rows; ++r)
+      float_row_bytes(t, dst, cols, r, const_cast<uint8_t*>(src) + r * cols * float_bytes(t), true);
+    return;
+  }
   const int64_t nb = cols / elems_of(t);
   const int64_t block = bytes_of(t);
   for (int64_t r = 0; r < rows; ++r) {
@@ -235,6 +285,11 @@ void pack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_
 }
 
 void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
+  if (is_float(t)) {
+    for (int64_t r = 0; r < rows; ++r)
+      float_row_bytes(t, const_cast<uint8_t*>(src), cols, r, dst + r * cols * float_bytes(t), false);
+    return;
+  }
   const int64_t nb = cols / elems_of(t);
   const int64_t block = bytes_of(t);
   for (int64_t r = 0; r < rows; ++r) {
@@ -243,6 +298,10 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 }
 
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch) {
+  if (is_float(t) && l == Layout::Rows16) {
+    float_row_bytes(t, const_cast<uint8_t*>(data), cols, r, scratch, false);
+    return scratch;
+  }
   const int64_t nb = cols / elems_of(t);
   const int64_t block = bytes_of(t);
   if (l == Layout::RowMajor) {

@@ -3,7 +3,7 @@
 // RowMajor: shape [rows, cols], each row contiguous; quantized rows are runs
 // of 32-element blocks (as GGUF stores them).
 //
-// Rows16 (Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS matrices whose row count is a multiple of 16): the
+// Rows16 (Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16 and BF16 matrices whose row count is a multiple of 16): the
 // same bytes regrouped so that a 64-byte load feeds one int8 dot-product
 // instruction per 16 rows, with no horizontal sums and no scale shuffling.
 // Rows are taken 16 at a time; group g occupies the bytes that rows
@@ -81,6 +81,16 @@
 //         4i; q chunk 8h + j: bit pair k = elements 128h + 32k + 4j.. (as
 //         Q3_K's q chunks)
 //
+// F32, F16 (matrices whose rows are a multiple of 16) and BF16 (also an even
+// column count): per group of 16 rows the values k-major, so that one load
+// gives 16 rows' weights at one column (a broadcast activation times it
+// feeds 16 outputs, no horizontal sums):
+//   F32, F16  element (16g + i, k) at group + (16k + i) * 4 or 2 bytes
+//   BF16      pairs of columns: element (16g + i, k) at group + (32 (k / 2)
+//             + 2i + k % 2) * 2 bytes, so a 64-byte load holds 16 rows x
+//             columns k, k + 1 (AVX512-BF16's vdpbf16ps and ARM's bfdot
+//             pairs; a shift and a mask give the two columns exactly)
+//
 // One stream per tile: every type's fields are placed in the order its
 // kernels read them (scales first). Scales kept in a separate run read as a
 // second stream measured half the bandwidth on an AMD Zen core, and Q6_K's
@@ -112,7 +122,11 @@ void unpack_rows16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int6
 // row itself for RowMajor, else gathered into `scratch` (row bytes).
 const uint8_t* layout_row(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, uint8_t* scratch);
 
-// Storage block j of row r (32 elements; for Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS the 256-element
+// Byte offset of element (r, k) of a float (F32, F16, BF16) Rows16 tensor of
+// `cols` columns.
+int64_t float_rows16_offset(DType t, int64_t cols, int64_t r, int64_t k);
+
+// Storage block j of row r (for F32 / F16 / BF16 element j; else 32 elements; for Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS the 256-element
 // super-block), in RowMajor bytes, into `out` (34, 18, 22, 84, 110, 144, 176, 210 or 136 bytes). For
 // a RowMajor tensor, a copy.
 void layout_block(Layout l, DType t, const uint8_t* data, int64_t cols, int64_t r, int64_t j, uint8_t* out);

@@ -416,7 +416,7 @@ Status verify_model(const uint8_t* data, size_t size, ModelContents* out) {
       if (schema_version_for(t.dtype, t.layout) > m->schema_version()) {
         return Status::error(EMBER_ERR_VERSION,
                              "tensor '%s': %s %s is stored in schema version %u's order, the file is version %u "
-                             "(an older ember's rows16 order; convert the model again)",
+                             "(an older ember's rows16 order, or a file that names too old a version; convert the model again)",
                              t.name.c_str(), dtype_name(t.dtype), layout_name(t.layout),
                              schema_version_for(t.dtype, t.layout), m->schema_version());
       }

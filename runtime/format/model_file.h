@@ -68,13 +68,17 @@ namespace ember {
 
 // Versions this build reads. 2: Q5_K and Q6_K rows16 tiles in the order the
 // kernels read them (core/layout.h); version 1 stored them in another order,
-// so a version-1 file with such a tensor is refused (EMBER_ERR_VERSION). Writers
-// write the lowest version that describes the file (schema_version_for).
+// so a version-1 file with such a tensor is refused (EMBER_ERR_VERSION). 3:
+// F32, F16 and BF16 matrices may be rows16 (a build reading only 1-2 would
+// take them for row-major). Writers write the lowest version that describes
+// the file (schema_version_for).
 constexpr uint32_t kSchemaVersionMin = 1;
-constexpr uint32_t kSchemaVersion = 2;
+constexpr uint32_t kSchemaVersion = 3;
 // The lowest schema version that holds a tensor of type t stored as l.
 inline uint32_t schema_version_for(DType t, Layout l) {
-  return l == Layout::Rows16 && (t == DType::Q5_K || t == DType::Q6_K) ? 2u : 1u;
+  if (l != Layout::Rows16) return 1u;
+  if (t == DType::F32 || t == DType::F16 || t == DType::BF16) return 3u;
+  return t == DType::Q5_K || t == DType::Q6_K ? 2u : 1u;
 }
 constexpr uint64_t kDataAlignment = 4096;  // the data segment starts on a page
 constexpr uint64_t kTensorAlignment = 64;  // every tensor inside it

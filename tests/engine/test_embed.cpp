@@ -110,11 +110,14 @@ TEST_CASE("embeddings: the last row times the output matrix is the logits") {
   if (!w) w = file.value()->find("token_embd.weight");
   REQUIRE(w);
   REQUIRE(w->dtype == ember::DType::F32);
-  const float* wf = reinterpret_cast<const float*>(w->data);
   double worst = 0, scale = 0;
+  std::vector<float> row(static_cast<size_t>(info.dim));
   for (int32_t t = 0; t < info.vocab_size; ++t) {
+    // Row t as stored (row-major or rows16: core/layout.h).
+    const float* wf = reinterpret_cast<const float*>(
+        ember::layout_row(w->layout, w->dtype, w->data, info.dim, t, reinterpret_cast<uint8_t*>(row.data())));
     double dot = 0;
-    for (int32_t c = 0; c < info.dim; ++c) dot += static_cast<double>(wf[static_cast<size_t>(t) * info.dim + c]) * h[c];
+    for (int32_t c = 0; c < info.dim; ++c) dot += static_cast<double>(wf[c]) * h[c];
     worst = std::max(worst, std::fabs(dot - logits[t]));
     scale = std::max(scale, std::fabs(static_cast<double>(logits[t])));
   }

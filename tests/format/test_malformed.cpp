@@ -48,6 +48,8 @@ const std::vector<uint8_t>& baseline() {
   static const std::vector<uint8_t> bytes = [] {
     auto model = make_synthetic(micro_shape(), DType::F32, 7, "");
     if (!model.is_ok()) return std::vector<uint8_t>();
+    // Row-major: the cases below set a tensor's layout themselves.
+    model.value()->spec.quant_layout = Layout::RowMajor;
     auto file = serialize_model(model.value()->spec);
     return file.is_ok() ? std::move(file).value() : std::vector<uint8_t>();
   }();
@@ -291,15 +293,23 @@ TEST_CASE("ember_model_open of a path that is not a file is EMBER_ERR_IO") {
 // ---- (b) FlatBuffers written directly ----------------------------------------
 
 TEST_CASE("schema version and architecture") {
-  // The writer writes the lowest version that holds the file: 1 for f32.
+  // The writer writes the lowest version that holds the file: 1 for
+  // row-major f32, 3 once a float matrix is rows16.
   REQUIRE(raw().schema_version == 1);
+  {
+    auto model = make_synthetic(micro_shape(), DType::F32, 7, "");
+    REQUIRE(model.is_ok());
+    auto file = serialize_model(model.value()->spec);
+    REQUIRE(file.is_ok());
+    CHECK(RawModel::from_file(file.value()).schema_version == 3);
+  }
   for (uint32_t v : {0u, kSchemaVersion + 1, 999u, 0xFFFFFFFFu}) {
     RawModel m = raw();
     m.schema_version = v;
     INFO("schema_version " << v);
     EXPECT_FAILS(verify(m.bytes()), EMBER_ERR_VERSION, "schema_version = " + std::to_string(v));
   }
-  EXPECT_FAILS(open_public([] { RawModel m = raw(); m.schema_version = 3; return m.bytes(); }(), "version3"),
+  EXPECT_FAILS(open_public([] { RawModel m = raw(); m.schema_version = kSchemaVersion + 1; return m.bytes(); }(), "version-next"),
                EMBER_ERR_VERSION, "schema_version");
   for (uint32_t v = kSchemaVersionMin; v <= kSchemaVersion; ++v) {
     RawModel m = raw();
@@ -323,6 +333,16 @@ TEST_CASE("schema version and architecture") {
     EXPECT_FAILS(verify(m.bytes()), EMBER_ERR_VERSION, "tensor '" + name + "': " + dtype_name(t) + " rows16");
     m.schema_version = 2;
     EXPECT_FAILS(verify(m.bytes()), EMBER_ERR_BAD_TENSOR, name);
+  }
+  // Float rows16 came in version 3: a version-2 file holding one is refused.
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    RawModel m = raw();
+    m.schema_version = 2;
+    m.tensors[2].dtype = static_cast<uint8_t>(t);
+    m.tensors[2].layout = 1;
+    const std::string name = m.tensors[2].name;
+    INFO(dtype_name(t));
+    EXPECT_FAILS(verify(m.bytes()), EMBER_ERR_VERSION, "tensor '" + name + "': " + dtype_name(t) + " rows16");
   }
   {
     RawModel m = raw();
@@ -535,9 +555,12 @@ TEST_CASE("tensor table entries are EMBER_ERR_BAD_TENSOR naming the tensor") {
   EXPECT_FAILS(with([](M& m) { m.tensors[2].dtype = 255; }), EMBER_ERR_BAD_TENSOR, "dtype = 255");
   EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 2; }), EMBER_ERR_BAD_TENSOR, "layout = 2");
   EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 255; }), EMBER_ERR_BAD_TENSOR, "layout = 255");
-  // rows16 only for q8_0/q4_0 matrices with rows a multiple of 16
-  EXPECT_FAILS(with([](M& m) { m.tensors[2].layout = 1; }), EMBER_ERR_BAD_TENSOR, "layout rows16 needs");
-  EXPECT_FAILS(with([](M& m) { m.tensors[1].layout = 1; }), EMBER_ERR_BAD_TENSOR, "layout rows16 needs");
+  // rows16 only for matrices with rows a multiple of 16 (f32 ones from
+  // schema version 3 on, so the file says 3 here)
+  EXPECT_FAILS(with([](M& m) { m.schema_version = kSchemaVersion; m.tensors[2].layout = 1; }), EMBER_ERR_BAD_TENSOR,
+               "layout rows16 needs");
+  EXPECT_FAILS(with([](M& m) { m.schema_version = kSchemaVersion; m.tensors[1].layout = 1; }), EMBER_ERR_BAD_TENSOR,
+               "layout rows16 needs");
   // iq4_xs has the layout, but only for rows a multiple of 16
   EXPECT_FAILS(with([](M& m) {
                  m.tensors[2].dtype = static_cast<uint8_t>(DType::IQ4_XS);

@@ -201,8 +201,10 @@ TEST_CASE("matmul kernel families by dtype and layout, a layout the kernels do n
   CHECK(cpu_matmul_family(DType::F32, Layout::RowMajor) == CpuMatmulFamily::Float);
   CHECK(cpu_matmul_family(DType::F16, Layout::RowMajor) == CpuMatmulFamily::Float);
   CHECK(cpu_matmul_family(DType::BF16, Layout::RowMajor) == CpuMatmulFamily::Float);
-  CHECK(cpu_matmul_family(DType::BF16, Layout::Rows16) == CpuMatmulFamily::None);
-  CHECK(cpu_matmul_family(DType::F32, Layout::Rows16) == CpuMatmulFamily::None);
+  CHECK(cpu_matmul_family(DType::BF16, Layout::Rows16) == CpuMatmulFamily::Float);
+  CHECK(cpu_matmul_family(DType::F32, Layout::Rows16) == CpuMatmulFamily::Float);
+  CHECK(cpu_matmul_family(DType::Q4_1, Layout::Rows16) == CpuMatmulFamily::None);
+  CHECK(cpu_matmul_family(DType::IQ4_NL, Layout::Rows16) == CpuMatmulFamily::None);
 }
 
 TEST_CASE("prepare lowers the graph once: fused matmuls, static reuse of quantized inputs, float kernels") {
@@ -325,7 +327,7 @@ TEST_CASE("a weight with no kernel family (a layout its kernels do not read) is 
   g.hparams.vocab_size = 64;
   g.max_batch = 1;
   g.context = 4;
-  Weight w = make_weight("odd", DType::BF16, 16, 64, 1);
+  Weight w = make_weight("odd", DType::Q4_1, 16, 64, 1);
   w.ref.data = w.bytes.data();
   w.ref.layout = Layout::Rows16;
   g.weights.push_back(w.ref);

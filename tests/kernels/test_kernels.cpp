@@ -167,7 +167,8 @@ TEST_CASE("the probe and the dispatch agree: generic always, the best path suppo
     CHECK(k.isa == isa);
     CHECK((k.q8_0_rows16_gemv && k.q8_0_rows16_gemm && k.q4_0_rows16_gemv && k.q4_0_rows16_gemm));
     CHECK((k.quantize_q8 && k.q8_0_gemv && k.q8_0_gemm && k.q4_0_gemv && k.q4_0_gemm && k.f32_gemv && k.f32_gemm &&
-           k.f16_gemv && k.f16_gemm && k.bf16_gemv && k.bf16_gemm && k.rmsnorm && k.swiglu && k.add && k.dot && k.axpy && k.dot_rows && k.axpy_rows && k.softmax));
+           k.f16_gemv && k.f16_gemm && k.bf16_gemv && k.bf16_gemm && k.f32_rows16_gemv && k.f32_rows16_gemm &&
+           k.f16_rows16_gemv && k.f16_rows16_gemm && k.bf16_rows16_gemv && k.bf16_rows16_gemm && k.rmsnorm && k.swiglu && k.add && k.dot && k.axpy && k.dot_rows && k.axpy_rows && k.softmax));
     CpuIsa back;
     REQUIRE(cpu_isa_from_name(cpu_isa_name(isa), &back));
     CHECK(back == isa);
@@ -375,7 +376,7 @@ TEST_CASE("rows16 layout: pack and unpack are inverse, rows read back, matmuls m
     }
   }
   CHECK(!layout_fits(Layout::Rows16, DType::Q8_0, 24, 64));
-  CHECK(!layout_fits(Layout::Rows16, DType::F16, 32, 64));
+  CHECK(layout_fits(Layout::Rows16, DType::F16, 32, 64));  // float rows16: its own test case
   CHECK(!layout_fits(Layout::Rows16, DType::Q4_1, 32, 64));
   CHECK(!layout_fits(Layout::Rows16, DType::Q4_K, 32, 128));  // not whole super-blocks
   CHECK(!layout_fits(Layout::Rows16, DType::Q4_K, 40, 256));
@@ -588,6 +589,80 @@ TEST_CASE("float matmuls (f32, f16, bf16, gemv and gemm) match the scalar refere
         // A token's outputs have the same bits from gemv and gemm (batched
         // and one-at-a-time prefill agree).
         CHECK(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("float rows16 matmuls (f32, f16, bf16): the layout round-trips, every path matches the reference, vector paths give the two fused chains' bits") {
+  struct R16Shape {
+    int64_t rows, cols;
+    int32_t n;
+  };
+  // Rows in one, two, three and five groups (the 32-row tiles and a lone
+  // group), columns from 2 to 5000 (odd where the type allows), tokens
+  // covering every tile and tail (12, 8, 4, 2, 1 on AVX-512; 6 / 4 on AVX2)
+  // and several L2 token blocks (5000 columns: 12 tokens a block).
+  const R16Shape all[] = {{16, 2, 1},  {16, 8, 13}, {32, 64, 12}, {48, 130, 29}, {80, 6, 7},
+                          {16, 33, 3}, {64, 96, 25}, {32, 5000, 29}, {16, 1, 2}};
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    std::mt19937 rng(29);
+    for (const R16Shape& s : all) {
+      if (t == DType::BF16 && s.cols % 2 != 0) {
+        CHECK_FALSE(layout_fits(Layout::Rows16, t, s.rows, s.cols));
+        continue;
+      }
+      CAPTURE(s.rows);
+      CAPTURE(s.cols);
+      CAPTURE(s.n);
+      REQUIRE(layout_fits(Layout::Rows16, t, s.rows, s.cols));
+      CHECK_FALSE(layout_fits(Layout::Rows16, t, s.rows + 1, s.cols));
+      std::vector<float> wv;
+      const std::vector<uint8_t> plain = make_weights(t, rng, s.rows, s.cols, &wv);
+      std::vector<uint8_t> packed(plain.size()), back(plain.size()), row(plain.size() / s.rows);
+      pack_rows16(t, plain.data(), packed.data(), s.rows, s.cols);
+      unpack_rows16(t, packed.data(), back.data(), s.rows, s.cols);
+      REQUIRE(back == plain);
+      for (int64_t r = 0; r < s.rows; r += 7) {
+        const uint8_t* got = layout_row(Layout::Rows16, t, packed.data(), s.cols, r, row.data());
+        REQUIRE(std::memcmp(got, plain.data() + r * row.size(), row.size()) == 0);
+      }
+      const std::vector<float> x = random_floats(rng, s.n * s.cols);
+      // Per output two fused multiply-add chains, the even and the odd
+      // columns ascending, added at the end.
+      std::vector<float> chain(s.n * s.rows);
+      for (int32_t i = 0; i < s.n; ++i)
+        for (int64_t r = 0; r < s.rows; ++r) {
+          float acc[2] = {0.0f, 0.0f};
+          for (int64_t c = 0; c < s.cols; ++c) acc[c % 2] = std::fma(wv[r * s.cols + c], x[i * s.cols + c], acc[c % 2]);
+          chain[i * s.rows + r] = acc[0] + acc[1];
+        }
+      for (CpuIsa isa : supported_isas()) {
+        CAPTURE(cpu_isa_name(isa));
+        const FMatmulPair fns = cpu_float_matmuls(cpu_kernels_for(isa), t, Layout::Rows16);
+        REQUIRE((fns.gemv != nullptr && fns.gemm != nullptr));
+        for (FMatmulFn fn : {fns.gemv, fns.gemm}) {
+          std::vector<float> out(s.n * s.rows, NAN);
+          // Two calls split at a group boundary, as the backend splits rows.
+          const int64_t mid = s.rows / 32 * 16;
+          fn(packed.data(), s.cols, 0, mid, x.data(), s.n, out.data(), s.rows);
+          fn(packed.data(), s.cols, mid, s.rows, x.data(), s.n, out.data(), s.rows);
+          for (int32_t i = 0; i < s.n; ++i) {
+            for (int64_t r = 0; r < s.rows; ++r) {
+              double acc = 0, m = 0;
+              for (int64_t c = 0; c < s.cols; ++c) {
+                acc += static_cast<double>(wv[r * s.cols + c]) * x[i * s.cols + c];
+                m += std::fabs(static_cast<double>(wv[r * s.cols + c]) * x[i * s.cols + c]);
+              }
+              REQUIRE(std::fabs(out[i * s.rows + r] - acc) <= 1e-6 * m + 1e-6);
+            }
+          }
+          // The vector paths fuse every multiply-add: the chains' bits, so a
+          // token's outputs do not depend on the tile, the tokens beside it
+          // or the rows of the call.
+          if (isa != CpuIsa::Generic) CHECK(std::memcmp(out.data(), chain.data(), out.size() * sizeof(float)) == 0);
+        }
       }
     }
   }

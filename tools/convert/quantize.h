@@ -35,12 +35,12 @@ struct QuantizeReport {
 // The targets `ember quantize --dtype` accepts: f32, f16, bf16, q8_0, q4_0.
 // Errors: EMBER_ERR_INVALID_ARGUMENT naming the value and the choices.
 Result<DType> parse_target_dtype(const std::string& name);
-// `--layout rows16|row-major`: how the writer stores Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K/IQ4_XS matrices
+// `--layout rows16|row-major`: how the writer stores the matrices layout_fits allows (quantized and float)
 // (core/layout.h); rows16 unless told.
 Result<Layout> parse_layout(const std::string& name);
 constexpr const char* kLayoutHelp =
-    "  --layout L   q8_0/q4_0/q5_0/q4_k/q6_k matrices stored as rows16 (default: 16 rows interleaved for the CPU kernels)\n"
-    "               or row-major (the GGUF order)\n";
+    "  --layout L   matrices stored as rows16 (default: 16 rows interleaved for the CPU kernels; quantized and\n"
+    "               f32/f16/bf16 matrices whose rows are a multiple of 16) or row-major (the GGUF order)\n";
 
 // Opens an .ember file (verified) as an ImportedModel whose spec points into
 // the mapping, so it can be re-typed and written again.

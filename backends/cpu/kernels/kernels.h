@@ -261,6 +261,13 @@ static constexpr int64_t q6_k_rows16_qh(int u) { return q6_k_rows16_unit(u) + 12
 #define EMBER_DECLARE_GGUF_ROWS16_NEONDOT_(t) EMBER_DECLARE_GGUF_ROWS16_PAIR_(t, neondot)
 #define EMBER_DECLARE_GGUF_ROWS16_KERNELS(isa) EMBER_GGUF_ROWS16_TYPES(EMBER_DECLARE_GGUF_ROWS16_##isa##_)
 
+// The float types' matmuls in the Rows16 layout (float-rows16/): t_rows16_gemv
+// and t_rows16_gemm, FMatmulFn's signature, r0 and r1 multiples of 16.
+#define EMBER_DECLARE_FLOAT_ROWS16_(t, isa)                                                                 \
+  void t##_rows16_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x,      \
+                              int32_t n, float* out, int64_t out_stride);                                  \
+  void t##_rows16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x,      \
+                              int32_t n, float* out, int64_t out_stride);
 #define EMBER_DECLARE_FLOAT_KERNELS(isa)                                                                    \
   void q8_quantize__##isa(const float* x, int64_t cols, int8_t* q, float* d, int32_t* bias);               \
   void f32_gemv__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,  \
@@ -275,6 +282,9 @@ static constexpr int64_t q6_k_rows16_qh(int u) { return q6_k_rows16_unit(u) + 12
                         float* out, int64_t out_stride);                                                   \
   void bf16_gemm__##isa(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n, \
                         float* out, int64_t out_stride);                                                   \
+  EMBER_DECLARE_FLOAT_ROWS16_(f32, isa)                                                                    \
+  EMBER_DECLARE_FLOAT_ROWS16_(f16, isa)                                                                    \
+  EMBER_DECLARE_FLOAT_ROWS16_(bf16, isa)                                                                   \
   void f32_rmsnorm__##isa(float* out, const float* x, const float* w, int64_t n, float eps);               \
   void f32_swiglu__##isa(float* out, const float* a, const float* b, int64_t n);                           \
   void f32_add__##isa(float* out, const float* a, const float* b, int64_t n);                              \
