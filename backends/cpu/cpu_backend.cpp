@@ -246,9 +246,9 @@ std::string CpuBackend::describe() const {
     } else {
       std::snprintf(prefetch, sizeof prefetch, "%llu B", static_cast<unsigned long long>(decode_prefetch_));
     }
-    std::snprintf(buf, sizeof buf, "cpu (int8: %s%s, float: %s, %d thread%s, decode prefetch %s)",
+    std::snprintf(buf, sizeof buf, "cpu (int8: %s%s, float: %s%s, %d thread%s, decode prefetch %s)",
                   cpu_int8_family_name(selected_.value().int8), selected_.value().amx ? "+amx" : "",
-                  cpu_float_family_name(selected_.value().fp),
+                  cpu_float_family_name(selected_.value().fp), selected_.value().bf16_dot ? "+bf16dot" : "",
                   n_threads_, n_threads_ == 1 ? "" : "s", prefetch);
     // Who runs the float matmuls (kernel_providers.h; chosen at construction).
     if (providers_status_.is_ok()) {

@@ -240,9 +240,31 @@ Result<bool> cpu_choose_amx(const CpuFeatures& f, CpuIsa int8, const char* value
   return Status::error(EMBER_ERR_INVALID_ARGUMENT, "EMBER_AMX='%s' is not 0 or 1", value);
 }
 
+Result<bool> cpu_choose_bf16_dot(const CpuFeatures& f, CpuIsa fp, const char* value) {
+#if defined(__x86_64__)
+  const bool can = fp == CpuIsa::Avx512 && f.avx512bf16;
+#else
+  const bool can = false;
+  (void)fp;
+#endif
+  if (value == nullptr || value[0] == '\0') return can;
+  if (std::strcmp(value, "0") == 0) return false;
+  if (std::strcmp(value, "1") == 0) {
+    if (!f.avx512bf16) {
+      return Status::error(EMBER_ERR_UNSUPPORTED,
+                           "EMBER_BF16_DOT=1: this CPU has no AVX512-BF16 (Intel Cooper Lake / Sapphire Rapids, "
+                           "AMD Zen 4 or later)");
+    }
+    return can;
+  }
+  return Status::error(EMBER_ERR_INVALID_ARGUMENT, "EMBER_BF16_DOT='%s' is not 0 or 1", value);
+}
+
 Result<CpuFamilies> cpu_select_families() {
   EMBER_ASSIGN_OR_RETURN(CpuFamilies families, cpu_choose_families(cpu_features(), std::getenv("EMBER_ISA")));
   EMBER_ASSIGN_OR_RETURN(families.amx, cpu_choose_amx(cpu_features(), families.int8, std::getenv("EMBER_AMX")));
+  EMBER_ASSIGN_OR_RETURN(families.bf16_dot,
+                         cpu_choose_bf16_dot(cpu_features(), families.fp, std::getenv("EMBER_BF16_DOT")));
   return families;
 }
 
@@ -277,6 +299,10 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
 #define EMBER_AMX_GEMM_(t) k.t##_rows16_gemm = t##_rows16_gemm__amx;
     EMBER_GGUF_ROWS16_AMX_TYPES(EMBER_AMX_GEMM_)
 #undef EMBER_AMX_GEMM_
+  }
+  if (families.bf16_dot && families.fp == CpuIsa::Avx512) {
+    k.bf16_rows16_gemv = bf16_rows16_gemv__avx512bf16;
+    k.bf16_rows16_gemm = bf16_rows16_gemm__avx512bf16;
   }
 #endif
   return k;

@@ -112,6 +112,10 @@ struct CpuFamilies {
   // The avx512vnni int8 family's prefill of the AMX types
   // (EMBER_GGUF_ROWS16_AMX_TYPES) on AMX tiles: same results, faster.
   bool amx = false;
+  // The avx512 float family's BF16 rows16 matmuls by vdpbf16ps, activations
+  // rounded to BF16 (kernels.h): about twice the exact kernels' prefill,
+  // not their bits.
+  bool bf16_dot = false;
 };
 // As describe() names a family's path: "avx512vnni" / "avx512".
 const char* cpu_int8_family_name(CpuIsa isa);
@@ -131,6 +135,14 @@ Result<CpuFamilies> cpu_choose_families(const CpuFeatures& f, const char* isa);
 // no AMX kernels); EMBER_ERR_UNSUPPORTED on a CPU without it. Anything
 // else: EMBER_ERR_INVALID_ARGUMENT naming the value.
 Result<bool> cpu_choose_amx(const CpuFeatures& f, CpuIsa int8, const char* value);
+// Whether the float family `fp` runs BF16 rows16 matmuls by AVX512-BF16 dot
+// products, as a pure function of a CPU's features and an EMBER_BF16_DOT
+// value (null or "": none). Without one: yes where fp is avx512 and the CPU
+// has AVX512-BF16 (as llama.cpp rounds its BF16 matmuls' activations). "0":
+// no (the exact kernels: f32 activations). "1": yes, EMBER_ERR_UNSUPPORTED
+// on a CPU without it; another family simply runs its own. Anything else:
+// EMBER_ERR_INVALID_ARGUMENT naming the value.
+Result<bool> cpu_choose_bf16_dot(const CpuFeatures& f, CpuIsa fp, const char* value);
 // The choice for a new backend: cpu_choose_families(cpu_features(),
 // EMBER_ISA), its amx from cpu_choose_amx(cpu_features(), int8, EMBER_AMX).
 Result<CpuFamilies> cpu_select_families();

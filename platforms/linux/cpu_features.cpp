@@ -53,6 +53,12 @@ void probe_x86(CpuFeatures* f) {
       f->avx512bw = b & (1u << 30);
       f->avx512vl = b & (1u << 31);
       f->avx512vnni = c & (1u << 11);
+      unsigned a1, b1, c1, d1;
+      __cpuid_count(7, 0, a1, b1, c1, d1);
+      if (a1 >= 1) {  // leaf 7's highest subleaf
+        __cpuid_count(7, 1, a1, b1, c1, d1);
+        f->avx512bf16 = f->avx512f && f->avx512bw && f->avx512vl && (a1 & (1u << 5));
+      }
     }
     // AMX: CPUID.7.0 EDX bits 24 (TILE) and 25 (INT8), XCR0 bits 17-18
     // (XTILECFG, XTILEDATA), then the kernel's permission for the 8 KiB of

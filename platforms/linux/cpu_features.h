@@ -19,6 +19,8 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
+  // AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16): CPUID.7.1 EAX bit 5.
+  bool avx512bf16 = false;
   // AMX-TILE and AMX-INT8 (tdpbsud and the tile loads), with the tile state
   // enabled in XCR0 and granted to this process by the kernel (Linux asks
   // for it: arch_prctl ARCH_REQ_XCOMP_PERM, once, by this probe).

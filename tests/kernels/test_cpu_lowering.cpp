@@ -138,6 +138,29 @@ TEST_CASE("the decode prefetch distance follows the CPU, and EMBER_DECODE_PREFET
   }
 }
 
+TEST_CASE("BF16 dot products run by default where the CPU has AVX512-BF16 and the float family is avx512, EMBER_BF16_DOT=0 turns them off") {
+  CpuFeatures zen4;
+  zen4.avx512bf16 = true;
+  const CpuFeatures plain;
+#if defined(__x86_64__)
+  CHECK(cpu_choose_bf16_dot(zen4, CpuIsa::Avx512, nullptr).value());
+  CHECK(cpu_choose_bf16_dot(zen4, CpuIsa::Avx512, "").value());
+  CHECK(cpu_choose_bf16_dot(zen4, CpuIsa::Avx512, "1").value());
+#endif
+  CHECK(!cpu_choose_bf16_dot(zen4, CpuIsa::Avx512, "0").value());
+  CHECK(!cpu_choose_bf16_dot(zen4, CpuIsa::Avx2, nullptr).value());  // EMBER_ISA=avx2: the exact kernels
+  CHECK(!cpu_choose_bf16_dot(zen4, CpuIsa::Avx2, "1").value());
+  CHECK(!cpu_choose_bf16_dot(plain, CpuIsa::Avx512, nullptr).value());
+  const Status st = cpu_choose_bf16_dot(plain, CpuIsa::Avx512, "1").status();
+  CHECK(st.code() == EMBER_ERR_UNSUPPORTED);
+  CHECK(st.message().find("EMBER_BF16_DOT=1") != std::string::npos);
+  for (const char* bad : {"yes", "2", " 0"}) {
+    const Status b = cpu_choose_bf16_dot(zen4, CpuIsa::Avx512, bad).status();
+    CHECK(b.code() == EMBER_ERR_INVALID_ARGUMENT);
+    CHECK(b.message().find(std::string("EMBER_BF16_DOT='") + bad + "'") != std::string::npos);
+  }
+}
+
 TEST_CASE("AMX runs when EMBER_AMX=1 asks and the CPU and int8 family allow it, other values are refused") {
   CpuFeatures spr;  // an AMX part with the tile state granted
   spr.amx_int8 = true;

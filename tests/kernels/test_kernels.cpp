@@ -668,6 +668,68 @@ TEST_CASE("float rows16 matmuls (f32, f16, bf16): the layout round-trips, every 
   }
 }
 
+#if defined(__x86_64__)
+TEST_CASE("BF16 dot-product rows16 matmuls (AVX512-BF16): the reference with activations rounded to BF16, gemv's bits from gemm, any split") {
+  if (!cpu_features().avx512bf16) {
+    MESSAGE("this CPU has no AVX512-BF16: the BF16 dot-product kernels are not run");
+    return;
+  }
+  auto round_bf16 = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;  // nearest even (finite values)
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  struct S {
+    int64_t rows, cols;
+    int32_t n;
+  };
+  // Column counts below, at and across the 256-column rounding chunk (odd
+  // pair counts included), rows in one to five groups, every token tail.
+  const S all[] = {{16, 2, 1}, {32, 6, 13}, {48, 256, 12}, {80, 258, 29}, {16, 510, 7}, {64, 896, 25}, {32, 5000, 14}};
+  std::mt19937 rng(31);
+  for (const S& s : all) {
+    CAPTURE(s.rows);
+    CAPTURE(s.cols);
+    CAPTURE(s.n);
+    std::vector<float> wv;
+    const std::vector<uint8_t> plain = make_weights(DType::BF16, rng, s.rows, s.cols, &wv);
+    std::vector<uint8_t> packed(plain.size());
+    pack_rows16(DType::BF16, plain.data(), packed.data(), s.rows, s.cols);
+    const std::vector<float> x = random_floats(rng, s.n * s.cols);
+    std::vector<float> outs[2];
+    int which = 0;
+    for (FMatmulFn fn : {bf16_rows16_gemv__avx512bf16, bf16_rows16_gemm__avx512bf16}) {
+      std::vector<float>& out = outs[which++];
+      out.assign(s.n * s.rows, NAN);
+      const int64_t mid = s.rows / 32 * 16;
+      fn(packed.data(), s.cols, 0, mid, x.data(), s.n, out.data(), s.rows);
+      fn(packed.data(), s.cols, mid, s.rows, x.data(), s.n, out.data(), s.rows);
+      double worst_exact = 0;
+      for (int32_t i = 0; i < s.n; ++i) {
+        for (int64_t r = 0; r < s.rows; ++r) {
+          double acc = 0, exact = 0, m = 0;
+          for (int64_t c = 0; c < s.cols; ++c) {
+            const double w = wv[r * s.cols + c];
+            acc += w * round_bf16(x[i * s.cols + c]);
+            exact += w * x[i * s.cols + c];
+            m += std::fabs(w * x[i * s.cols + c]);
+          }
+          // f32 sums of exact BF16 products: the reference within f32 rounding.
+          REQUIRE(std::fabs(out[i * s.rows + r] - acc) <= 2e-6 * m + 1e-6);
+          worst_exact = std::max(worst_exact, std::fabs(out[i * s.rows + r] - exact) / (m + 1e-30));
+        }
+      }
+      // The rounding of the activations, and no more: within 2^-8 of the
+      // magnitude of the products against f32 activations.
+      CHECK(worst_exact <= 1.0 / 256);
+    }
+    CHECK(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
+  }
+}
+#endif
+
 TEST_CASE("vector kernels (rmsnorm, swiglu, add, dot, axpy) match the scalar reference on every path") {
   std::mt19937 rng(17);
   for (CpuIsa isa : supported_isas()) {

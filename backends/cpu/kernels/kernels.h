@@ -337,6 +337,13 @@ EMBER_DECLARE_FLOAT_KERNELS(avx512)
   void t##_rows16_gemm__amx(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const QuantActs& x, \
                             int32_t n, float* out, int64_t out_stride);
 EMBER_GGUF_ROWS16_AMX_TYPES(EMBER_DECLARE_GGUF_ROWS16_AMX_)
+// avx512bf16: BF16 Rows16 matmuls by vdpbf16ps, activations rounded to BF16
+// (float_rows16__avx512bf16.cpp); dispatch.cpp swaps them into the avx512
+// float family where the CPU has AVX512-BF16 (cpu_choose_bf16_dot).
+void bf16_rows16_gemv__avx512bf16(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,
+                                  float* out, int64_t out_stride);
+void bf16_rows16_gemm__avx512bf16(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,
+                                  float* out, int64_t out_stride);
 #endif
 #if defined(__aarch64__)
 // neon: ASIMD (int8 products with vmull/vpadal); neondot adds SDOT.
