@@ -77,17 +77,25 @@ bool graph_causal(const Graph& g) {
 // Everything the backend takes from the scratch region, in floats (64-byte
 // aligned pieces), for a graph and a thread count.
 struct ScratchSizes {
-  int64_t half, tables, attention, row, rows, act_q, act_blocks, act_sum16, total;
+  int64_t half, tables, attention, row, rows, act_q, act_blocks, act_sum16, act_bf16, total;
 };
+
+// Whether BF16 Rows16 matrices run on BF16 dot products in this process
+// (dispatch.h, cpu_choose_bf16_dot): their activations need a rounded copy.
+bool bf16_dot_selected() {
+  Result<CpuFamilies> f = cpu_select_families();
+  return f.is_ok() && f.value().bf16_dot;
+}
 
 // Quantized activations only for graphs with weights of the int8 family;
 // one conversion row (embedding gathers and context shifting use it).
-ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
+ScratchSizes scratch_sizes(const Graph& graph, int n_threads, bool bf16_dot) {
   ScratchSizes s{};
-  int64_t max_cols = 0, max_qcols = 0;
+  int64_t max_cols = 0, max_qcols = 0, max_bcols = 0;
   bool sum16 = false;
   for (const auto& w : graph.weights) {
     max_cols = std::max(max_cols, w.cols);
+    if (bf16_dot && w.dtype == DType::BF16 && w.layout == Layout::Rows16) max_bcols = std::max(max_bcols, w.cols);
     const CpuMatmulFamily f = cpu_matmul_family(w.dtype, w.layout);
     if (f == CpuMatmulFamily::Int8) max_qcols = std::max(max_qcols, w.cols);
     sum16 |= f == CpuMatmulFamily::Int8 && cpu_dtype_needs_sum16(w.dtype);
@@ -105,8 +113,10 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads) {
   s.act_blocks = max_qcols ? round64(static_cast<int64_t>(graph.max_batch) * (max_qcols / 32)) : 0;
   // int16 per 16 activations: two per float.
   s.act_sum16 = sum16 ? round64((static_cast<int64_t>(graph.max_batch) * (max_qcols / 16) + 1) / 2) : 0;
+  // BF16 per activation: two per float.
+  s.act_bf16 = max_bcols ? round64((static_cast<int64_t>(graph.max_batch) * max_bcols + 1) / 2) : 0;
   s.total = s.tables * (2 * round64(s.half * graph.max_batch) + round64(s.half)) + n_threads * s.attention + s.rows * s.row +
-            s.act_q + 2 * s.act_blocks + s.act_sum16;
+            s.act_q + 2 * s.act_blocks + s.act_sum16 + s.act_bf16;
   return s;
 }
 
@@ -163,7 +173,7 @@ int cpu_threads(const CpuOptions& options) {
 }
 
 uint64_t cpu_scratch_bytes(const Graph& graph, const BackendOptions& options) {
-  return static_cast<uint64_t>(scratch_sizes(graph, cpu_threads(options.cpu)).total) * sizeof(float);
+  return static_cast<uint64_t>(scratch_sizes(graph, cpu_threads(options.cpu), bf16_dot_selected()).total) * sizeof(float);
 }
 
 DeviceInfo cpu_probe() {
@@ -299,7 +309,7 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
   row_seq_.assign(static_cast<size_t>(graph.max_batch), 0);
   row_visible_.assign(graph_causal(graph) ? 0 : static_cast<size_t>(graph.max_batch), 0);
   seq_end_.assign(row_visible_.empty() ? 0 : static_cast<size_t>(graph.n_seqs), 0);
-  const ScratchSizes s = scratch_sizes(graph, n_threads_);
+  const ScratchSizes s = scratch_sizes(graph, n_threads_, k_.bf16_round != nullptr);
   attention_floats_ = s.attention;
   float* p = reinterpret_cast<float*>(arena + plan.scratch_offset);
   auto take = [&p](int64_t floats) {
@@ -319,6 +329,7 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
   scratch_.act_d = take(s.act_blocks);
   scratch_.act_bias = reinterpret_cast<int32_t*>(take(s.act_blocks));
   scratch_.act_sum16 = s.act_sum16 ? reinterpret_cast<int16_t*>(take(s.act_sum16)) : nullptr;
+  scratch_.act_bf16 = s.act_bf16 ? reinterpret_cast<uint16_t*>(take(s.act_bf16)) : nullptr;
   if (reinterpret_cast<uint8_t*>(p) > arena + plan.scratch_offset + plan.scratch_bytes ||
       (plan.scratch_offset % 64) != 0) {
     return Status::error(EMBER_ERR_INTERNAL, "cpu scratch layout exceeds the plan");
@@ -436,6 +447,12 @@ Status CpuBackend::lower(const Graph& g) {
               }
               mm.f_gemv = fns.gemv;
               mm.f_gemm = fns.gemm;
+              if (w.dtype == DType::BF16 && w.layout == Layout::Rows16 && k_.bf16_rows16_dot_gemm != nullptr &&
+                  scratch_.act_bf16 != nullptr) {
+                mm.d_gemv = k_.bf16_rows16_dot_gemv;
+                mm.d_gemm = k_.bf16_rows16_dot_gemm;
+                st.uses_bf16 = true;
+              }
               break;
             }
             case CpuMatmulFamily::None:
@@ -579,6 +596,13 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
     qa.sum16 = scratch_.act_sum16;
     qa.cols = cols;
   }
+  if (s.uses_bf16) {  // this step's input rounded once for its BF16 dot products
+    pool_->run(std::min<int>(n, pool_->size()), [&](int chunk, int n_chunks, int) {
+      int64_t t0, t1;
+      split_range(n, 1, chunk, n_chunks, &t0, &t1);
+      for (int64_t t = t0; t < t1; ++t) k_.bf16_round(in + t * cols, cols, scratch_.act_bf16 + t * cols);
+    });
+  }
   const CpuMatmul* jobs = matmuls_.data() + s.first;
   const int count = s.count;
   // The matmuls' row runs end to end (runs of 16 rows in decode, 32 in
@@ -597,6 +621,8 @@ void CpuBackend::run_matmuls(const CpuStep& s, int32_t n) {
   auto rows_of = [&](const CpuMatmul& j, int64_t r0, int64_t r1) {
     if (j.q_gemv) {
       (n == 1 ? j.q_gemv : j.q_gemm)(j.w, cols, r0, r1, qa, n, j.out, j.rows);
+    } else if (j.d_gemv) {
+      (n == 1 ? j.d_gemv : j.d_gemm)(j.w, cols, r0, r1, scratch_.act_bf16, n, j.out, j.rows);
     } else {
       (n == 1 ? j.f_gemv : j.f_gemm)(j.w, cols, r0, r1, in, n, j.out, j.rows);
     }

@@ -50,6 +50,7 @@ struct CpuMatmul {
   float* out = nullptr;
   QMatmulFn q_gemv = nullptr, q_gemm = nullptr;  // 1-row step / n > 1
   FMatmulFn f_gemv = nullptr, f_gemm = nullptr;
+  Bf16MatmulFn d_gemv = nullptr, d_gemm = nullptr;  // BF16 dot products: read the step's rounded copy
   // XNNPACK (kernel_providers.h): its first operator (slice 0), or -1, and
   // how many (slices of rows) there are.
   int32_t xnn = -1, xnn_slices = 0;
@@ -89,6 +90,7 @@ struct CpuStep {
   int32_t next_matmuls = -1;  // the MatMuls step that runs after this one (the last: the first, next token)
   bool quantize = false;    // quantize `a` into scratch (else reuse the copy an earlier step made)
   bool uses_q8 = false;     // some matmul reads the quantized copy
+  bool uses_bf16 = false;   // some matmul reads `a` rounded to BF16 (rounded by this step)
   // Rope / Attention: the op's parameters and the layer's cache.
   RopeParams rope{};
   AttentionParams attn{};
@@ -127,6 +129,7 @@ class CpuBackend final : public Backend {
     float* act_d = nullptr;      // [max_batch, max cols / 32]
     int32_t* act_bias = nullptr; // [max_batch, max cols / 32]
     int16_t* act_sum16 = nullptr; // [max_batch, max cols / 16], when a weight type needs it
+    uint16_t* act_bf16 = nullptr; // [max_batch, max cols]: activations rounded to BF16 (BF16 dot products)
   };
 
   float* act(int32_t id) const { return acts_[id]; }

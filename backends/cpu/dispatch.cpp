@@ -301,8 +301,9 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
 #undef EMBER_AMX_GEMM_
   }
   if (families.bf16_dot && families.fp == CpuIsa::Avx512) {
-    k.bf16_rows16_gemv = bf16_rows16_gemv__avx512bf16;
-    k.bf16_rows16_gemm = bf16_rows16_gemm__avx512bf16;
+    k.bf16_round = bf16_round__avx512bf16;
+    k.bf16_rows16_dot_gemv = bf16_rows16_gemv__avx512bf16;
+    k.bf16_rows16_dot_gemm = bf16_rows16_gemm__avx512bf16;
   }
 #endif
   return k;

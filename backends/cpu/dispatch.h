@@ -74,6 +74,12 @@ struct CpuKernels {
   QMatmulFn t##_rows16_gemm = nullptr;
   EMBER_GGUF_ROWS16_TYPES(EMBER_GGUF_ROWS16_MEMBERS_)
 #undef EMBER_GGUF_ROWS16_MEMBERS_
+  // BF16 Rows16 matmuls on BF16 dot products (CpuFamilies::bf16_dot): set
+  // only then, and they take over from bf16_rows16_gemv/gemm; the backend
+  // rounds a step's activations once with bf16_round.
+  Bf16RoundFn bf16_round = nullptr;
+  Bf16MatmulFn bf16_rows16_dot_gemv = nullptr;
+  Bf16MatmulFn bf16_rows16_dot_gemm = nullptr;
 };
 
 // A weight's int8-family matmuls on table k (decode, prefill), or nulls when

@@ -685,8 +685,8 @@ TEST_CASE("BF16 dot-product rows16 matmuls (AVX512-BF16): the reference with act
     int64_t rows, cols;
     int32_t n;
   };
-  // Column counts below, at and across the 256-column rounding chunk (odd
-  // pair counts included), rows in one to five groups, every token tail.
+  // Column counts with odd pair counts, rows in one to five groups, every
+  // token tail, several token blocks (5000 columns).
   const S all[] = {{16, 2, 1}, {32, 6, 13}, {48, 256, 12}, {80, 258, 29}, {16, 510, 7}, {64, 896, 25}, {32, 5000, 14}};
   std::mt19937 rng(31);
   for (const S& s : all) {
@@ -698,14 +698,24 @@ TEST_CASE("BF16 dot-product rows16 matmuls (AVX512-BF16): the reference with act
     std::vector<uint8_t> packed(plain.size());
     pack_rows16(DType::BF16, plain.data(), packed.data(), s.rows, s.cols);
     const std::vector<float> x = random_floats(rng, s.n * s.cols);
+    // The rounding: nearest even, every value (a ragged tail included).
+    std::vector<uint16_t> xb(s.n * s.cols + 1, 0xABCD);
+    bf16_round__avx512bf16(x.data(), s.n * s.cols, xb.data());
+    CHECK(xb.back() == 0xABCD);  // nothing past the end
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float r = round_bf16(x[i]);
+      uint32_t u;
+      std::memcpy(&u, &r, 4);
+      REQUIRE(xb[i] == (u >> 16));
+    }
     std::vector<float> outs[2];
     int which = 0;
-    for (FMatmulFn fn : {bf16_rows16_gemv__avx512bf16, bf16_rows16_gemm__avx512bf16}) {
+    for (Bf16MatmulFn fn : {bf16_rows16_gemv__avx512bf16, bf16_rows16_gemm__avx512bf16}) {
       std::vector<float>& out = outs[which++];
       out.assign(s.n * s.rows, NAN);
       const int64_t mid = s.rows / 32 * 16;
-      fn(packed.data(), s.cols, 0, mid, x.data(), s.n, out.data(), s.rows);
-      fn(packed.data(), s.cols, mid, s.rows, x.data(), s.n, out.data(), s.rows);
+      fn(packed.data(), s.cols, 0, mid, xb.data(), s.n, out.data(), s.rows);
+      fn(packed.data(), s.cols, mid, s.rows, xb.data(), s.n, out.data(), s.rows);
       double worst_exact = 0;
       for (int32_t i = 0; i < s.n; ++i) {
         for (int64_t r = 0; r < s.rows; ++r) {

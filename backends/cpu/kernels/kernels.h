@@ -87,6 +87,12 @@ using QMatmulFn = void (*)(const uint8_t* w, int64_t cols, int64_t r0, int64_t r
                            float* out, int64_t out_stride);
 using FMatmulFn = void (*)(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,
                            float* out, int64_t out_stride);
+// BF16 weights x activations already rounded to BF16 (x: n rows of cols
+// BF16 values, Bf16RoundFn's output), FMatmulFn's other arguments.
+using Bf16MatmulFn = void (*)(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const uint16_t* x, int32_t n,
+                              float* out, int64_t out_stride);
+// Rounds n floats to BF16, nearest even (what the BF16 dot products read).
+using Bf16RoundFn = void (*)(const float* x, int64_t n, uint16_t* out);
 // out = x / rms(x) * w over n floats.
 using RmsNormFn = void (*)(float* out, const float* x, const float* w, int64_t n, float eps);
 // out = silu(a) * b.
@@ -340,10 +346,11 @@ EMBER_GGUF_ROWS16_AMX_TYPES(EMBER_DECLARE_GGUF_ROWS16_AMX_)
 // avx512bf16: BF16 Rows16 matmuls by vdpbf16ps, activations rounded to BF16
 // (float_rows16__avx512bf16.cpp); dispatch.cpp swaps them into the avx512
 // float family where the CPU has AVX512-BF16 (cpu_choose_bf16_dot).
-void bf16_rows16_gemv__avx512bf16(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,
-                                  float* out, int64_t out_stride);
-void bf16_rows16_gemm__avx512bf16(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const float* x, int32_t n,
-                                  float* out, int64_t out_stride);
+void bf16_round__avx512bf16(const float* x, int64_t n, uint16_t* out);
+void bf16_rows16_gemv__avx512bf16(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const uint16_t* x,
+                                  int32_t n, float* out, int64_t out_stride);
+void bf16_rows16_gemm__avx512bf16(const uint8_t* w, int64_t cols, int64_t r0, int64_t r1, const uint16_t* x,
+                                  int32_t n, float* out, int64_t out_stride);
 #endif
 #if defined(__aarch64__)
 // neon: ASIMD (int8 products with vmull/vpadal); neondot adds SDOT.
