@@ -30,28 +30,6 @@ constexpr int32_t kElementwiseSplit = 64;
 
 int64_t round64(int64_t floats) { return (floats * 4 + 63) / 64 * 16; }
 
-// out = gelu(a) * b with GELU's tanh approximation (Gemma's FFN), in f32.
-// Scalar on every ISA: a few hidden_dim-wide rows per layer.
-void cpu_geglu(float* out, const float* a, const float* b, int64_t n) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-  constexpr float kCoef = 0.044715f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = a[i];
-    const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
-    out[i] = g * b[i];
-  }
-}
-
-// out = gelu(a) with GELU's tanh approximation (BERT's FFN), in f32.
-void cpu_gelu(float* out, const float* a, int64_t n) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-  constexpr float kCoef = 0.044715f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = a[i];
-    out[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
-  }
-}
-
 // One row's layer norm: the mean and variance in double, as ggml sums them.
 void cpu_layernorm(float* out, const float* a, const float* w, const float* b, int64_t n, float eps) {
   double sum = 0.0;
@@ -805,7 +783,7 @@ Status CpuBackend::execute(const StepArgs& step) {
         float* o = s.out;
         const float* a = s.a;
         const float* b = s.b;
-        elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { cpu_geglu(o + i0, a + i0, b + i0, i1 - i0); });
+        elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { k_.gelu(o + i0, a + i0, b + i0, i1 - i0); });
         break;
       }
       case CpuStepKind::Softcap: {
@@ -838,7 +816,7 @@ Status CpuBackend::execute(const StepArgs& step) {
       case CpuStepKind::Gelu: {
         float* o = s.out;
         const float* a = s.a;
-        elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { cpu_gelu(o + i0, a + i0, i1 - i0); });
+        elementwise(s.cols * n, s.split, [&](int64_t i0, int64_t i1) { k_.gelu(o + i0, a + i0, nullptr, i1 - i0); });
         break;
       }
       case CpuStepKind::AddRows: {

@@ -30,7 +30,7 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
       bf16_rows16_gemv__##isa, bf16_rows16_gemm__##isa
 #define EMBER_VECTOR_ENTRIES(isa) \
   f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
-      f32_axpy_rows__##isa, f32_softmax__##isa
+      f32_axpy_rows__##isa, f32_softmax__##isa, f32_gelu__##isa
 
 // The GGUF block types' kernels of a path, in EMBER_GGUF_QUANT_TYPES order
 // (every path has its own kernel for every type; a new path without one

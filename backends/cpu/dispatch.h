@@ -60,6 +60,7 @@ struct CpuKernels {
   DotRowsFn dot_rows = nullptr;
   AxpyRowsFn axpy_rows = nullptr;
   SoftmaxFn softmax = nullptr;
+  GeluFn gelu = nullptr;
   // The GGUF block types' row-major matmuls (EMBER_GGUF_QUANT_TYPES:
   // q4_1_gemv, q4_1_gemm, ... iq4_xs_gemm), int8 family.
 #define EMBER_GGUF_KERNEL_MEMBERS_(t) \

@@ -740,7 +740,7 @@ TEST_CASE("BF16 dot-product rows16 matmuls (AVX512-BF16): the reference with act
 }
 #endif
 
-TEST_CASE("vector kernels (rmsnorm, swiglu, add, dot, axpy) match the scalar reference on every path") {
+TEST_CASE("vector kernels (rmsnorm, swiglu, gelu, add, dot, axpy) match the scalar reference on every path") {
   std::mt19937 rng(17);
   for (CpuIsa isa : supported_isas()) {
     CAPTURE(cpu_isa_name(isa));
@@ -759,6 +759,18 @@ TEST_CASE("vector kernels (rmsnorm, swiglu, add, dot, axpy) match the scalar ref
       for (int64_t i = 0; i < n; ++i) {
         const double e = a[i] / (1.0 + std::exp(-static_cast<double>(a[i]))) * b[i];
         REQUIRE(std::fabs(out[i] - e) <= 1e-5 * (1 + std::fabs(e)));
+      }
+      // GELU (tanh form), alone and gated, on [-12, 12] so both tails show.
+      std::vector<float> ga = a;
+      for (auto& v : ga) v *= 3.0f;
+      for (const float* gate : {static_cast<const float*>(nullptr), b.data()}) {
+        REQUIRE((k.gelu != nullptr));
+        k.gelu(out.data(), ga.data(), gate, n);
+        for (int64_t i = 0; i < n; ++i) {
+          const double x = ga[i];
+          const double e = 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * (gate ? gate[i] : 1.0);
+          REQUIRE(std::fabs(out[i] - e) <= 2e-6 * (1 + std::fabs(e)));
+        }
       }
       k.add(out.data(), a.data(), b.data(), n);
       for (int64_t i = 0; i < n; ++i) REQUIRE(out[i] == a[i] + b[i]);

@@ -116,6 +116,11 @@ using AxpyRowsFn = void (*)(float* y, int32_t n_y, int64_t y_stride, const float
                             const float* x, int64_t x_stride, int32_t n_rows, int64_t n);
 // x = softmax(x) in place: exp(x - max) / sum (attention scores).
 using SoftmaxFn = void (*)(float* x, int64_t n);
+// out = gelu(a) (b null) or gelu(a) * b, over n floats: GELU's tanh form,
+// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (BERT's FFN, Gemma's
+// GeGLU); the vector paths compute it as x / (1 + e^(-2u)), the same
+// function, within a few ulp.
+using GeluFn = void (*)(float* out, const float* a, const float* b, int64_t n);
 
 // Block layouts as stored in the file (bit-compatible with GGUF and with
 // format/dtype.h, which the ISA files do not include; see the rule above).
@@ -301,7 +306,8 @@ static constexpr int64_t q6_k_rows16_qh(int u) { return q6_k_rows16_unit(u) + 12
   void f32_axpy_rows__##isa(float* y, int32_t n_y, int64_t y_stride, const float* alpha,                   \
                             int64_t alpha_stride, const float* x, int64_t x_stride, int32_t n_rows,          \
                             int64_t n);                                                                      \
-  void f32_softmax__##isa(float* x, int64_t n);
+  void f32_softmax__##isa(float* x, int64_t n);                                                            \
+  void f32_gelu__##isa(float* out, const float* a, const float* b, int64_t n);
 
 // Defines the kernel name__isa (QMatmulFn's signature) as a call of impl, a
 // template instantiated in the ISA's file: quant-matmul/quant_matmul__<isa>.cpp

@@ -270,5 +270,29 @@ void f32_softmax__avx2(float* x, int64_t n) {
   for (; i < n; ++i) x[i] *= inv;
 }
 
+
+void f32_gelu__avx2(float* out, const float* a, const float* b, int64_t n) {
+  const __m256 k1 = _mm256_set1_ps(-2.0f * 0.79788456080286535588f);
+  const __m256 k3 = _mm256_set1_ps(-2.0f * 0.79788456080286535588f * 0.044715f);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(a + i);
+    const __m256 m2u = _mm256_mul_ps(x, _mm256_fmadd_ps(k3, _mm256_mul_ps(x, x), k1));
+    __m256 g = _mm256_div_ps(x, _mm256_add_ps(one, exp256(m2u)));
+    if (b) g = _mm256_mul_ps(g, _mm256_loadu_ps(b + i));
+    _mm256_storeu_ps(out + i, g);
+  }
+  if (i < n) {  // the tail through a padded copy
+    float ta[8] = {0}, tb[8] = {0}, to[8];
+    for (int64_t j = i; j < n; ++j) {
+      ta[j - i] = a[j];
+      if (b) tb[j - i] = b[j];
+    }
+    f32_gelu__avx2(to, ta, b ? tb : nullptr, 8);
+    for (int64_t j = i; j < n; ++j) out[j] = to[j - i];
+  }
+}
+
 }  // namespace ember
 #endif  // __x86_64__

@@ -320,5 +320,29 @@ void f32_softmax__avx512(float* x, int64_t n) {
   }
 }
 
+
+void f32_gelu__avx512(float* out, const float* a, const float* b, int64_t n) {
+  const __m512 k1 = _mm512_set1_ps(-2.0f * 0.79788456080286535588f);
+  const __m512 k3 = _mm512_set1_ps(-2.0f * 0.79788456080286535588f * 0.044715f);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  auto gelu16 = [&](__m512 x) {
+    // -2u = x (k1 + k3 x^2); gelu = x / (1 + e^(-2u))
+    const __m512 m2u = _mm512_mul_ps(x, _mm512_fmadd_ps(k3, _mm512_mul_ps(x, x), k1));
+    return _mm512_div_ps(x, _mm512_add_ps(one, exp512(m2u)));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 g = gelu16(_mm512_loadu_ps(a + i));
+    if (b) g = _mm512_mul_ps(g, _mm512_loadu_ps(b + i));
+    _mm512_storeu_ps(out + i, g);
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    __m512 g = gelu16(_mm512_maskz_loadu_ps(m, a + i));
+    if (b) g = _mm512_mul_ps(g, _mm512_maskz_loadu_ps(m, b + i));
+    _mm512_mask_storeu_ps(out + i, m, g);
+  }
+}
+
 }  // namespace ember
 #endif  // __x86_64__

@@ -72,4 +72,15 @@ void f32_softmax__generic(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+
+void f32_gelu__generic(float* out, const float* a, const float* b, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  constexpr float kCoef = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = a[i];
+    const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+    out[i] = b ? g * b[i] : g;
+  }
+}
+
 }  // namespace ember

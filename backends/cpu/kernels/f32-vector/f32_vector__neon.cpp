@@ -178,5 +178,9 @@ void f32_softmax__neon(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+
+// libm's tanhf, as generic (no vector exp on ARM yet).
+void f32_gelu__neon(float* out, const float* a, const float* b, int64_t n) { f32_gelu__generic(out, a, b, n); }
+
 }  // namespace ember
 #endif
