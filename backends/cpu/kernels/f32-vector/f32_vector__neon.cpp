@@ -1,5 +1,6 @@
 // Element-wise and reduction kernels on f32 rows with NEON; scalar tails.
-// swiglu keeps libm's expf (no vector exp on ARM yet). Bound by memory.
+// swiglu, gelu and softmax take e^x from exp4 (the AVX paths' polynomial);
+// their scalar tails from libm.
 #if defined(__aarch64__)
 #include <arm_neon.h>
 #include <math.h>
@@ -7,6 +8,27 @@
 #include "backends/cpu/kernels/kernels.h"
 
 namespace ember {
+namespace {
+
+// e^x, Cephes polynomial (about 1 ulp on the clamped range), as exp512 and
+// exp256 compute it; 2^n built in the exponent field.
+inline float32x4_t exp4(float32x4_t x) {
+  x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
+  const float32x4_t fx = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+  float32x4_t r = vfmsq_f32(x, fx, vdupq_n_f32(0.693359375f));
+  r = vfmsq_f32(r, fx, vdupq_n_f32(-2.12194440e-4f));
+  float32x4_t p = vdupq_n_f32(1.9875691500E-4f);
+  p = vfmaq_f32(vdupq_n_f32(1.3981999507E-3f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(8.3334519073E-3f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(4.1665795894E-2f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.6666665459E-1f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(5.0000001201E-1f), p, r);
+  const float32x4_t y = vaddq_f32(vfmaq_f32(r, vmulq_f32(p, r), r), vdupq_n_f32(1.0f));
+  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(fx), vdupq_n_s32(127)), 23);
+  return vmulq_f32(y, vreinterpretq_f32_s32(e));
+}
+
+}  // namespace
 
 void f32_rmsnorm__neon(float* out, const float* x, const float* w, int64_t n, float eps) {
   float32x4_t acc = vdupq_n_f32(0.0f);
@@ -24,7 +46,13 @@ void f32_rmsnorm__neon(float* out, const float* x, const float* w, int64_t n, fl
 }
 
 void f32_swiglu__neon(float* out, const float* a, const float* b, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+  const float32x4_t one = vdupq_n_f32(1.0f);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t x = vld1q_f32(a + i);
+    vst1q_f32(out + i, vmulq_f32(vdivq_f32(x, vaddq_f32(one, exp4(vnegq_f32(x)))), vld1q_f32(b + i)));
+  }
+  for (; i < n; ++i) out[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
 }
 
 void f32_add__neon(float* out, const float* a, const float* b, int64_t n) {
@@ -169,18 +197,40 @@ void f32_axpy_rows__neon(float* y, int32_t n_y, int64_t y_stride, const float* a
 void f32_softmax__neon(float* x, int64_t n) {
   float mx = -INFINITY;
   for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
+  const float32x4_t m = vdupq_n_f32(mx);
+  float32x4_t acc = vdupq_n_f32(0.0f);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t e = exp4(vsubq_f32(vld1q_f32(x + i), m));
+    vst1q_f32(x + i, e);
+    acc = vaddq_f32(acc, e);
+  }
+  float sum = vaddvq_f32(acc);
+  for (; i < n; ++i) {
     x[i] = expf(x[i] - mx);
     sum += x[i];
   }
   const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  for (i = 0; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), inv));
+  for (; i < n; ++i) x[i] *= inv;
 }
 
 
-// libm's tanhf, as generic (no vector exp on ARM yet).
-void f32_gelu__neon(float* out, const float* a, const float* b, int64_t n) { f32_gelu__generic(out, a, b, n); }
+void f32_gelu__neon(float* out, const float* a, const float* b, int64_t n) {
+  const float32x4_t k1 = vdupq_n_f32(-2.0f * 0.79788456080286535588f);
+  const float32x4_t k3 = vdupq_n_f32(-2.0f * 0.79788456080286535588f * 0.044715f);
+  const float32x4_t one = vdupq_n_f32(1.0f);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    // -2u = x (k1 + k3 x^2); gelu = x / (1 + e^(-2u))
+    const float32x4_t x = vld1q_f32(a + i);
+    const float32x4_t m2u = vmulq_f32(x, vfmaq_f32(k1, k3, vmulq_f32(x, x)));
+    float32x4_t g = vdivq_f32(x, vaddq_f32(one, exp4(m2u)));
+    if (b) g = vmulq_f32(g, vld1q_f32(b + i));
+    vst1q_f32(out + i, g);
+  }
+  if (i < n) f32_gelu__generic(out + i, a + i, b ? b + i : nullptr, n - i);
+}
 
 }  // namespace ember
 #endif
