@@ -6,11 +6,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 namespace ember::test {
@@ -46,10 +48,31 @@ inline std::string read_text_file(const std::string& path) {
 }
 
 // A fresh scratch directory for a test's files.
+// The directories temp_dir made in this process: removed when it exits
+// (ctest runs every case as its own process; left behind, a full run's
+// directories came to gigabytes and filled the disk).
+inline std::vector<std::string>& temp_dirs_made() {
+  static std::vector<std::string>* made = [] {
+    auto* v = new std::vector<std::string>();
+    static const pid_t owner = ::getpid();
+    std::atexit([] {
+      if (::getpid() != owner) return;  // a forked child's exit leaves them to its parent
+      for (const std::string& d : temp_dirs_made()) {
+        std::error_code ec;
+        std::filesystem::remove_all(d, ec);
+      }
+    });
+    return v;
+  }();
+  return *made;
+}
+
 inline std::string temp_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("ember-test-" + name + "-" +
                                                        std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  std::vector<std::string>& made = temp_dirs_made();
+  if (std::find(made.begin(), made.end(), dir.string()) == made.end()) made.push_back(dir.string());
   return dir.string();
 }
 

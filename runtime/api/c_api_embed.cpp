@@ -95,6 +95,39 @@ ember_status ember_embed_texts(ember_session* session, const char* const* texts,
   return done(ember::embed(*session->session, inputs.data(), n_texts, eo, out, out_floats));
 }
 
+ember_status ember_rerank(ember_session* session, const char* query, const char* const* documents, size_t n_documents,
+                          float* scores) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!query) return fail(EMBER_ERR_INVALID_ARGUMENT, "query is NULL");
+  if (n_documents && !documents) return fail(EMBER_ERR_INVALID_ARGUMENT, "documents is NULL");
+  if (n_documents && !scores) return fail(EMBER_ERR_INVALID_ARGUMENT, "scores is NULL");
+  const ember::Session& s = *session->session;
+  ember::Result<ember::RankHead> head = ember::rank_head(s.model());
+  if (!head.is_ok()) return done(head.status());
+  std::vector<std::vector<int32_t>> ids(n_documents);
+  std::vector<ember::EmbedInput> inputs(n_documents);
+  for (size_t i = 0; i < n_documents; ++i) {
+    if (!documents[i]) return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "documents[%zu] is NULL", i));
+    const ember::Status st = ember::rerank_tokens(s.model().tokenizer(), query, documents[i], &ids[i]);
+    if (!st.is_ok()) return done(ember::Status::error(st.code(), "documents[%zu]: %s", i, st.message().c_str()));
+    if (ids[i].size() > static_cast<size_t>(INT32_MAX)) {
+      return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "documents[%zu] is too long", i));
+    }
+    inputs[i].tokens = ids[i].data();
+    inputs[i].n_tokens = static_cast<int32_t>(ids[i].size());
+  }
+  ember::EmbedOptions eo;
+  eo.pooling = ember::Pooling::Rank;
+  eo.normalize = -1;
+  const size_t width = static_cast<size_t>(head.value().n_out);
+  std::vector<float> all(n_documents * width);
+  const ember::Status st = ember::embed(*session->session, inputs.data(), n_documents, eo, all.data(), all.size());
+  if (!st.is_ok()) return done(st);
+  for (size_t i = 0; i < n_documents; ++i) scores[i] = all[i * width];
+  return done(ember::Status::ok());
+}
+
 ember_status ember_embed_tokenize(const ember_model* model, const char* text, size_t text_len, int32_t* tokens,
                                   size_t capacity, size_t* out_count) {
   EMBER_API_ENTRY();

@@ -4,8 +4,24 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/layout.h"
+
 namespace ember {
 namespace {
+
+// y = W x (+ b) for a [rows, cols] weight of any type and layout, in f32
+// (sums in double): the classifier head's two small matrices, per input.
+void head_matvec(const TensorView& w, const TensorView* b, const float* x, float* y) {
+  const int64_t rows = w.shape[0], cols = w.shape[1];
+  std::vector<uint8_t> gathered(w.size / static_cast<uint64_t>(rows) + 64);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(w.dtype, layout_row(w.layout, w.dtype, w.data, cols, r, gathered.data()), row.data(), cols);
+    double s = 0.0;
+    for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(row[c]) * x[c];
+    y[r] = static_cast<float>(s + (b ? reinterpret_cast<const float*>(b->data)[r] : 0.0f));
+  }
+}
 
 // Scales a row as llama-embedding's --embd-normalize does (in double).
 void normalize_row(float* v, int64_t n, int32_t mode) {
@@ -64,6 +80,37 @@ struct Slot {
 
 }  // namespace
 
+Result<RankHead> rank_head(const Model& model) {
+  RankHead h;
+  const ModelFile& f = model.file();
+  h.dense = f.find("cls.weight");
+  h.dense_bias = f.find("cls.bias");
+  h.out = f.find("cls.output.weight");
+  h.out_bias = f.find("cls.output.bias");
+  if (!h.dense && !h.out) {
+    return Status::error(EMBER_ERR_UNSUPPORTED,
+                         "rank pooling scores a query and a document with a classifier head (cls, cls.output), which "
+                         "this model does not have");
+  }
+  h.dim = static_cast<int64_t>(model.hparams().dim);
+  h.n_out = h.out ? h.out->shape[0] : h.dim;
+  return h;
+}
+
+void RankHead::apply(const float* cls_row, float* scores) const {
+  std::vector<float> mid(cls_row, cls_row + dim);
+  if (dense) {
+    std::vector<float> t(static_cast<size_t>(dim));
+    head_matvec(*dense, dense_bias, cls_row, t.data());
+    for (int64_t i = 0; i < dim; ++i) mid[i] = std::tanh(t[i]);
+  }
+  if (out) {
+    head_matvec(*out, out_bias, mid.data(), scores);
+  } else {
+    std::memcpy(scores, mid.data(), static_cast<size_t>(dim) * sizeof(float));
+  }
+}
+
 const char* pooling_name(Pooling p) {
   switch (p) {
     case Pooling::Unspecified: return "unspecified";
@@ -91,8 +138,12 @@ Pooling model_pooling(const HParams& hp) {
 }
 
 uint64_t embed_output_floats(const Session& session, const EmbedInput* inputs, size_t n_inputs, Pooling pooling) {
-  const uint64_t dim = static_cast<uint64_t>(session.output_cols());
+  uint64_t dim = static_cast<uint64_t>(session.output_cols());
   if (pooling == Pooling::Unspecified) pooling = model_pooling(session.model().hparams());
+  if (pooling == Pooling::Rank) {
+    Result<RankHead> h = rank_head(session.model());
+    dim = h.is_ok() ? static_cast<uint64_t>(h.value().n_out) : dim;
+  }
   if (pooling != Pooling::None) return dim * n_inputs;
   uint64_t rows = 0;
   for (size_t i = 0; i < n_inputs; ++i) rows += static_cast<uint64_t>(std::max(inputs[i].n_tokens, 0));
@@ -111,10 +162,13 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
     return Status::error(EMBER_ERR_INVALID_ARGUMENT, "pooling = %d is not a known pooling (0 none .. 4 rank)",
                          static_cast<int>(pooling));
   }
+  RankHead head;
   if (pooling == Pooling::Rank) {
-    return Status::error(EMBER_ERR_UNSUPPORTED,
-                         "rank pooling scores a query and a document with a classifier head (cls.output), which "
-                         "this model does not have");
+    EMBER_ASSIGN_OR_RETURN(head, rank_head(session.model()));
+    if (head.dim != session.output_cols()) {
+      return Status::error(EMBER_ERR_BAD_TENSOR, "the classifier head reads %lld floats; the session outputs %lld",
+                           static_cast<long long>(head.dim), static_cast<long long>(session.output_cols()));
+    }
   }
   if (options.normalize < -1) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT,
@@ -131,7 +185,9 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
                          static_cast<unsigned long long>(out_floats), static_cast<unsigned long long>(needed));
   }
   const int64_t dim = session.output_cols();
-  // Where each input's first output row goes (rows of dim floats).
+  // Floats per output row: dim, or the head's scores.
+  const int64_t width = pooling == Pooling::Rank ? head.n_out : dim;
+  // Where each input's first output row goes (rows of `width` floats).
   std::vector<uint64_t> first_row(n_inputs);
   uint64_t row = 0;
   for (size_t i = 0; i < n_inputs; ++i) {
@@ -142,6 +198,8 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
 
   const bool whole = model_arch_is_encoder(session.model().hparams().arch);
   std::vector<Slot> slots(static_cast<size_t>(session.n_seqs()));
+  // Rank: each sequence's first row, until its input completes.
+  std::vector<float> cls_rows(pooling == Pooling::Rank ? slots.size() * static_cast<size_t>(dim) : 0);
   std::vector<Session::BatchItem> items;
   std::vector<size_t> item_slot;
   items.reserve(slots.size());
@@ -179,7 +237,7 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
     for (size_t k = 0; k < items.size(); ++k) {
       Slot& slot = slots[item_slot[k]];
       const EmbedInput& in = inputs[slot.input];
-      float* pooled = out + first_row[slot.input] * dim;
+      float* pooled = out + first_row[slot.input] * width;
       for (int32_t r = 0; r < items[k].n_tokens; ++r, step_rows += dim) {
         const int32_t t = slot.done + r;
         if (pooling == Pooling::Mean) {
@@ -188,6 +246,9 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
           std::memcpy(pooled + static_cast<int64_t>(t) * dim, step_rows, static_cast<size_t>(dim) * sizeof(float));
         } else if ((pooling == Pooling::Cls && t == 0) || (pooling == Pooling::Last && t == in.n_tokens - 1)) {
           std::memcpy(pooled, step_rows, static_cast<size_t>(dim) * sizeof(float));
+        } else if (pooling == Pooling::Rank && t == 0) {
+          std::memcpy(cls_rows.data() + item_slot[k] * static_cast<size_t>(dim), step_rows,
+                      static_cast<size_t>(dim) * sizeof(float));
         }
       }
       slot.done += items[k].n_tokens;
@@ -197,12 +258,26 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
         const float inv = 1.0f / static_cast<float>(in.n_tokens);
         for (int64_t c = 0; c < dim; ++c) pooled[c] *= inv;
       }
+      if (pooling == Pooling::Rank) head.apply(cls_rows.data() + item_slot[k] * static_cast<size_t>(dim), pooled);
       const int32_t out_rows = pooling == Pooling::None ? in.n_tokens : 1;
-      for (int32_t r = 0; r < out_rows; ++r) normalize_row(pooled + static_cast<int64_t>(r) * dim, dim, options.normalize);
+      for (int32_t r = 0; r < out_rows; ++r) {
+        normalize_row(pooled + static_cast<int64_t>(r) * width, width, options.normalize);
+      }
       slot.busy = false;
       ++finished;
     }
   }
+  return Status::ok();
+}
+
+Status rerank_tokens(const Tokenizer& tokenizer, std::string_view query, std::string_view document,
+                     std::vector<int32_t>* out) {
+  std::vector<int32_t> doc;
+  EMBER_TRY(embed_tokenize(tokenizer, query, out));
+  EMBER_TRY(embed_tokenize(tokenizer, document, &doc));
+  const Vocab& vocab = tokenizer.vocab();
+  const size_t skip = vocab.add_bos && vocab.bos_id >= 0 && !doc.empty() && doc.front() == vocab.bos_id ? 1 : 0;
+  out->insert(out->end(), doc.begin() + static_cast<std::ptrdiff_t>(skip), doc.end());
   return Status::ok();
 }
 

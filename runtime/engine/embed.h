@@ -41,8 +41,25 @@ struct EmbedOptions {
   int32_t normalize = 2;
 };
 
-// Floats embed() writes for `inputs`: n_inputs x dim, or (pooling none)
-// every input's tokens x dim.
+// A reranker's classifier head (llama.cpp's rank pooling, BERT's
+// sequence-classification head): the input's first row h, then
+// tanh(cls h + cls.bias) where the file has `cls`, then cls.output x +
+// cls.output.bias where it has `cls.output` (n_out scores; llama.cpp's
+// rerank reads the first). In f32 on the host: two small matrices per input.
+struct RankHead {
+  const TensorView* dense = nullptr;
+  const TensorView* dense_bias = nullptr;
+  const TensorView* out = nullptr;
+  const TensorView* out_bias = nullptr;
+  int64_t dim = 0;
+  int64_t n_out = 0;  // floats per input
+  void apply(const float* cls_row, float* scores) const;
+};
+// The model's head, or EMBER_ERR_UNSUPPORTED naming what is missing.
+Result<RankHead> rank_head(const Model& model);
+
+// Floats embed() writes for `inputs`: n_inputs x dim, (rank) n_inputs x the
+// head's outputs, or (pooling none) every input's tokens x dim.
 uint64_t embed_output_floats(const Session& session, const EmbedInput* inputs, size_t n_inputs, Pooling pooling);
 
 // Runs every input from position 0 of a free sequence (each sequence is
@@ -53,7 +70,9 @@ uint64_t embed_output_floats(const Session& session, const EmbedInput* inputs, s
 // (EMBER_ERR_INVALID_ARGUMENT otherwise), inputs with at least one token, ids
 // in the vocabulary (EMBER_ERR_TOKEN_OUT_OF_RANGE), at most the context
 // (EMBER_ERR_CONTEXT_FULL), a pooling the model has (rank needs a classifier
-// head: EMBER_ERR_UNSUPPORTED), a normalization of -1 or more.
+// head: EMBER_ERR_UNSUPPORTED), a normalization of -1 or more. Rank: each
+// input is a query and a document already joined (rerank_tokens), its
+// scores normalized as the other poolings' vectors are (-1 for raw scores).
 Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const EmbedOptions& options, float* out,
              uint64_t out_floats);
 
@@ -61,5 +80,11 @@ Status embed(Session& session, const EmbedInput* inputs, size_t n_inputs, const 
 // control-token text parsed, EOS appended when the vocabulary says so
 // (tokenizer.ggml.add_eos_token: Qwen3-Embedding's last-token pooling reads it).
 Status embed_tokenize(const Tokenizer& tokenizer, std::string_view text, std::vector<int32_t>* out);
+
+// A query and a document as one reranker input, as llama.cpp joins them for
+// a WordPiece vocabulary: the query's tokens (embed_tokenize: [CLS] query
+// [SEP]), then the document's without their BOS (document [SEP]).
+Status rerank_tokens(const Tokenizer& tokenizer, std::string_view query, std::string_view document,
+                     std::vector<int32_t>* out);
 
 }  // namespace ember

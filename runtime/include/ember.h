@@ -1103,7 +1103,9 @@ EMBER_API int32_t ember_session_embedding_size(const ember_session* session);
  * EMBER_ERR_CONTEXT_FULL (an input longer than the session's context),
  * EMBER_ERR_BUFFER_TOO_SMALL (out_floats below what the inputs need; the
  * message says how many), EMBER_ERR_UNSUPPORTED (rank pooling without a
- * classifier head). */
+ * classifier head). With EMBER_POOLING_RANK an input is a query and a
+ * document already joined, and its row is the head's outputs
+ * (ember_rerank does the joining). */
 EMBER_API ember_status ember_embed_tokens(ember_session* session, const int32_t* const* tokens,
                                           const size_t* n_tokens, size_t n_inputs,
                                           const ember_embed_options* options, float* out, size_t out_floats);
@@ -1124,6 +1126,17 @@ EMBER_API ember_status ember_embed_tokenize(const ember_model* model, const char
 EMBER_API ember_status ember_embed_texts(ember_session* session, const char* const* texts, const size_t* text_lens,
                                          size_t n_texts, const ember_embed_options* options, float* out,
                                          size_t out_floats);
+
+/* Reranking: scores a query against n_documents documents (NUL-terminated)
+ * with the model's classifier head (a reranker: GGUF cls / cls.output, as
+ * llama.cpp's rank pooling), each pair run as one input ([CLS] query [SEP]
+ * document [SEP] for a WordPiece vocabulary, as llama.cpp joins them),
+ * batched over the session's sequences. scores[i]: document i's score, the
+ * head's first output, not normalized (higher is more relevant). Errors as
+ * ember_embed_texts'; EMBER_ERR_UNSUPPORTED for a model without a
+ * classifier head. */
+EMBER_API ember_status ember_rerank(ember_session* session, const char* query, const char* const* documents,
+                                    size_t n_documents, float* scores);
 
 /* ==== Inspection: backends and model files ================================
  * For hosts and tools that show, compare or re-check what they run on

@@ -37,6 +37,11 @@ std::vector<BertTensor> bert_tensors(const HParams& hp) {
   e.push_back({"token_types.weight", -1, dim, false, true});  // any number of types
   e.push_back({"token_embd_norm.weight", 0, dim, true, false});
   e.push_back({"token_embd_norm.bias", 0, dim, true, false});
+  // A reranker's classifier head (engine/embed.h, RankHead): optional.
+  e.push_back({"cls.weight", dim, dim, false, true});
+  e.push_back({"cls.bias", 0, dim, true, true});
+  e.push_back({"cls.output.weight", -1, dim, false, true});  // any number of labels
+  e.push_back({"cls.output.bias", 0, -1, true, true});       // cls.output's rows
   for (uint32_t l = 0; l < hp.n_layers; ++l) {
     const int li = static_cast<int>(l);
     const struct {
@@ -58,7 +63,7 @@ std::vector<BertTensor> bert_tensors(const HParams& hp) {
 }
 
 Status check_shape(const BertTensor& e, const TensorView& t) {
-  const bool vector_ok = e.rows == 0 && t.n_dims == 1 && t.shape[0] == e.cols;
+  const bool vector_ok = e.rows == 0 && t.n_dims == 1 && (e.cols < 0 ? t.shape[0] >= 1 : t.shape[0] == e.cols);
   const bool matrix_ok = e.rows != 0 && t.n_dims == 2 && (e.rows < 0 ? t.shape[0] >= 1 : t.shape[0] == e.rows) &&
                          t.shape[1] == e.cols;
   if (!vector_ok && !matrix_ok) {
@@ -88,10 +93,8 @@ Status check_bert_tensors(const ModelContents& contents) {
   const std::vector<BertTensor> expected = bert_tensors(contents.hparams);
   for (const TensorView& t : contents.tensors) {
     if (!is_bert_tensor(contents.hparams, t.name)) {
-      return Status::error(EMBER_ERR_UNSUPPORTED, "tensor '%s' is not part of the bert graph ember runs%s",
-                           t.name.c_str(),
-                           t.name.rfind("cls", 0) == 0 ? " (a reranker's classifier head: not supported yet)"
-                                                        : " (refused rather than ignored)");
+      return Status::error(EMBER_ERR_UNSUPPORTED, "tensor '%s' is not part of the bert graph ember runs "
+                           "(refused rather than ignored)", t.name.c_str());
     }
   }
   for (const BertTensor& e : expected) {
@@ -101,6 +104,15 @@ Status check_bert_tensors(const ModelContents& contents) {
       return Status::error(EMBER_ERR_MISSING_TENSOR, "tensor '%s' is required but missing", e.name.c_str());
     }
     EMBER_TRY(check_shape(e, *t));
+  }
+  // The head's pieces agree: a bias needs its matrix and matches its rows.
+  const TensorView* out = graph_find_tensor(contents, "cls.output.weight");
+  const TensorView* out_bias = graph_find_tensor(contents, "cls.output.bias");
+  if ((out_bias && (!out || out_bias->shape[0] != out->shape[0])) ||
+      (graph_find_tensor(contents, "cls.bias") && !graph_find_tensor(contents, "cls.weight"))) {
+    return Status::error(EMBER_ERR_BAD_TENSOR,
+                         "the classifier head's biases need their matrices, cls.output.bias one value per row of "
+                         "cls.output.weight");
   }
   return Status::ok();
 }

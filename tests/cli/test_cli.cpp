@@ -295,3 +295,38 @@ TEST_CASE("plan --embeddings: an encoder is planned as an embedding session, and
   CHECK(emb.out.find("\"index\": 1") != std::string::npos);
   CHECK(run("plan -m " + bert + " --embeddings --lookup").code != 0);
 }
+
+TEST_CASE("embed with a reranker: query<TAB>document lines give one score each, /v1/rerank's JSON, and a line without a tab is refused") {
+  const std::string dir = ember::test::temp_dir("cli-rerank");
+  const std::string model = dir + "/tiny-reranker.ember";
+  REQUIRE(run("synth --shape tiny --arch bert-reranker -o " + model).code == 0);
+  {
+    std::FILE* f = std::fopen((dir + "/pairs.txt").c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs("a cat\tLily had a cat\na cat\tthe sun\nthe sun\tthe sun\n", f);
+    std::fclose(f);
+  }
+  const Run text = run("embed -m " + model + " -f " + dir + "/pairs.txt");
+  REQUIRE(text.code == 0);
+  int lines = 0;
+  for (char c : text.out) lines += c == '\n';
+  CHECK(lines == 3);
+  CHECK(text.err.find("rank pooling") != std::string::npos);
+  const Run json = run("embed -m " + model + " -f " + dir + "/pairs.txt --json");
+  REQUIRE(json.code == 0);
+  CHECK(json.out.find("\"relevance_score\"") != std::string::npos);
+  CHECK(json.out.find("\"index\": 2") != std::string::npos);
+  // The same pair scores the same, whatever its neighbours.
+  const Run one = run("embed -m " + model + " -p 'the sun\tthe sun'");
+  REQUIRE(one.code == 0);
+  CHECK(text.out.substr(text.out.rfind('\n', text.out.size() - 2) + 1) == one.out);
+  const Run bad = run("embed -m " + model + " -p 'no tab'");
+  CHECK(bad.code != 0);
+  CHECK(bad.err.find("query<TAB>document") != std::string::npos);
+  // A model without a classifier head cannot rank.
+  const std::string bert = dir + "/tiny-bert.ember";
+  REQUIRE(run("synth --shape tiny --arch bert -o " + bert).code == 0);
+  const Run no_head = run("embed -m " + bert + " --pooling rank -p 'a\tb'");
+  CHECK(no_head.code != 0);
+  CHECK(no_head.err.find("classifier head") != std::string::npos);
+}

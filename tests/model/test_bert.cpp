@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -313,8 +314,145 @@ TEST_CASE("bert: what an encoder cannot do is refused by name") {
   ember_model_free(m);
 }
 
+// A reranker: the tiny bert with a classifier head (cls: dim x dim, tanh;
+// cls.output: 2 labels), its file's pooling rank; written once.
+struct TinyReranker {
+  ember::ModelSpec spec;
+  std::vector<std::vector<float>> head;  // cls.weight, cls.bias, cls.output.weight, cls.output.bias
+  std::string path;
+};
+TinyReranker& tiny_reranker() {
+  static TinyReranker r;
+  if (!r.path.empty()) return r;
+  TinyBert& t = tiny_bert();
+  r.spec = t.model->spec;
+  r.spec.hparams.pooling = 4;
+  const int64_t d = r.spec.hparams.dim;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-0.2f, 0.2f);
+  const struct {
+    const char* name;
+    int64_t rows, cols;
+  } parts[] = {{"cls.weight", d, d}, {"cls.bias", 0, d}, {"cls.output.weight", 2, d}, {"cls.output.bias", 0, 2}};
+  r.head.clear();
+  for (const auto& p : parts) {
+    std::vector<float> v(static_cast<size_t>((p.rows ? p.rows : 1) * p.cols));
+    for (float& f : v) f = u(rng);
+    r.head.push_back(std::move(v));
+  }
+  for (size_t i = 0; i < 4; ++i) {
+    ember::TensorSource ts;
+    ts.name = parts[i].name;
+    ts.dtype = ember::DType::F32;
+    ts.shape = parts[i].rows ? std::vector<int64_t>{parts[i].rows, parts[i].cols} : std::vector<int64_t>{parts[i].cols};
+    ts.data = r.head[i].data();
+    ts.size = r.head[i].size() * sizeof(float);
+    r.spec.tensors.push_back(ts);
+  }
+  r.path = ember::test::temp_dir("bert") + "/tiny-reranker.ember";
+  const ember::Status st = ember::write_model(r.spec, r.path);
+  REQUIRE_MESSAGE(st.is_ok(), st.message());
+  return r;
+}
+
+// The head on the encoder's first row, in double: tanh(W h + b), then W2 . + b2.
+std::vector<double> reference_scores(const TinyReranker& r, const std::vector<int32_t>& ids) {
+  const Mat rows = reference(r.spec, ids);
+  const int64_t d = r.spec.hparams.dim;
+  std::vector<double> mid(static_cast<size_t>(d)), out(2);
+  for (int64_t i = 0; i < d; ++i) {
+    double s = r.head[1][i];
+    for (int64_t c = 0; c < d; ++c) s += static_cast<double>(r.head[0][i * d + c]) * rows[c];
+    mid[i] = std::tanh(s);
+  }
+  for (int64_t i = 0; i < 2; ++i) {
+    double s = r.head[3][i];
+    for (int64_t c = 0; c < d; ++c) s += static_cast<double>(r.head[2][i * d + c]) * mid[c];
+    out[i] = s;
+  }
+  return out;
+}
+
+TEST_CASE("bert reranker: rank pooling is the classifier head on the first row, computed in double, and ember_rerank joins query and document") {
+  TinyReranker& r = tiny_reranker();
+  Opened o(r.path, 2, 32);
+  CHECK(ember_model_pooling(o.m) == EMBER_POOLING_RANK);
+  const std::vector<std::vector<int32_t>> inputs = {kIds, {1, 40, 41, 42, 2, 43, 44, 2}, {1, 9, 2, 10, 2}};
+  std::vector<const int32_t*> ptrs;
+  std::vector<size_t> counts;
+  for (const auto& v : inputs) {
+    ptrs.push_back(v.data());
+    counts.push_back(v.size());
+  }
+  ember_embed_options eo;
+  ember_embed_options_default(&eo);
+  eo.pooling = EMBER_POOLING_RANK;
+  eo.normalize = -1;
+  std::vector<float> got(2 * inputs.size());
+  // One float short: the head's two scores per input are what it needs.
+  CHECK(ember_embed_tokens(o.s, ptrs.data(), counts.data(), ptrs.size(), &eo, got.data(), got.size() - 1) ==
+        EMBER_ERR_BUFFER_TOO_SMALL);
+  REQUIRE_MESSAGE(ember_embed_tokens(o.s, ptrs.data(), counts.data(), ptrs.size(), &eo, got.data(), got.size()) == EMBER_OK,
+                  ember_last_error());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CAPTURE(i);
+    const std::vector<double> want = reference_scores(r, inputs[i]);
+    for (int j = 0; j < 2; ++j) CHECK(std::fabs(got[2 * i + j] - want[j]) <= 1e-4 * (1 + std::fabs(want[j])));
+  }
+  // ember_rerank: [CLS] query [SEP] document [SEP], the first label's score.
+  const char* docs[] = {"a b", "hello there", "c"};
+  std::vector<float> scores(3);
+  REQUIRE_MESSAGE(ember_rerank(o.s, "hello", docs, 3, scores.data()) == EMBER_OK, ember_last_error());
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<int32_t> q(64), d(64);
+    size_t nq = 0, nd = 0;
+    REQUIRE(ember_embed_tokenize(o.m, "hello", 5, q.data(), q.size(), &nq) == EMBER_OK);
+    REQUIRE(ember_embed_tokenize(o.m, docs[i], std::strlen(docs[i]), d.data(), d.size(), &nd) == EMBER_OK);
+    q.resize(nq);
+    q.insert(q.end(), d.begin() + 1, d.begin() + static_cast<std::ptrdiff_t>(nd));  // the document without its BOS
+    const std::vector<double> want = reference_scores(r, q);
+    CHECK(std::fabs(scores[i] - want[0]) <= 1e-4 * (1 + std::fabs(want[0])));
+  }
+  // Refusals: NULLs, and a model without a head.
+  CHECK(ember_rerank(o.s, nullptr, docs, 3, scores.data()) == EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(ember_rerank(o.s, "q", nullptr, 3, scores.data()) == EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(ember_rerank(o.s, "q", docs, 3, nullptr) == EMBER_ERR_INVALID_ARGUMENT);
+  CHECK(ember_rerank(o.s, "q", docs, 0, nullptr) == EMBER_OK);
+  Opened plain(tiny_bert().path);
+  CHECK(ember_rerank(plain.s, "q", docs, 3, scores.data()) == EMBER_ERR_UNSUPPORTED);
+  CHECK(std::string(ember_last_error()).find("classifier head") != std::string::npos);
+  // Its GGUF form keeps the head (llama.cpp's names) and the pooling.
+  const std::string gguf = ember::test::temp_dir("bert") + "/tiny-reranker.gguf";
+  REQUIRE(ember::write_gguf(r.spec, gguf).is_ok());
+  auto back = ember::import_gguf(gguf);
+  REQUIRE_MESSAGE(back.is_ok(), back.status().message());
+  CHECK(back.value()->spec.hparams.pooling == 4);
+  const std::string again = ember::test::temp_dir("bert") + "/tiny-reranker-from-gguf.ember";
+  REQUIRE(ember::write_model(back.value()->spec, again).is_ok());
+  Opened b(again, 2, 32);
+  std::vector<float> scores2(3);
+  REQUIRE(ember_rerank(b.s, "hello", docs, 3, scores2.data()) == EMBER_OK);
+  CHECK(scores2 == scores);
+}
+
+TEST_CASE("bert reranker: a classifier head whose pieces disagree is refused when the file opens") {
+  TinyReranker& r = tiny_reranker();
+  ember::ModelSpec bad = r.spec;
+  for (auto& t : bad.tensors) {
+    if (t.name == "cls.output.bias") {
+      t.shape = {1};
+      t.size = sizeof(float);
+    }
+  }
+  const std::string path = ember::test::temp_dir("bert") + "/tiny-reranker-bad.ember";
+  REQUIRE(ember::write_model(bad, path).is_ok());
+  ember_model* m = nullptr;
+  CHECK(ember_model_open(path.c_str(), nullptr, &m) == EMBER_ERR_BAD_TENSOR);
+  CHECK(std::string(ember_last_error()).find("cls.output.bias") != std::string::npos);
+}
+
 #if EMBER_VULKAN  // a build without the Vulkan backend (the aarch64 cross build) has no such device
-TEST_CASE("bert and nomic-bert: on Vulkan the rows the CPU gives") {
+TEST_CASE("bert and nomic-bert: on Vulkan the rows the CPU gives, and a reranker its scores") {
   const char* lvp = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
   if (!std::getenv("VK_ICD_FILENAMES") && std::filesystem::exists(lvp)) setenv("VK_ICD_FILENAMES", lvp, 1);
   setenv("EMBER_VULKAN_ALLOW_CPU", "1", 1);
@@ -364,5 +502,26 @@ TEST_CASE("bert and nomic-bert: on Vulkan the rows the CPU gives") {
     ember_session_free(s);
     ember_model_free(m);
   }
+  // A reranker's scores (the head runs on the host after the device's rows).
+  TinyReranker& r = tiny_reranker();
+  ember_model* m = nullptr;
+  REQUIRE(ember_model_open(r.path.c_str(), nullptr, &m) == EMBER_OK);
+  ember_session_options so;
+  ember_session_options_default(&so);
+  so.embeddings = 1;
+  so.max_batch = 32;
+  so.n_seqs = 2;
+  so.backend = EMBER_BACKEND_VULKAN;
+  so.vulkan_pipeline_cache_dir = "";
+  ember_session* s = nullptr;
+  REQUIRE_MESSAGE(ember_session_create(m, &so, &s) == EMBER_OK, ember_last_error());
+  Opened cpu(r.path, 2, 32);
+  const char* docs[] = {"a b", "hello there", "c", "d e f"};
+  std::vector<float> a(4), b(4);
+  REQUIRE(ember_rerank(cpu.s, "hello", docs, 4, a.data()) == EMBER_OK);
+  REQUIRE_MESSAGE(ember_rerank(s, "hello", docs, 4, b.data()) == EMBER_OK, ember_last_error());
+  for (size_t i = 0; i < 4; ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-4 * (1 + std::fabs(a[i])));
+  ember_session_free(s);
+  ember_model_free(m);
 }
 #endif

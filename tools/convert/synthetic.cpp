@@ -69,7 +69,7 @@ Vocab builtin_vocab() {
 
 bool synth_arch_known(const std::string& arch) {
   return arch == "llama" || arch == "llama3" || arch == "qwen2" || arch == "qwen3" || arch == "phi3" ||
-         arch == "gemma2" || arch == "gemma3" || arch == "bert" || arch == "nomic-bert";
+         arch == "gemma2" || arch == "gemma3" || arch == "bert" || arch == "nomic-bert" || arch == "bert-reranker";
 }
 
 std::vector<float> llama3_rope_factors(uint32_t head_dim, float theta, float factor, float low_freq_factor,
@@ -186,14 +186,15 @@ Status synth_hparams(const SynthShape& shape, uint32_t vocab_size, HParams* out)
   }
   if (gemma) gemma_hparams(shape, gemma2, &hp);
   if (phi3) hp.arch = ModelArch::Phi3;
-  if (a == "bert" || a == "nomic-bert") {
+  if (a == "bert" || a == "nomic-bert" || a == "bert-reranker") {
     // An encoder: BERT's layer-norm epsilon, mean pooling, no output head;
-    // nomic-bert rotates with base 1000, as nomic-embed-text does.
-    hp.arch = a == "bert" ? ModelArch::Bert : ModelArch::NomicBert;
+    // nomic-bert rotates with base 1000, as nomic-embed-text does; a
+    // bert-reranker pools by rank through its classifier head.
+    hp.arch = a == "nomic-bert" ? ModelArch::NomicBert : ModelArch::Bert;
     hp.rope_style = model_arch_rope_style(hp.arch);
     if (a == "nomic-bert") hp.rope_theta = 1000.0f;
     hp.norm_eps = 1e-12f;
-    hp.pooling = 1;
+    hp.pooling = a == "bert-reranker" ? 4 : 1;
     hp.n_kv_heads = hp.n_heads;
     hp.tied_embeddings = true;
   }
@@ -322,8 +323,14 @@ void synth_bert_tensors(const HParams& hp, SynthTensors* t) {
 }
 
 void synth_tensors(const SynthShape& shape, const HParams& hp, SynthTensors* t) {
-  if (shape.arch == "bert" || shape.arch == "nomic-bert") {
+  if (shape.arch == "bert" || shape.arch == "nomic-bert" || shape.arch == "bert-reranker") {
     synth_bert_tensors(hp, t);
+    if (shape.arch == "bert-reranker") {  // the classifier head (engine/embed.h, RankHead): one label
+      t->matrix("cls.weight", hp.dim, hp.dim);
+      t->bias("cls.bias", hp.dim);
+      t->matrix("cls.output.weight", 1, hp.dim);
+      t->bias("cls.output.bias", 1);
+    }
     return;
   }
   // First, long then short, as llama.cpp's converter writes them (its rope
@@ -350,7 +357,8 @@ Result<std::unique_ptr<ImportedModel>> make_synthetic(const SynthShape& shape, D
                                                       const std::string& vocab_path) {
   if (!synth_arch_known(shape.arch)) {
     return Status::error(EMBER_ERR_INVALID_ARGUMENT,
-                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3, bert, nomic-bert",
+                         "synthetic arch '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3, bert, nomic-bert, "
+                         "bert-reranker",
                          shape.arch.c_str());
   }
   auto model = std::make_unique<ImportedModel>();

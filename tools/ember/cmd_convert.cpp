@@ -206,7 +206,8 @@ std::string find_llama2_vocab() {
 
 const char* kSynthHelp =
     "usage: ember synth --shape tiny|110m|0.5b|1.1b -o FILE [--dtype TYPE] [--gguf]\n"
-    "                   [--arch llama|llama3|qwen2|qwen3|phi3|gemma2|gemma3] [--head-dim N] [--rope-dims N]\n"
+    "                   [--arch llama|llama3|qwen2|qwen3|phi3|gemma2|gemma3|bert|nomic-bert|bert-reranker]\n"
+    "                   [--head-dim N] [--rope-dims N]\n"
     "                   [--longrope ORIG] [--context N] [--seed N] [--vocab FILE|builtin] [--layout rows16|row-major]\n"
     "  deterministic pseudo-random weights of a named shape (norms f32), for tests and benchmarks:\n"
     "    tiny  dim 64,   hidden 192,  2 layers,  4 heads,  2 kv-heads\n"
@@ -222,7 +223,8 @@ const char* kSynthHelp =
     "              biases) or phi3 (half-split RoPE; the GGUF fuses Q/K/V and gate/up) or gemma2 /\n"
     "              gemma3 (GELU FFN, post norms, sqrt(dim) embeddings, a window of 8 on even layers,\n"
     "              heads 2 x dim / heads wide; gemma2: soft-capping; gemma3: Q/K norms, two RoPE\n"
-    "              bases, linear factor 8 on global layers)\n"
+    "              bases, linear factor 8 on global layers) or bert / nomic-bert (encoders for\n"
+    "              embeddings) or bert-reranker (bert with a classifier head, rank pooling)\n"
     "  --head-dim N  attention head width (default dim / heads; Qwen3 and Gemma heads are wider:\n"
     "              queries n_heads * N wide, written as GGUF attention.key_length)\n"
     "  --rope-dims N  partial rotary: RoPE on the first N elements of each head (even, <= the head\n"

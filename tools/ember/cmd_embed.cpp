@@ -22,14 +22,16 @@ namespace ember::cli {
 namespace {
 
 const char* kEmbedHelp =
-    "usage: ember embed -m MODEL (-f FILE | -p TEXT [-p TEXT ...]) [--pooling none|mean|cls|last]\n"
+    "usage: ember embed -m MODEL (-f FILE | -p TEXT [-p TEXT ...]) [--pooling none|mean|cls|last|rank]\n"
     "                   [--normalize N] [--json] [--seqs N] [--ctx N] [--batch B] [--threads T] [--backend B]\n"
     "  MODEL is an .ember file or a GGUF file (converted once into the cache: ember cache --help); any\n"
     "  decoder model embeds, an embedding model's file says its pooling (Qwen3-Embedding: last)\n"
     "  -f FILE         one input per line (empty lines skipped)\n"
     "  -p TEXT         an input (repeatable)\n"
     "  --pooling P     how an input's rows become one vector: mean, cls (first token), last, or none\n"
-    "                  (a vector per token); default: the file's pooling_type, else mean\n"
+    "                  (a vector per token); default: the file's pooling_type, else mean. rank (a\n"
+    "                  reranker: GGUF cls / cls.output): each input is query<TAB>document, one raw score\n"
+    "                  per line, --json in /v1/rerank's shape (results[].relevance_score)\n"
     "  --normalize N   -1 none, 0 max 32760, 1 taxicab, 2 Euclidean (default), p > 2 the p-norm\n"
     "                  (as llama-embedding --embd-normalize)\n"
     "  --json          OpenAI's embeddings response shape (data[].embedding, usage)\n"
@@ -104,6 +106,51 @@ struct EmbedResult {
   std::string backend;
 };
 
+// Rank pooling: each input line is "query<TAB>document" (llama-embedding's
+// --cls-separator); consecutive lines with the same query are scored in one
+// ember_rerank call. One score per line (the head's first output, raw).
+int run_rerank(const EmbedRequest& r, ember_model* model, ember_session_options so, ember_session** session,
+               EmbedResult* res) {
+  std::vector<std::string> queries, docs;
+  for (size_t i = 0; i < r.texts.size(); ++i) {
+    const size_t tab = r.texts[i].find('\t');
+    if (tab == std::string::npos) {
+      return report(EMBER_ERR_INVALID_ARGUMENT,
+                    "input " + std::to_string(i + 1) + ": rank pooling scores lines of the form query<TAB>document");
+    }
+    queries.push_back(r.texts[i].substr(0, tab));
+    docs.push_back(r.texts[i].substr(tab + 1));
+  }
+  // The context: the longest query and document together.
+  std::vector<std::vector<int32_t>> q_ids, d_ids;
+  int64_t q_tokens = 0, d_tokens = 0;
+  if (const int code = embed_tokenize_all(model, queries, &q_ids, &q_tokens)) return code;
+  if (const int code = embed_tokenize_all(model, docs, &d_ids, &d_tokens)) return code;
+  size_t longest = 1;
+  for (size_t i = 0; i < docs.size(); ++i) longest = std::max(longest, q_ids[i].size() + d_ids[i].size());
+  res->tokens = q_tokens + d_tokens;
+  so.embeddings = 1;
+  if (!r.ctx_given) so.context_length = static_cast<int32_t>(longest);
+  const int64_t per_step = std::max<int64_t>(1, so.max_batch / static_cast<int64_t>(longest));
+  so.n_seqs = static_cast<int32_t>(r.seqs ? r.seqs : std::min<int64_t>({per_step, 64, static_cast<int64_t>(docs.size())}));
+  if (const ember_status st = ember_session_create(model, &so, session); st != EMBER_OK) return report_last(st);
+  res->backend = ember_session_backend(*session);
+  res->dim = 1;
+  res->pooling = EMBER_POOLING_RANK;
+  res->vectors.assign(docs.size(), 0.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < docs.size();) {
+    size_t j = i;
+    std::vector<const char*> group;
+    for (; j < docs.size() && queries[j] == queries[i]; ++j) group.push_back(docs[j].c_str());
+    const ember_status st = ember_rerank(*session, queries[i].c_str(), group.data(), group.size(), &res->vectors[i]);
+    if (st != EMBER_OK) return report_last(st);
+    i = j;
+  }
+  res->secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return 0;
+}
+
 int run_embed(const EmbedRequest& r, EmbedResult* res) {
   ember_model* model = nullptr;
   if (const int code = open_model_for_cli(r.model, nullptr, &model)) return code;
@@ -115,6 +162,9 @@ int run_embed(const EmbedRequest& r, EmbedResult* res) {
       ember_model_free(m);
     }
   } handles{model};
+  if ((r.eo.pooling != EMBER_POOLING_UNSPECIFIED ? r.eo.pooling : ember_model_pooling(model)) == EMBER_POOLING_RANK) {
+    return run_rerank(r, model, r.so, &handles.s, res);
+  }
   if (const int code = embed_tokenize_all(model, r.texts, &res->ids, &res->tokens)) return code;
   size_t longest = 1;
   for (const auto& ids : res->ids) longest = std::max(longest, ids.size());
@@ -189,6 +239,16 @@ void report_embed(const EmbedRequest& r, const EmbedResult& res) {
                r.texts.size(), static_cast<long long>(res.tokens), pooling_name(res.pooling), res.dim, res.secs * 1e3,
                static_cast<double>(r.texts.size()) / std::max(res.secs, 1e-9),
                static_cast<double>(res.tokens) / std::max(res.secs, 1e-9), res.backend.c_str());
+  if (res.pooling == EMBER_POOLING_RANK && r.json) {
+    // /v1/rerank's shape: each line's index and score.
+    std::printf("{\"results\": [");
+    for (size_t i = 0; i < res.vectors.size(); ++i) {
+      std::printf("%s\n  {\"index\": %zu, \"relevance_score\": %.7g}", i ? "," : "", i,
+                  static_cast<double>(res.vectors[i]));
+    }
+    std::printf("\n]}\n");
+    return;
+  }
   if (r.json) {
     report_json(r, res);
   } else {
@@ -198,7 +258,8 @@ void report_embed(const EmbedRequest& r, const EmbedResult& res) {
       std::printf("\n");
     }
   }
-  if (res.pooling != EMBER_POOLING_NONE && r.texts.size() >= 2 && r.texts.size() <= 16) {
+  if (res.pooling != EMBER_POOLING_NONE && res.pooling != EMBER_POOLING_RANK && r.texts.size() >= 2 &&
+      r.texts.size() <= 16) {
     report_similarity(res, r.texts.size());
   }
 }

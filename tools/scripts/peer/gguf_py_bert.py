@@ -5,7 +5,9 @@
 # small SentencePiece one (as gguf_py_family.py's), which both programs
 # tokenize alike, or --vocab FILE.gguf's tokenizer (e.g. a WordPiece one).
 # usage: GGUF_PY=.../gguf-py /usr/bin/python3 gguf_py_bert.py OUT.gguf [--shape tiny|base]
-#          [--type f32|f16|q8_0] [--pooling mean|cls] [--seed N] [--arch bert|nomic-bert]
+#          [--type f32|f16|q8_0] [--pooling mean|cls|rank] [--seed N] [--arch bert|nomic-bert]
+#   rank: a reranker, with the classifier head llama.cpp's rank pooling reads
+#   (cls: dim x dim and its bias, cls.output: one label and its bias).
 #   nomic-bert (nomic-embed-text's form): RoPE base 1000 instead of learned
 #   positions, a fused attn_qkv, a SwiGLU FFN (ffn_gate), no biases.
 #   tiny: dim 64, 2 layers, 4 heads, FFN 256, 128 positions; base: BERT-base
@@ -42,7 +44,7 @@ w.add_layer_norm_eps(1e-12)
 w.add_causal_attention(False)
 if nomic:
     w.add_rope_freq_base(1000.0)
-w.add_pooling_type(gguf.PoolingType.MEAN if pooling == "mean" else gguf.PoolingType.CLS)
+w.add_pooling_type({"mean": gguf.PoolingType.MEAN, "cls": gguf.PoolingType.CLS, "rank": gguf.PoolingType.RANK}[pooling])
 file_types = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 w.add_file_type(file_types[wtype])
 
@@ -119,6 +121,12 @@ for l in range(layers):
         vec(name(T.FFN_DOWN, l, "bias"), dim, 0.0, 0.3)
     vec(name(T.LAYER_OUT_NORM, l), dim, 1.0, 0.1)
     vec(name(T.LAYER_OUT_NORM, l, "bias"), dim, 0.0, 0.1)
+
+if pooling == "rank":
+    mat(name(T.CLS), dim, dim)
+    vec(name(T.CLS, suffix="bias"), dim, 0.0, 0.3)
+    mat(name(T.CLS_OUT), 1, dim)
+    vec(name(T.CLS_OUT, suffix="bias"), 1, 0.0, 0.3)
 
 w.write_header_to_file()
 w.write_kv_data_to_file()
