@@ -159,6 +159,7 @@ ember_status ember_model_get_info(const ember_model* model, ember_model_info* in
   full.eos_id = model->model->tokenizer().vocab().eos_id;
   full.n_parameters = model->model->parameter_count();
   full.add_bos = model->model->tokenizer().vocab().add_bos && full.bos_id >= 0 ? 1 : 0;
+  full.encoder = ember::model_arch_is_encoder(model->model->hparams().arch) ? 1 : 0;
   std::memcpy(info, &full, info->struct_size);
   return EMBER_OK;
 }

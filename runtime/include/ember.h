@@ -197,6 +197,9 @@ typedef struct ember_model_info {
    * EMBER_TOKENIZE_ADD_BOS / ember_generate_options.add_bos for this model.
    * Appended: an older struct_size does not receive it. */
   int32_t add_bos;
+  /* 1 for an encoder (GGUF bert, nomic-bert): it makes embedding sessions
+   * only (ember_session_options.embeddings), never logits. Appended. */
+  int32_t encoder;
 } ember_model_info;
 
 /* Fills *info (info->struct_size must be set by the caller; a smaller,

@@ -136,6 +136,19 @@ void read_body(const std::string& body) {
       if (er.texts.empty() && er.token_inputs.empty()) std::abort();
       if (kept > 2 * body.size() + 64) std::abort();
     }
+    // POST /v1/rerank's reader: a 4xx with a message, or a query and 1..cap
+    // documents without NUL, top_n >= 1 or unset.
+    RerankRequest rr;
+    if (!read_rerank_request(body, limits, &rr, &e)) {
+      if (e.status < 400 || e.status > 499 || e.message.empty() || e.message.size() > 1024) std::abort();
+    } else {
+      if (rr.documents.empty() || rr.documents.size() > limits.max_inputs) std::abort();
+      if (rr.top_n == 0 || rr.top_n < -1) std::abort();
+      if (rr.query.find('\0') != std::string::npos) std::abort();
+      for (const auto& d : rr.documents) {
+        if (d.find('\0') != std::string::npos) std::abort();
+      }
+    }
   }
   for (bool chat : {false, true}) {
     ReadLimits limits;

@@ -1,5 +1,6 @@
 #include "tools/serve/embeddings.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -265,6 +266,69 @@ bool read_embedding_request(std::string_view body, const EmbeddingLimits& limits
   return true;
 }
 
+bool read_rerank_request(std::string_view body, const EmbeddingLimits& limits, RerankRequest* out,
+                         RequestError* error) {
+  *out = RerankRequest();
+  *error = RequestError();
+  JsonLimits jl;
+  jl.max_depth = limits.max_depth;
+  const JsonCheck check = check_json(body, jl);
+  if (!check.ok) {
+    error->message = "the request body is not valid JSON: " + check.what + " (at byte " + std::to_string(check.offset) + ")";
+    return false;
+  }
+  // Bounded by check_json (size and depth): a document tree is fine here.
+  const json j = json::parse(body.begin(), body.end(), nullptr, false);
+  auto fail = [&](std::string message, const char* param) {
+    error->status = 400;
+    error->message = std::move(message);
+    error->param = param;
+    *out = RerankRequest();
+    return false;
+  };
+  if (j.is_discarded()) return fail("the request body is not valid JSON", "");
+  if (!j.is_object()) return fail("the request body must be a JSON object", "");
+  if (auto m = j.find("model"); m != j.end()) {
+    if (!m->is_string()) return fail("model: must be a string", "model");
+    out->model = m->get<std::string>();
+  }
+  const auto q = j.find("query");
+  if (q == j.end()) return fail("query: required", "query");
+  if (!q->is_string()) return fail("query: must be a string", "query");
+  out->query = q->get<std::string>();
+  const auto d = j.find("documents");
+  if (d == j.end()) return fail("documents: required", "documents");
+  if (!d->is_array()) return fail("documents: must be an array of strings", "documents");
+  if (d->empty()) return fail("documents: empty (give at least one document)", "documents");
+  if (d->size() > limits.max_inputs) {
+    return fail("documents: more than " + std::to_string(limits.max_inputs) + " documents", "documents");
+  }
+  for (size_t i = 0; i < d->size(); ++i) {
+    const json& e = (*d)[i];
+    if (e.is_string()) {
+      out->documents.push_back(e.get<std::string>());
+    } else if (e.is_object() && e.contains("text") && e["text"].is_string()) {
+      out->documents.push_back(e["text"].get<std::string>());
+    } else {
+      return fail("documents[" + std::to_string(i) + "]: must be a string or an object with a \"text\" string",
+                  "documents");
+    }
+    if (out->documents.back().find('\0') != std::string::npos) {
+      return fail("documents[" + std::to_string(i) + "]: holds a NUL character", "documents");
+    }
+  }
+  if (out->query.find('\0') != std::string::npos) return fail("query: holds a NUL character", "query");
+  if (auto t = j.find("top_n"); t != j.end()) {
+    if (!t->is_number_integer() || t->get<int64_t>() < 1) return fail("top_n: must be an integer of at least 1", "top_n");
+    out->top_n = t->get<int64_t>();
+  }
+  if (auto r = j.find("return_documents"); r != j.end()) {
+    if (!r->is_boolean()) return fail("return_documents: must be a boolean", "return_documents");
+    out->return_documents = r->get<bool>();
+  }
+  return true;
+}
+
 EmbedService::EmbedService(ember_model* model, ember_session* session, int32_t pooling, int32_t context)
     : model_(model), session_(session), pooling_(pooling), context_(context) {}
 
@@ -351,6 +415,61 @@ bool EmbedService::run(const EmbeddingRequest& request, const std::string& model
   body->append("],\"model\":" + json(model_name).dump(-1, ' ', false, json::error_handler_t::replace) +
                ",\"usage\":{\"prompt_tokens\":" + std::to_string(tokens) +
                ",\"total_tokens\":" + std::to_string(tokens) + "}}");
+  return true;
+}
+
+bool EmbedService::rerank(const RerankRequest& request, const std::string& model_name, std::string* body,
+                          RequestError* error) {
+  *error = RequestError();
+  const size_t n = request.documents.size();
+  std::vector<const char*> docs(n);
+  for (size_t i = 0; i < n; ++i) docs[i] = request.documents[i].c_str();
+  std::vector<float> scores(n);
+  ember_status st;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    st = ember_rerank(session_, request.query.c_str(), docs.data(), n, scores.data());
+  }
+  if (st != EMBER_OK) {
+    const std::string why = ember_last_error();
+    if (st == EMBER_ERR_CONTEXT_FULL || st == EMBER_ERR_INVALID_ARGUMENT || st == EMBER_ERR_TOKEN_OUT_OF_RANGE) {
+      error->status = 400;
+      error->param = "documents";
+      error->message = why + " (the query and a document together: at most --embed-ctx tokens)";
+    } else {
+      error->status = 500;
+      error->message = "reranking failed: " + why;
+    }
+    return false;
+  }
+  // Tokens: the query and each document as ember_embed_tokenize counts them.
+  auto count = [&](const std::string& text) {
+    size_t c = 0;
+    std::vector<int32_t> ids(text.size() + 8);
+    if (ember_embed_tokenize(model_, text.data(), text.size(), ids.data(), ids.size(), &c) != EMBER_OK) c = 0;
+    return static_cast<int64_t>(c);
+  };
+  const int64_t q_tokens = count(request.query);
+  int64_t tokens = 0;
+  for (const std::string& d : request.documents) tokens += q_tokens + count(d);
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  const size_t keep = request.top_n > 0 ? std::min(n, static_cast<size_t>(request.top_n)) : n;
+  auto text = [](const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); };
+  body->clear();
+  body->append("{\"model\":" + text(model_name) + ",\"object\":\"list\",\"results\":[");
+  for (size_t k = 0; k < keep; ++k) {
+    const size_t i = order[k];
+    if (k) body->push_back(',');
+    char score[32] = "null";  // JSON has no NaN
+    if (std::isfinite(scores[i])) std::snprintf(score, sizeof score, "%.8g", static_cast<double>(scores[i]));
+    body->append("{\"index\":" + std::to_string(i) + ",\"relevance_score\":" + score);
+    if (request.return_documents) body->append(",\"document\":{\"text\":" + text(request.documents[i]) + "}");
+    body->push_back('}');
+  }
+  body->append("],\"usage\":{\"prompt_tokens\":" + std::to_string(tokens) + ",\"total_tokens\":" +
+               std::to_string(tokens) + "}}");
   return true;
 }
 

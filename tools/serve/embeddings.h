@@ -37,6 +37,25 @@ struct EmbeddingLimits {
 bool read_embedding_request(std::string_view body, const EmbeddingLimits& limits, EmbeddingRequest* out,
                             RequestError* error);
 
+// POST /v1/rerank (`ember serve --pooling rank` with a reranker, or its
+// file's pooling rank), the shape llama.cpp's server and Jina use: query (a
+// string), documents (strings, or objects with a "text" string), top_n (at
+// least 1; default all), return_documents, model.
+struct RerankRequest {
+  std::string model;
+  std::string query;
+  std::vector<std::string> documents;
+  int64_t top_n = -1;  // -1: every document
+  bool return_documents = false;
+};
+
+// Reads and checks a body: 400 naming the field (not JSON, not an object,
+// query missing or not a string, documents missing, empty, more than
+// max_inputs or not strings / {"text": string}, top_n not an integer >= 1,
+// return_documents not a boolean).
+bool read_rerank_request(std::string_view body, const EmbeddingLimits& limits, RerankRequest* out,
+                         RequestError* error);
+
 // The embedding session and what it answers. One request runs at a time
 // (the session's sequences batch one request's inputs).
 class EmbedService {
@@ -51,6 +70,11 @@ class EmbedService {
   // error (400: an input with no tokens, longer than the context, a token
   // outside the vocabulary; 500: the session failed).
   bool run(const EmbeddingRequest& request, const std::string& model_name, std::string* body, RequestError* error);
+  // Rank pooling only: every document's score against the query
+  // (ember_rerank), answered as results[] sorted by relevance_score, best
+  // first, top_n of them (400: a pair longer than the context; 500: the
+  // session failed).
+  bool rerank(const RerankRequest& request, const std::string& model_name, std::string* body, RequestError* error);
 
  private:
   ember_model* model_;

@@ -61,7 +61,9 @@ const char* kHelp =
     "                     pooled as the file says (else mean) and L2-normalized; planned and counted in the\n"
     "                     budget beside the slots' session, both on one thread pool (they take turns by step)\n"
     "  --pooling P        the embeddings' pooling: mean, cls, last or none... (implies --embeddings;\n"
-    "                     none is refused: a vector per token is not an OpenAI answer)\n"
+    "                     none is refused: a vector per token is not an OpenAI answer); rank (or a\n"
+    "                     reranker whose file says rank): POST /v1/rerank instead (query, documents,\n"
+    "                     top_n, return_documents; results[] best first, as llama.cpp's server answers)\n"
     "  --embed-ctx N      positions per embedding input (default: the model's context, at most 2048)\n"
     "  --embed-seqs N     inputs of one request run together as sequences (default 4)\n";
 
@@ -221,7 +223,7 @@ int parse_serve(int argc, char** argv, ServeArgs* a) {
   if (args.has("--pooling")) {
     const std::string p = args.get("--pooling");
     a->pooling = cli::pooling_from_name(p);
-    if (a->pooling == -2 || a->pooling == EMBER_POOLING_RANK) return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling '" + p + "': must be mean, cls or last");
+    if (a->pooling == -2) return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling '" + p + "': must be mean, cls, last or rank");
     if (a->pooling == EMBER_POOLING_NONE) {
       return report(EMBER_ERR_INVALID_ARGUMENT, "--pooling none: /v1/embeddings answers one vector per input");
     }
@@ -415,6 +417,13 @@ int serve_main(int argc, char** argv) {
     ember_model* m;
     ~DraftGuard() { ember_model_free(m); }
   } draft_guard{a.draft};
+  // An encoder (bert, nomic-bert) makes embedding sessions only: the server
+  // embeds (or reranks) and has no slots; its completion endpoints answer 501.
+  const bool encoder = info.encoder != 0;
+  if (encoder && !a.embeddings) {
+    a.embeddings = true;
+    std::fprintf(stderr, "an encoder model: serving embeddings only (as --embeddings)\n");
+  }
   // --embeddings: one pool for both sessions when --threads says how many
   // (their steps take turns, each with every thread).
   if (a.embeddings) {
@@ -429,14 +438,30 @@ int serve_main(int argc, char** argv) {
     ember_threadpool* p;
     ~PoolGuard() { ember_threadpool_free(p); }
   } pool_guard{a.so.thread_pool};
+  Metrics metrics;
+  std::string error;
+  std::unique_ptr<Scheduler> scheduler;
+  if (encoder) {
+    // The embedding session alone, against the budget.
+    Planned plan;
+    const ember_session_options eso = embed_options(a);
+    plan.embed.struct_size = sizeof plan.embed;
+    if (const ember_status st = ember_plan(model, &eso, &plan.embed); st != EMBER_OK) return cli::report_last(st);
+    if (a.so.max_bytes > 0 && plan.private_bytes() > a.so.max_bytes) {
+      return cli::report(EMBER_ERR_NO_MEMORY, "the embedding session needs " + mib(plan.private_bytes()) +
+                                                  ", more than --max-bytes " + mib(a.so.max_bytes));
+    }
+    a.so.context_length = a.embed_ctx;
+    std::fprintf(stderr, "plan: the embedding session %s (%d sequence(s) of %d positions)\n",
+                 mib(plan.private_bytes()).c_str(), a.embed_seqs, a.embed_ctx);
+    plan_http(model, a.embed_ctx, plan.private_bytes(), a.body_given, &config);
+  } else {
   Planned plan;
   if (const int code = plan_session(model, info, &a, &plan)) return code;
   std::fprintf(stderr, "chat template: %s\n", chat_template_name(model).c_str());
   const uint64_t http_bytes = plan_http(model, a.so.context_length, plan.private_bytes(), a.body_given, &config);
   plan_grammars(model, plan.private_bytes(), http_bytes, config);
 
-  Metrics metrics;
-  std::string error;
   BatchedConfig bc;
   bc.slots = a.slots;
   bc.cache_slots = a.cache_slots;
@@ -447,7 +472,7 @@ int serve_main(int argc, char** argv) {
   bc.lookup_ngram = a.speculative.lookup_ngram;
   bc.draft_model = a.draft;
   ember_status created = EMBER_OK;
-  std::unique_ptr<Scheduler> scheduler = make_batched_scheduler(model, bc, &metrics, &created, &error);
+  scheduler = make_batched_scheduler(model, bc, &metrics, &created, &error);
   if (!scheduler) {
     return cli::report(created, "creating the session of " + std::to_string(a.slots + a.cache_slots) +
                                     " sequences: " + error);
@@ -460,6 +485,7 @@ int serve_main(int argc, char** argv) {
                static_cast<int>(std::min<int64_t>(a.so.max_batch, static_cast<int64_t>(a.so.context_length) *
                                                                       (a.slots + a.cache_slots))),
                a.cache_slots, a.max_queue);
+  }
   // --embeddings: its session, and the service /v1/embeddings calls.
   struct EmbedGuard {
     ember_session* s = nullptr;
@@ -473,7 +499,7 @@ int serve_main(int argc, char** argv) {
     }
     int32_t pooling = a.pooling != EMBER_POOLING_UNSPECIFIED ? a.pooling : ember_model_pooling(model);
     if (pooling == EMBER_POOLING_UNSPECIFIED) pooling = EMBER_POOLING_MEAN;
-    if (pooling == EMBER_POOLING_NONE || pooling == EMBER_POOLING_RANK) {
+    if (pooling == EMBER_POOLING_NONE) {
       return cli::report(EMBER_ERR_UNSUPPORTED, std::string("the model's file says pooling ") + cli::pooling_name(pooling) +
                                                     ": /v1/embeddings needs mean, cls or last (--pooling)");
     }
@@ -483,10 +509,22 @@ int serve_main(int argc, char** argv) {
     const uint64_t per_input = static_cast<uint64_t>(ember_session_embedding_size(embed_session.s)) * 16 + 64;
     config.embed_limits.max_inputs =
         static_cast<size_t>(std::clamp<uint64_t>((64ull << 20) / per_input, 1, config.embed_limits.max_inputs));
+    if (pooling == EMBER_POOLING_RANK) {
+      // A reranker: its classifier head is checked now, not at the first request.
+      const char* none[1] = {"x"};
+      float score = 0;
+      if (const ember_status st = ember_rerank(embed_session.s, "x", none, 1, &score); st != EMBER_OK) {
+        return cli::report(st, std::string("--pooling rank: ") + ember_last_error());
+      }
+    }
     std::fprintf(stderr,
-                 "embeddings: POST /v1/embeddings, %s pooling, L2-normalized, %d floats per vector, inputs of up to "
+                 "%s: POST %s, %s pooling, %d %s, inputs of up to "
                  "%d tokens, at most %zu inputs a request, %d run together, on %s\n",
-                 cli::pooling_name(pooling), ember_session_embedding_size(embed_session.s), a.embed_ctx,
+                 pooling == EMBER_POOLING_RANK ? "reranking" : "embeddings",
+                 pooling == EMBER_POOLING_RANK ? "/v1/rerank" : "/v1/embeddings (L2-normalized)",
+                 cli::pooling_name(pooling), pooling == EMBER_POOLING_RANK ? 1 : ember_session_embedding_size(embed_session.s),
+                 pooling == EMBER_POOLING_RANK ? "score per document (the classifier head's first output)" : "floats per vector",
+                 a.embed_ctx,
                  config.embed_limits.max_inputs, a.embed_seqs, ember_session_backend(embed_session.s));
   }
   Server server(config, model, scheduler.get(), &metrics, a.tls.get());

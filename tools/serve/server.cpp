@@ -306,7 +306,7 @@ bool Server::run() {
       }
     }
   }
-  scheduler_->drain();
+  if (scheduler_) scheduler_->drain();
   std::fprintf(stderr, "ember serve: stopped\n");
   return drained;
 }
@@ -482,7 +482,9 @@ const Route kRoutes[] = {{"/health", "GET"},
                          {"/v1/models", "GET"},
                          {"/v1/completions", "POST"},
                          {"/v1/chat/completions", "POST"},
-                         {"/v1/embeddings", "POST"}};
+                         {"/v1/embeddings", "POST"},
+                         {"/v1/rerank", "POST"},
+                         {"/rerank", "POST"}};
 
 const Route* route_of(const std::string& path) {
   for (const auto& rt : kRoutes) {
@@ -535,18 +537,29 @@ bool Server::admit_request(Reply& reply, const HttpRequest& r, Admission::Admit 
 bool Server::dispatch(Reply& reply, const HttpRequest& r) {
   const std::string& name = reply.route;
   if (name == "/health") {
-    const SchedulerStats s = scheduler_->stats();
+    const SchedulerStats s = scheduler_ ? scheduler_->stats() : SchedulerStats{};
     const std::string body = "{\"status\":\"ok\",\"slots\":" + std::to_string(s.slots) +
                              ",\"active\":" + std::to_string(s.active) + ",\"queued\":" + std::to_string(s.queued) + "}";
     return respond(reply, 200, "application/json", body);
   }
   if (name == "/metrics") {
-    return respond(reply, 200, "text/plain; version=0.0.4", metrics_->render(scheduler_->stats()));
+    return respond(reply, 200, "text/plain; version=0.0.4",
+                   metrics_->render(scheduler_ ? scheduler_->stats() : SchedulerStats{}));
   }
   if (name == "/v1/models") {
     return respond(reply, 200, "application/json", models_body(config_.model_name, std::time(nullptr)));
   }
   if (name == "/v1/embeddings") return embeddings(reply, r);
+  if (name == "/v1/rerank" || name == "/rerank") return rerank(reply, r);
+  if (!scheduler_) {  // an encoder: it embeds, it does not generate
+    RequestError e;
+    e.status = 501;
+    e.code = "not_supported";
+    e.message = std::string("this server's model is an encoder: it answers POST ") +
+                (config_.embed && config_.embed->pooling() == EMBER_POOLING_RANK ? "/v1/rerank" : "/v1/embeddings") +
+                ", not completions";
+    return respond_error(reply, e);
+  }
   return generate(reply, r, name == "/v1/chat/completions");
 }
 
@@ -556,6 +569,13 @@ bool Server::embeddings(Reply& reply, const HttpRequest& r) {
     e.status = 501;
     e.code = "not_supported";
     e.message = "this server does not embed: start it with --embeddings (or --pooling P)";
+    return respond_error(reply, e);
+  }
+  if (config_.embed->pooling() == EMBER_POOLING_RANK) {
+    RequestError e;
+    e.status = 400;
+    e.code = "not_supported";
+    e.message = "this server serves a reranker (rank pooling): POST /v1/rerank with a query and documents";
     return respond_error(reply, e);
   }
   EmbeddingRequest req;
@@ -573,6 +593,29 @@ bool Server::embeddings(Reply& reply, const HttpRequest& r) {
   }
   std::string body;
   if (!config_.embed->run(req, config_.model_name, &body, &error)) return respond_error(reply, error);
+  return respond(reply, 200, "application/json", body);
+}
+
+bool Server::rerank(Reply& reply, const HttpRequest& r) {
+  if (!config_.embed || config_.embed->pooling() != EMBER_POOLING_RANK) {
+    RequestError e;
+    e.status = 501;
+    e.code = "not_supported";
+    e.message = "this server does not rerank: start it with a reranker model (a classifier head) and --pooling rank";
+    return respond_error(reply, e);
+  }
+  RerankRequest req;
+  RequestError error;
+  if (!read_rerank_request(r.body, config_.embed_limits, &req, &error)) return respond_error(reply, error);
+  if (!req.model.empty() && !serves_model(req.model)) {
+    error.status = 404;
+    error.param = "model";
+    error.code = "model_not_found";
+    error.message = "the model " + preview_string(req.model, 80) + " is not served here";
+    return respond_error(reply, error);
+  }
+  std::string body;
+  if (!config_.embed->rerank(req, config_.model_name, &body, &error)) return respond_error(reply, error);
   return respond(reply, 200, "application/json", body);
 }
 

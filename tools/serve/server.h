@@ -103,6 +103,7 @@ class Server {
   bool dispatch(Reply& reply, const HttpRequest& r);
   bool generate(Reply& reply, const HttpRequest& r, bool chat);
   bool embeddings(Reply& reply, const HttpRequest& r);
+  bool rerank(Reply& reply, const HttpRequest& r);
   // Reads, validates and tokenizes a generation request: every refusal is a
   // 4xx naming the field (what this accepts, the scheduler runs).
   bool prepare(const HttpRequest& r, bool chat, Prepared* out, RequestError* error);
