@@ -237,19 +237,24 @@ void append_base64(std::string* body, const float* v, int32_t n) {
   body->push_back('"');
 }
 
+// check_json's bounds (depth, size) on a body, before either reader parses
+// it: false with the 400's message where it fails them.
+bool json_within_limits(std::string_view body, size_t max_depth, RequestError* error) {
+  JsonLimits jl;
+  jl.max_depth = max_depth;
+  const JsonCheck check = check_json(body, jl);
+  if (check.ok) return true;
+  error->message = "the request body is not valid JSON: " + check.what + " (at byte " + std::to_string(check.offset) + ")";
+  return false;
+}
+
 }  // namespace
 
 bool read_embedding_request(std::string_view body, const EmbeddingLimits& limits, EmbeddingRequest* out,
                             RequestError* error) {
   *out = EmbeddingRequest();
   *error = RequestError();
-  JsonLimits jl;
-  jl.max_depth = limits.max_depth;
-  const JsonCheck check = check_json(body, jl);
-  if (!check.ok) {
-    error->message = "the request body is not valid JSON: " + check.what + " (at byte " + std::to_string(check.offset) + ")";
-    return false;
-  }
+  if (!json_within_limits(body, limits.max_depth, error)) return false;
   EmbeddingReader reader(limits, out, error);
   const bool ok = json::sax_parse(body.begin(), body.end(), &reader, json::input_format_t::json, true, false);
   if (!ok || reader.failed()) {
@@ -270,13 +275,7 @@ bool read_rerank_request(std::string_view body, const EmbeddingLimits& limits, R
                          RequestError* error) {
   *out = RerankRequest();
   *error = RequestError();
-  JsonLimits jl;
-  jl.max_depth = limits.max_depth;
-  const JsonCheck check = check_json(body, jl);
-  if (!check.ok) {
-    error->message = "the request body is not valid JSON: " + check.what + " (at byte " + std::to_string(check.offset) + ")";
-    return false;
-  }
+  if (!json_within_limits(body, limits.max_depth, error)) return false;
   // Bounded by check_json (size and depth): a document tree is fine here.
   const json j = json::parse(body.begin(), body.end(), nullptr, false);
   auto fail = [&](std::string message, const char* param) {
