@@ -116,8 +116,10 @@ TEST_CASE("the planned arena of the reference model does not grow") {
   Model model(path);
   const ember_memory_plan p = plan_for(model.m, options(512));
   // Threshold: the arena measured when this test was written (f32 KV, batch
-  // 512, context 512). Raise it only on purpose, in its own commit.
-  CHECK(p.arena_bytes <= 2200000);
+  // 512, context 512). Raise it only on purpose, in its own commit. Raised
+  // from 2200000 for the tiled attention's per-thread chunk buffers and
+  // block accumulators (scratch 51 -> 85 KB; issue 44, item 2).
+  CHECK(p.arena_bytes <= 2250000);
   CHECK(p.kv_bytes == p.estimate_kv_bytes);
   CHECK(p.weights_mapped_bytes == 1040128);
   MESSAGE("stories260K arena " << p.arena_bytes << " bytes (kv " << p.kv_bytes << ", activations "
