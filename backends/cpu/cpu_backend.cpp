@@ -55,8 +55,26 @@ bool graph_causal(const Graph& g) {
 // Everything the backend takes from the scratch region, in floats (64-byte
 // aligned pieces), for a graph and a thread count.
 struct ScratchSizes {
-  int64_t half, tables, attention, row, rows, act_q, act_blocks, act_sum16, act_bf16, total;
+  int64_t half, tables, attention, partials, row, rows, act_q, act_blocks, act_sum16, act_bf16, total;
 };
+
+// The largest attention of a graph: head size, heads, group, cache row.
+AttentionShape attention_shape(const Graph& graph) {
+  AttentionShape a;
+  a.head_dim = static_cast<int32_t>(graph.hparams.head_dim());
+  a.n_heads = static_cast<int32_t>(graph.hparams.n_heads);
+  a.kv_dim = static_cast<int32_t>(graph.hparams.kv_dim());
+  a.context = graph.context;
+  for (const Op& op : graph.ops) {
+    if (op.kind != OpKind::Attention || op.params.attention.n_kv_heads == 0) continue;
+    const AttentionParams& p = op.params.attention;
+    a.head_dim = std::max<int32_t>(a.head_dim, static_cast<int32_t>(p.head_dim));
+    a.n_heads = std::max<int32_t>(a.n_heads, static_cast<int32_t>(p.n_heads));
+    a.group = std::max<int32_t>(a.group, static_cast<int32_t>(p.n_heads / p.n_kv_heads));
+    a.kv_dim = std::max<int32_t>(a.kv_dim, static_cast<int32_t>(p.head_dim * p.n_kv_heads));
+  }
+  return a;
+}
 
 // Whether BF16 Rows16 matrices run on BF16 dot products in this process
 // (dispatch.h, cpu_choose_bf16_dot): their activations need a rounded copy.
@@ -78,11 +96,12 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads, bool bf16_dot) {
     if (f == CpuMatmulFamily::Int8) max_qcols = std::max(max_qcols, w.cols);
     sum16 |= f == CpuMatmulFamily::Int8 && cpu_dtype_needs_sum16(w.dtype);
   }
-  const int32_t heads = static_cast<int32_t>((graph.hparams.n_heads + n_threads - 1) / n_threads);
   s.half = graph.hparams.head_dim() / 2;
   // One angle table per distinct Rope (Gemma's sliding and global layers: two).
   s.tables = std::max<int64_t>(1, static_cast<int64_t>(rope_tables(graph).size()));
-  s.attention = round64(cpu_attention_scratch_floats(graph.hparams, graph.context, heads));
+  const AttentionShape shape = attention_shape(graph);
+  s.attention = round64(cpu_attention_thread_floats(shape));
+  s.partials = round64(cpu_attention_partial_floats(shape));
   s.row = round64(max_cols);
   // Two with an AddRows op: its gathered bytes, then its floats.
   s.rows = 1;
@@ -93,7 +112,7 @@ ScratchSizes scratch_sizes(const Graph& graph, int n_threads, bool bf16_dot) {
   s.act_sum16 = sum16 ? round64((static_cast<int64_t>(graph.max_batch) * (max_qcols / 16) + 1) / 2) : 0;
   // BF16 per activation: two per float.
   s.act_bf16 = max_bcols ? round64((static_cast<int64_t>(graph.max_batch) * max_bcols + 1) / 2) : 0;
-  s.total = s.tables * (2 * round64(s.half * graph.max_batch) + round64(s.half)) + n_threads * s.attention + s.rows * s.row +
+  s.total = s.tables * (2 * round64(s.half * graph.max_batch) + round64(s.half)) + n_threads * s.attention + s.partials + s.rows * s.row +
             s.act_q + 2 * s.act_blocks + s.act_sum16 + s.act_bf16;
   return s;
 }
@@ -302,6 +321,8 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
   scratch_.rope_sin = take(s.tables * rope_stride_);
   scratch_.rope_freq = take(s.tables * rope_freq_stride_);
   scratch_.attention = take(n_threads_ * s.attention);
+  scratch_.attention_partials = take(s.partials);
+  attention_shape_ = attention_shape(graph);
   scratch_.row = take(s.rows * s.row);
   scratch_.act_q = reinterpret_cast<int8_t*>(take(s.act_q));
   scratch_.act_d = take(s.act_blocks);
@@ -338,7 +359,8 @@ Status CpuBackend::prepare(const Graph& graph, const ArenaLayout& plan, uint8_t*
 // writes its activation (a matmul's output, any op's out, RoPE's in-place
 // input), and every execute starts with none.
 Status CpuBackend::lower(const Graph& g) {
-  attention_k_ = AttentionKernels{k_.dot, k_.axpy, k_.dot_rows, k_.axpy_rows, k_.softmax};
+  attention_k_ = AttentionKernels{k_.dot_rows, k_.axpy_rows, k_.exp_sum, k_.f16_widen, k_.attn_scores, k_.attn_scores_f16,
+                                  k_.axpy_rows_f16};
   steps_.clear();
   matmuls_.clear();
   steps_.reserve(g.ops.size());
@@ -756,18 +778,11 @@ Status CpuBackend::execute(const StepArgs& step) {
         break;
       case CpuStepKind::Attention: {
         // Keys and values of this step first; the causal bound keeps each
-        // row from seeing later ones. Heads split over the threads, each
-        // with its own scratch.
+        // row from seeing later ones. cpu_attention shares the rows and key
+        // heads (and at depth the spans) out over the threads.
         cpu_kv_store(static_cast<int64_t>(s.attn.head_dim) * s.attn.n_kv_heads, *s.kv, s.b, s.c, n, rows);
-        // As many chunks as threads: the per-thread scratch holds
-        // ceil(n_heads / threads) heads' scores.
-        pool_->run(pool_->size(), [&](int chunk, int n_chunks, int thread) {
-          int64_t h0, h1;
-          split_range(s.n_heads, s.split, chunk, n_chunks, &h0, &h1);
-          if (h0 >= h1) return;
-          cpu_attention(s.attn, *s.kv, s.a, s.out, rows, 0, n, static_cast<int32_t>(h0), static_cast<int32_t>(h1),
-                        g.context, scratch_.attention + thread * attention_floats_, attention_k_);
-        });
+        cpu_attention(*pool_, s.attn, *s.kv, s.a, s.out, rows, n, scratch_.attention, attention_floats_,
+                      scratch_.attention_partials, attention_k_, attention_shape_);
         break;
       }
       case CpuStepKind::Add:

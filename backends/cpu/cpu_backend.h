@@ -124,6 +124,7 @@ class CpuBackend final : public Backend {
     float* rope_sin = nullptr;
     float* rope_freq = nullptr;  // per angle table: [head_dim / 2], rope_freq_stride_ apart
     float* attention = nullptr;  // per thread: attention_floats_
+    float* attention_partials = nullptr;  // a split attention step's (cpu_attention_partial_floats)
     float* row = nullptr;        // [max weight cols]: a gathered embedding row, context shifting
     int8_t* act_q = nullptr;     // [max_batch, max cols]: quantized activations
     float* act_d = nullptr;      // [max_batch, max cols / 32]
@@ -177,6 +178,7 @@ class CpuBackend final : public Backend {
   Scratch scratch_;
   AttentionKernels attention_k_{};  // the float family's (prepare)
   int64_t attention_floats_ = 0;   // per thread, rounded to 64 bytes
+  AttentionShape attention_shape_{};  // the graph's largest (prepare)
   int64_t rope_half_ = 0;          // angles per position in the rope table (head_dim / 2)
   int32_t rope_tables_ = 0;        // angle tables (one per distinct Rope: core/graph.h rope_tables)
   int64_t rope_stride_ = 0;        // floats between tables' cos (and sin) blocks

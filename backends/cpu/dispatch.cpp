@@ -30,7 +30,7 @@ constexpr const char* kIsaNames[kCpuIsaCount] = {"generic", "avx2", "avx512", "n
       bf16_rows16_gemv__##isa, bf16_rows16_gemm__##isa
 #define EMBER_VECTOR_ENTRIES(isa) \
   f32_rmsnorm__##isa, f32_swiglu__##isa, f32_add__##isa, f32_dot__##isa, f32_axpy__##isa, f32_dot_rows__##isa, \
-      f32_axpy_rows__##isa, f32_softmax__##isa, f32_gelu__##isa
+      f32_axpy_rows__##isa, f32_softmax__##isa, f32_gelu__##isa, f32_exp_sum__##isa, f16_widen__##isa
 
 // The GGUF block types' kernels of a path, in EMBER_GGUF_QUANT_TYPES order
 // (every path has its own kernel for every type; a new path without one
@@ -299,6 +299,11 @@ CpuKernels cpu_kernels_for(const CpuFamilies& families) {
 #define EMBER_AMX_GEMM_(t) k.t##_rows16_gemm = t##_rows16_gemm__amx;
     EMBER_GGUF_ROWS16_AMX_TYPES(EMBER_AMX_GEMM_)
 #undef EMBER_AMX_GEMM_
+  }
+  if (families.fp == CpuIsa::Avx512) {
+    k.attn_scores = f32_attn_scores__avx512;
+    k.attn_scores_f16 = f16_attn_scores__avx512;
+    k.axpy_rows_f16 = f16_axpy_rows__avx512;
   }
   if (families.bf16_dot && families.fp == CpuIsa::Avx512) {
     k.bf16_round = bf16_round__avx512bf16;

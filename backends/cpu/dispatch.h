@@ -61,6 +61,8 @@ struct CpuKernels {
   AxpyRowsFn axpy_rows = nullptr;
   SoftmaxFn softmax = nullptr;
   GeluFn gelu = nullptr;
+  ExpSumFn exp_sum = nullptr;
+  F16WidenFn f16_widen = nullptr;
   // The GGUF block types' row-major matmuls (EMBER_GGUF_QUANT_TYPES:
   // q4_1_gemv, q4_1_gemm, ... iq4_xs_gemm), int8 family.
 #define EMBER_GGUF_KERNEL_MEMBERS_(t) \
@@ -81,6 +83,14 @@ struct CpuKernels {
   Bf16RoundFn bf16_round = nullptr;
   Bf16MatmulFn bf16_rows16_dot_gemv = nullptr;
   Bf16MatmulFn bf16_rows16_dot_gemm = nullptr;
+  // Attention scores with keys in lanes (kernels.h AttnScoresFn): the
+  // avx512 float family's (set by cpu_kernels_for(families)); null: the
+  // attention takes its scores from dot_rows.
+  AttnScoresFn attn_scores = nullptr;
+  // The same over an f16 cache in place, and the values' sums likewise
+  // (set with attn_scores).
+  AttnScoresF16Fn attn_scores_f16 = nullptr;
+  AxpyRowsF16Fn axpy_rows_f16 = nullptr;
 };
 
 // A weight's int8-family matmuls on table k (decode, prefill), or nulls when

@@ -122,7 +122,7 @@ bool parse_sweep(const std::string& item, std::vector<int32_t>* prompts, std::ve
 
 const char* kBenchHelp =
     "usage: ember bench -m MODEL [-p 64,512] [-n 128] [-d 0] [-r 5] [--threads T] [--backend cpu|vulkan|auto]\n"
-    "                   [--json | --format text|json|yaml] [--probe-mb MB]\n"
+    "                   [--kv-type f32|f16|q8_0] [--json | --format text|json|yaml] [--probe-mb MB]\n"
     "                   [--parallel 1,2,4,8,16] [--sweep prompt=64,256,1024 [parallel=1,4,16]] [--plot OUT.svg]\n"
     "  MODEL is an .ember file or a GGUF file (converted once into the cache: ember cache --help)\n"
     "  -p LIST      input lengths, comma-separated; each is prefilled as one batch (default 64,512)\n"
@@ -132,6 +132,7 @@ const char* kBenchHelp =
     "  -r R         timed repetitions after a warm-up, per input length (default 5); figures are mean ± sd\n"
     "  --threads T  CPU threads (default 0: all cores)\n"
     "  --backend B  cpu (default), vulkan or auto\n"
+    "  --kv-type T  the KV cache's element type: f32 (default), f16 or q8_0 (as llama-bench's -ctk/-ctv)\n"
     "  --json       the reproducible template (hardware, software, runs[] of workload + metrics) on stdout\n"
     "  --format F   text (default), json (= --json) or yaml: exactly the template's fields, one document per run\n"
     "  --probe-mb   buffer of the memory read-bandwidth probe, MB (default 512)\n"
@@ -153,6 +154,8 @@ struct BenchRequest {
   std::vector<int32_t> parallel = {1};  // streams
   int64_t n_gen = 128, reps = 5, threads_arg = 0, probe_mb = 512;
   int32_t depth = 0;                    // tokens of context before each run
+  int32_t kv_type = EMBER_KV_F32;       // --kv-type
+  std::string kv_type_name = "f32";
   std::string format;                   // text, json, yaml
   std::string plot_path;                // "" for no plot
   std::string backend_name;
@@ -211,7 +214,7 @@ int parse_output(Args& args, BenchRequest* r) {
 int parse_bench(int argc, char** argv, BenchRequest* r) {
   const std::vector<std::string> with_value = {"-m",         "-p",         "-n",       "-d",      "-r",      "--threads",
                                                "--backend",  "--probe-mb", "--format", "--sweep", "--plot",
-                                               "--parallel"};
+                                               "--parallel", "--kv-type"};
   Args args(argc, argv, with_value);
   if (args.has("--help") || args.has("-h")) {
     std::fputs(kBenchHelp, stdout);
@@ -228,6 +231,12 @@ int parse_bench(int argc, char** argv, BenchRequest* r) {
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember bench --help)");
   if (!args.has("-m")) return report(EMBER_ERR_INVALID_ARGUMENT, "-m MODEL is required (see ember bench --help)");
   r->path = args.get("-m");
+  if (args.has("--kv-type")) {
+    r->kv_type_name = args.get("--kv-type");
+    const std::string& kv = r->kv_type_name;
+    r->kv_type = kv == "f32" ? EMBER_KV_F32 : kv == "f16" ? EMBER_KV_F16 : kv == "q8_0" ? EMBER_KV_Q8_0 : -1;
+    if (r->kv_type < 0) return report(EMBER_ERR_INVALID_ARGUMENT, "--kv-type '" + kv + "' is not f32, f16 or q8_0");
+  }
   if (const int code = parse_workload(args, r); code != kRun) return code;
   return parse_output(args, r);
 }
@@ -388,6 +397,7 @@ ember_status open_streams(ember_model* model, const BenchRequest& r, const Bench
   ember_session_options_default(&so);
   so.n_threads = n_sessions > 1 ? std::max(1, res.total_threads / n_sessions) : static_cast<int32_t>(r.threads_arg);
   so.backend = r.backend;
+  so.kv_type_k = so.kv_type_v = r.kv_type;
   so.max_batch = *std::max_element(r.lengths.begin(), r.lengths.end());
   so.context_length = res.context;
   out->threads_per_session = so.n_threads > 0 ? so.n_threads : res.total_threads;
@@ -656,6 +666,7 @@ int report_yaml(const BenchRequest& r, const BenchResult& res) {
                 yaml_string(human_count(static_cast<double>(res.info.n_parameters))).c_str(), x.prompt,
                 static_cast<long long>(r.n_gen), x.batched ? x.parallel : 1);
     if (r.depth > 0) std::printf("  # after %d tokens of context (ember bench -d)\n", r.depth);
+    if (r.kv_type != EMBER_KV_F32) std::printf("  # KV cache %s (ember bench --kv-type)\n", r.kv_type_name.c_str());
     if (x.parallel > 1 && x.batched) {
       std::printf("  # %d streams decoded together: sequences of one session, one batched step each token\n",
                   x.parallel);
@@ -703,6 +714,19 @@ void json_machine(const BenchRequest& r, const BenchResult& res, Json* j) {
       .end_object();
 }
 
+// The KV cache bytes one decode step reads on average over the run's
+// decoded tokens (keys and values of every position before it, every
+// layer): with the weights, what decode at depth must read. An estimate:
+// the head size taken as dim / heads, sliding windows not counted.
+int64_t kv_bytes_per_token(const BenchRequest& r, const BenchResult& res, const Run& x) {
+  const ember_model_info& m = res.info;
+  if (m.n_heads <= 0) return 0;
+  const double kv_dim = static_cast<double>(m.n_kv_heads) * (m.dim / m.n_heads);
+  const double elem = r.kv_type == EMBER_KV_F16 ? 2.0 : r.kv_type == EMBER_KV_Q8_0 ? 34.0 / 32.0 : 4.0;
+  const double positions = r.depth + x.prompt + r.n_gen / 2.0;
+  return static_cast<int64_t>(m.n_layers * 2.0 * kv_dim * elem * positions);
+}
+
 void json_run(const BenchRequest& r, const BenchResult& res, const Run& x, Json* j) {
   const Stats ftl = stats_of(x.first_token_ms), pre = stats_of(x.prefill_tps), dec = stats_of(x.decode_tps);
   const Stats agg = stats_of(x.aggregate_tps);
@@ -716,6 +740,7 @@ void json_run(const BenchRequest& r, const BenchResult& res, const Run& x, Json*
       .str("model_sha256", res.facts.sha256)
       .integer("input_length", x.prompt)
       .integer("depth", r.depth)
+      .str("kv_type", r.kv_type_name)
       .integer("output_length", r.n_gen)
       .integer("batch_size", x.batched ? x.parallel : 1)
       .integer("parallel_sessions", x.parallel)
@@ -739,6 +764,7 @@ void json_run(const BenchRequest& r, const BenchResult& res, const Run& x, Json*
       .integer("inter_token_latency_count", static_cast<int64_t>(x.itl_ms.size()))
       .integer("peak_rss_bytes", static_cast<int64_t>(res.rss))
       .integer("weight_bytes_per_token", static_cast<int64_t>(res.facts.decode_bytes_per_token))
+      .integer("kv_bytes_per_token", kv_bytes_per_token(r, res, x))
       .num("effective_bandwidth_gbs", eff)
       .num("bandwidth_utilization_pct", res.bw > 0 ? 100.0 * eff / res.bw : 0.0, 1)
       .end_object();

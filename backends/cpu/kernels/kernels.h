@@ -116,6 +116,35 @@ using AxpyRowsFn = void (*)(float* y, int32_t n_y, int64_t y_stride, const float
                             const float* x, int64_t x_stride, int32_t n_rows, int64_t n);
 // x = softmax(x) in place: exp(x - max) / sum (attention scores).
 using SoftmaxFn = void (*)(float* x, int64_t n);
+// The unnormalized half of SoftmaxFn: m = max(*max_inout, max(x)), x =
+// exp(x - m) in place, *max_inout = m, returns the sum of x. SoftmaxFn is
+// this from -inf, then a multiply by 1 / sum; tiled attention passes the
+// running maximum of the keys before.
+using ExpSumFn = float (*)(float* x, int64_t n, float* max_inout);
+// Attention scores with keys in vector lanes: s[r * s_stride + t] = scale *
+// sum_j q[r * d + j] * k[t * k_stride + j] for r < n_q, t < n_keys <= 64,
+// each score one fused multiply-add chain over j = 0 .. d - 1 in order
+// (then the multiply by scale), whatever n_q and n_keys; kt: scratch of
+// 64 x (d rounded up to 16) floats for the keys transposed.
+using AttnScoresFn = void (*)(const float* q, int32_t n_q, int64_t d, const float* k, int64_t k_stride,
+                              int32_t n_keys, float scale, float* s, int64_t s_stride, float* kt);
+// dst = src, n IEEE half values widened to f32 (exact).
+using F16WidenFn = void (*)(const uint16_t* src, float* dst, int64_t n);
+// AttnScoresFn and AxpyRowsFn over an f16 cache's rows (k_stride, x_stride
+// in elements), widened as they are read: bitwise the f32 kernels' results
+// on the widened rows (the widening is exact).
+using AttnScoresF16Fn = void (*)(const float* q, int32_t n_q, int64_t d, const uint16_t* k, int64_t k_stride,
+                                 int32_t n_keys, float scale, float* s, int64_t s_stride, float* kt);
+using AxpyRowsF16Fn = void (*)(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                               const uint16_t* x, int64_t x_stride, int32_t n_rows, int64_t n);
+#if defined(__x86_64__)
+void f16_attn_scores__avx512(const float* q, int32_t n_q, int64_t d, const uint16_t* k, int64_t k_stride,
+                             int32_t n_keys, float scale, float* s, int64_t s_stride, float* kt);
+void f16_axpy_rows__avx512(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                           const uint16_t* x, int64_t x_stride, int32_t n_rows, int64_t n);
+void f32_attn_scores__avx512(const float* q, int32_t n_q, int64_t d, const float* k, int64_t k_stride, int32_t n_keys,
+                             float scale, float* s, int64_t s_stride, float* kt);
+#endif
 // out = gelu(a) (b null) or gelu(a) * b, over n floats: GELU's tanh form,
 // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (BERT's FFN, Gemma's
 // GeGLU); the vector paths compute it as x / (1 + e^(-2u)), the same
@@ -307,7 +336,9 @@ static constexpr int64_t q6_k_rows16_qh(int u) { return q6_k_rows16_unit(u) + 12
                             int64_t alpha_stride, const float* x, int64_t x_stride, int32_t n_rows,          \
                             int64_t n);                                                                      \
   void f32_softmax__##isa(float* x, int64_t n);                                                            \
-  void f32_gelu__##isa(float* out, const float* a, const float* b, int64_t n);
+  void f32_gelu__##isa(float* out, const float* a, const float* b, int64_t n);                             \
+  float f32_exp_sum__##isa(float* x, int64_t n, float* max_inout);                                           \
+  void f16_widen__##isa(const uint16_t* src, float* dst, int64_t n);
 
 // Defines the kernel name__isa (QMatmulFn's signature) as a call of impl, a
 // template instantiated in the ISA's file: quant-matmul/quant_matmul__<isa>.cpp

@@ -241,8 +241,8 @@ void f32_axpy_rows__avx2(float* y, int32_t n_y, int64_t y_stride, const float* a
   for (; h < n_y; ++h) axpy_rows1(y + h * y_stride, alpha + h * alpha_stride, x, x_stride, n_rows, n);
 }
 
-void f32_softmax__avx2(float* x, int64_t n) {
-  float mx = -INFINITY;
+float f32_exp_sum__avx2(float* x, int64_t n, float* max_inout) {
+  float mx = *max_inout;
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
@@ -250,6 +250,7 @@ void f32_softmax__avx2(float* x, int64_t n) {
   _mm256_store_ps(lanes, vmax);
   for (float v : lanes) mx = v > mx ? v : mx;
   for (int64_t k = i; k < n; ++k) mx = x[k] > mx ? x[k] : mx;
+  *max_inout = mx;
   const __m256 m = _mm256_set1_ps(mx);
   __m256 vsum = _mm256_setzero_ps();
   for (i = 0; i + 8 <= n; i += 8) {
@@ -264,10 +265,24 @@ void f32_softmax__avx2(float* x, int64_t n) {
     x[i] = expf(x[i] - mx);
     sum += x[i];
   }
-  const float inv = 1.0f / sum;
+  return sum;
+}
+
+void f32_softmax__avx2(float* x, int64_t n) {
+  float mx = -INFINITY;
+  const float inv = 1.0f / f32_exp_sum__avx2(x, n, &mx);
   const __m256 vinv = _mm256_set1_ps(inv);
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
   for (; i < n; ++i) x[i] *= inv;
+}
+
+void f16_widen__avx2(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
 }
 
 

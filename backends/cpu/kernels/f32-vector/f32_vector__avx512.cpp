@@ -5,6 +5,8 @@
 
 #include <math.h>
 
+#include <algorithm>
+
 // GCC 12 reports its own _mm512_undefined_* placeholders (inside the
 // intrinsic headers' shuffles) as uninitialized; nothing here reads them.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -16,6 +18,10 @@ namespace ember {
 namespace {
 
 inline __mmask16 tail_mask(int64_t left) { return static_cast<__mmask16>((1u << left) - 1); }
+
+// Rows ahead that the attention kernels prefetch: a chunk of keys (the CPU
+// backend's kAttnChunk).
+constexpr int64_t kAttnAhead = 64;
 
 // e^x, Cephes polynomial (about 1 ulp on the clamped range), 2^n by scalef.
 inline __m512 exp512(__m512 x) {
@@ -205,18 +211,30 @@ void dot_rows_heads(const float* q, int64_t q_stride, const float* k, int64_t k_
   }
 }
 
+// 16 elements of a row as floats: f32, or IEEE half widened (exact).
+inline __m512 load16(const float* x) { return _mm512_loadu_ps(x); }
+inline __m512 load16(const uint16_t* x) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+}
+inline __m512 maskz_load16(__mmask16 m, const float* x) { return _mm512_maskz_loadu_ps(m, x); }
+inline __m512 maskz_load16(__mmask16 m, const uint16_t* x) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x)); }
+
 // y kept in V registers across the rows (head sizes 64 and 128), for H
 // heads at once (H x V <= 16): each row's vectors are loaded once for them.
-template <int V, int H>
-void axpy_rows_in_registers(float* y, int64_t y_stride, const float* alpha, int64_t alpha_stride, const float* x,
+template <int V, int H, typename X>
+void axpy_rows_in_registers(float* y, int64_t y_stride, const float* alpha, int64_t alpha_stride, const X* x,
                             int64_t x_stride, int32_t n_rows) {
   __m512 acc[H][V];
   for (int h = 0; h < H; ++h) {
     for (int v = 0; v < V; ++v) acc[h][v] = _mm512_loadu_ps(y + h * y_stride + 16 * v);
   }
   for (int32_t t = 0; t < n_rows; ++t) {
+    // The row kAttnAhead on (as transpose16).
+    for (int64_t b = 0; b < static_cast<int64_t>(16 * V * sizeof(X)); b += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(x + (t + kAttnAhead) * x_stride) + b, _MM_HINT_T0);
+    }
     __m512 xv[V];
-    for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(x + t * x_stride + 16 * v);
+    for (int v = 0; v < V; ++v) xv[v] = load16(x + t * x_stride + 16 * v);
     for (int h = 0; h < H; ++h) {
       const __m512 a = _mm512_set1_ps(alpha[h * alpha_stride + t]);
       for (int v = 0; v < V; ++v) acc[h][v] = _mm512_fmadd_ps(a, xv[v], acc[h][v]);
@@ -229,9 +247,9 @@ void axpy_rows_in_registers(float* y, int64_t y_stride, const float* alpha, int6
 
 // Heads from h in blocks of H, then the 1 to H - 1 left in one block (each
 // head's arithmetic is the same in any block), with V vectors each.
-template <int V, int H>
+template <int V, int H, typename X>
 void axpy_rows_blocks(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
-                         const float* x, int64_t x_stride, int32_t n_rows) {
+                         const X* x, int64_t x_stride, int32_t n_rows) {
   int32_t h = 0;
   for (; h + H <= n_y; h += H) {
     axpy_rows_in_registers<V, H>(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride,
@@ -294,12 +312,14 @@ void f32_axpy_rows__avx512(float* y, int32_t n_y, int64_t y_stride, const float*
   }
 }
 
-void f32_softmax__avx512(float* x, int64_t n) {
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
+float f32_exp_sum__avx512(float* x, int64_t n, float* max_inout) {
+  __m512 vmax = _mm512_set1_ps(*max_inout);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
   if (i < n) vmax = _mm512_mask_max_ps(vmax, tail_mask(n - i), vmax, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
-  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  const float mx = _mm512_reduce_max_ps(vmax);
+  *max_inout = mx;
+  const __m512 m = _mm512_set1_ps(mx);
   __m512 sum = _mm512_setzero_ps();
   for (i = 0; i + 16 <= n; i += 16) {
     const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
@@ -312,11 +332,170 @@ void f32_softmax__avx512(float* x, int64_t n) {
     _mm512_mask_storeu_ps(x + i, k, e);
     sum = _mm512_mask_add_ps(sum, k, sum, e);
   }
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-  for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+  return _mm512_reduce_add_ps(sum);
+}
+
+void f32_softmax__avx512(float* x, int64_t n) {
+  float mx = -INFINITY;
+  const __m512 inv = _mm512_set1_ps(1.0f / f32_exp_sum__avx512(x, n, &mx));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
   if (i < n) {
     const __mmask16 k = tail_mask(n - i);
     _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), inv));
+  }
+}
+
+namespace {
+
+// Rows [t0, t0 + 16) x columns [j0, j0 + 16) of k (row-major, rows past
+// n_keys read as zeros) into kt, transposed: kt[(j0 + c) * 64 + t0 + r].
+template <typename K>
+inline void transpose16(const K* k, int64_t k_stride, int32_t t0, int32_t n_keys, int64_t j0, __mmask16 cols,
+                        float* kt) {
+  __m512 r[16], t[16], u[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = t0 + i < n_keys ? maskz_load16(cols, k + (t0 + i) * k_stride + j0) : _mm512_setzero_ps();
+  }
+  // The same bytes kAttnAhead rows on (the next chunk of a cache read in
+  // place), one line at a time between the work: issued all at once before
+  // a chunk, the prefetches did not overlap it (decode at depth ran at a
+  // fifth of the read speed).
+  if (j0 % (64 / sizeof(K)) == 0) {
+    for (int i = 0; i < 16; ++i) {
+      _mm_prefetch(reinterpret_cast<const char*>(k + (t0 + i + kAttnAhead) * k_stride + j0), _MM_HINT_T0);
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + c], 128-bit lane L: column 4L + c of rows 4i .. 4i + 3.
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512 x0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), x1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+    const __m512 y0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512 y1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+    _mm512_storeu_ps(kt + (j0 + c) * 64 + t0, _mm512_shuffle_f32x4(x0, y0, 0x88));
+    _mm512_storeu_ps(kt + (j0 + 4 + c) * 64 + t0, _mm512_shuffle_f32x4(x1, y1, 0x88));
+    _mm512_storeu_ps(kt + (j0 + 8 + c) * 64 + t0, _mm512_shuffle_f32x4(x0, y0, 0xDD));
+    _mm512_storeu_ps(kt + (j0 + 12 + c) * 64 + t0, _mm512_shuffle_f32x4(x1, y1, 0xDD));
+  }
+}
+
+// R query vectors x V vectors of 16 keys: one fused multiply-add chain per
+// score over the head's elements in order, keys in lanes.
+template <int R, int V>
+void scores_tile(const float* q, int64_t d, const float* kt, float scale, float* s, int64_t s_stride,
+                 __mmask16 last) {
+  __m512 acc[R][V];
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int64_t j = 0; j < d; ++j) {
+    __m512 kv[V];
+    for (int v = 0; v < V; ++v) kv[v] = _mm512_loadu_ps(kt + j * 64 + 16 * v);
+    for (int r = 0; r < R; ++r) {
+      const __m512 qb = _mm512_set1_ps(q[r * d + j]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(qb, kv[v], acc[r][v]);
+    }
+  }
+  const __m512 vs = _mm512_set1_ps(scale);
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v + 1 < V; ++v) _mm512_storeu_ps(s + r * s_stride + 16 * v, _mm512_mul_ps(acc[r][v], vs));
+    _mm512_mask_storeu_ps(s + r * s_stride + 16 * (V - 1), last, _mm512_mul_ps(acc[r][V - 1], vs));
+  }
+}
+
+template <int V>
+void scores_rows(const float* q, int32_t n_q, int64_t d, const float* kt, float scale, float* s, int64_t s_stride,
+                 __mmask16 last) {
+  int32_t r = 0;
+  for (; r + 6 <= n_q; r += 6) scores_tile<6, V>(q + r * d, d, kt, scale, s + r * s_stride, s_stride, last);
+  const float* qr = q + r * d;
+  float* sr = s + r * s_stride;
+  switch (n_q - r) {
+    case 5: scores_tile<5, V>(qr, d, kt, scale, sr, s_stride, last); break;
+    case 4: scores_tile<4, V>(qr, d, kt, scale, sr, s_stride, last); break;
+    case 3: scores_tile<3, V>(qr, d, kt, scale, sr, s_stride, last); break;
+    case 2: scores_tile<2, V>(qr, d, kt, scale, sr, s_stride, last); break;
+    case 1: scores_tile<1, V>(qr, d, kt, scale, sr, s_stride, last); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+template <typename K>
+void attn_scores(const float* q, int32_t n_q, int64_t d, const K* k, int64_t k_stride, int32_t n_keys, float scale,
+                 float* s, int64_t s_stride, float* kt) {
+  for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {
+    for (int64_t j0 = 0; j0 < d; j0 += 16) {
+      const __mmask16 cols = d - j0 >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(d - j0);
+      transpose16(k, k_stride, t0, n_keys, j0, cols, kt);
+    }
+  }
+  const __mmask16 last = n_keys % 16 == 0 ? static_cast<__mmask16>(0xffff) : tail_mask(n_keys % 16);
+  switch ((n_keys + 15) / 16) {
+    case 1: scores_rows<1>(q, n_q, d, kt, scale, s, s_stride, last); break;
+    case 2: scores_rows<2>(q, n_q, d, kt, scale, s, s_stride, last); break;
+    case 3: scores_rows<3>(q, n_q, d, kt, scale, s, s_stride, last); break;
+    case 4: scores_rows<4>(q, n_q, d, kt, scale, s, s_stride, last); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void f32_attn_scores__avx512(const float* q, int32_t n_q, int64_t d, const float* k, int64_t k_stride, int32_t n_keys,
+                             float scale, float* s, int64_t s_stride, float* kt) {
+  attn_scores(q, n_q, d, k, k_stride, n_keys, scale, s, s_stride, kt);
+}
+
+// Keys in an f16 cache, widened as they are transposed: the same scores as
+// f32_attn_scores__avx512 on the widened keys, bit for bit.
+void f16_attn_scores__avx512(const float* q, int32_t n_q, int64_t d, const uint16_t* k, int64_t k_stride,
+                             int32_t n_keys, float scale, float* s, int64_t s_stride, float* kt) {
+  attn_scores(q, n_q, d, k, k_stride, n_keys, scale, s, s_stride, kt);
+}
+
+// Values in an f16 cache, widened as they are read: f32_axpy_rows__avx512 on
+// the widened rows, bit for bit.
+void f16_axpy_rows__avx512(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                           const uint16_t* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  if (n == 64) {
+    axpy_rows_blocks<4, 4>(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows);
+    return;
+  }
+  if (n == 128) {
+    axpy_rows_blocks<8, 2>(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows);
+    return;
+  }
+  alignas(64) float row[512];
+  for (int32_t t = 0; t < n_rows; ++t) {
+    for (int64_t j0 = 0; j0 < n; j0 += 512) {
+      const int64_t m = std::min<int64_t>(512, n - j0);
+      f16_widen__avx512(x + t * x_stride + j0, row, m);
+      for (int32_t h = 0; h < n_y; ++h) f32_axpy__avx512(y + h * y_stride + j0, alpha[h * alpha_stride + t], row, m);
+    }
+  }
+}
+
+void f16_widen__avx512(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  }
+  if (i < n) {
+    const __mmask16 k = tail_mask(n - i);
+    _mm512_mask_storeu_ps(dst + i, k, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, src + i)));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "backends/cpu/kernels/kernels.h"
+#include "core/dtype.h"
 
 namespace ember {
 
@@ -60,16 +61,26 @@ void f32_axpy_rows__generic(float* y, int32_t n_y, int64_t y_stride, const float
   }
 }
 
-void f32_softmax__generic(float* x, int64_t n) {
-  float mx = -INFINITY;
+float f32_exp_sum__generic(float* x, int64_t n, float* max_inout) {
+  float mx = *max_inout;
   for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  *max_inout = mx;
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     x[i] = expf(x[i] - mx);
     sum += x[i];
   }
-  const float inv = 1.0f / sum;
+  return sum;
+}
+
+void f32_softmax__generic(float* x, int64_t n) {
+  float mx = -INFINITY;
+  const float inv = 1.0f / f32_exp_sum__generic(x, n, &mx);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void f16_widen__generic(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
 
 

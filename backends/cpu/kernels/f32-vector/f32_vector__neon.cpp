@@ -194,9 +194,10 @@ void f32_axpy_rows__neon(float* y, int32_t n_y, int64_t y_stride, const float* a
   }
 }
 
-void f32_softmax__neon(float* x, int64_t n) {
-  float mx = -INFINITY;
+float f32_exp_sum__neon(float* x, int64_t n, float* max_inout) {
+  float mx = *max_inout;
   for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  *max_inout = mx;
   const float32x4_t m = vdupq_n_f32(mx);
   float32x4_t acc = vdupq_n_f32(0.0f);
   int64_t i = 0;
@@ -210,9 +211,21 @@ void f32_softmax__neon(float* x, int64_t n) {
     x[i] = expf(x[i] - mx);
     sum += x[i];
   }
-  const float inv = 1.0f / sum;
-  for (i = 0; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), inv));
+  return sum;
+}
+
+void f32_softmax__neon(float* x, int64_t n) {
+  float mx = -INFINITY;
+  const float inv = 1.0f / f32_exp_sum__neon(x, n, &mx);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), inv));
   for (; i < n; ++i) x[i] *= inv;
+}
+
+void f16_widen__neon(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + i))));
+  for (; i < n; ++i) dst[i] = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(src[i]))), 0);
 }
 
 
