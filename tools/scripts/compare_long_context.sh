@@ -14,7 +14,7 @@
 #                 prompt of L), as is and with -rtr 1; the better figure is the peer's
 #
 # usage: tools/scripts/compare_long_context.sh [options]
-#   --llama-bench P  llama.cpp's llama-bench (default ../peer/llama.cpp/build/bin/llama-bench)
+#   --llama-bench P  llama.cpp's llama-bench (default ../peer/llama.cpp/build/bin/llama-bench; 'none': left out)
 #   --ik-bench P     ik_llama.cpp's (default ../peer/ik_llama.cpp/build/bin/llama-bench; 'none': left out)
 #   --ember P        (default build/ember)
 #   --models DIR     (default /tmp/ember-compare)
@@ -55,7 +55,7 @@ while [[ $# -gt 0 ]]; do
   esac
   shift 2
 done
-[[ -x $LLAMA_BENCH ]] || die "--llama-bench '$LLAMA_BENCH' is not an executable"
+[[ $LLAMA_BENCH == none || -x $LLAMA_BENCH ]] || die "--llama-bench '$LLAMA_BENCH' is not an executable (or 'none')"
 [[ $IK_BENCH == none || -x $IK_BENCH ]] || die "--ik-bench '$IK_BENCH' is not an executable (or 'none')"
 [[ -x $EMBER ]] || die "--ember '$EMBER' is not an executable"
 [[ $LENGTHS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--lengths '$LENGTHS': expected lengths like 4096,16384"
@@ -94,7 +94,8 @@ run_ikrtr() {
   "$IK_BENCH" -m "$MODELS/synth-$1.gguf" -t "$THREADS" -fa 1 -rtr 1 -p "$2" -n 0 -gp "$2,$GEN" -r 1 -o json \
     > "$RAW/ikrtr-$1-$2-$3.json" 2>> "$RAW/ik.log"
 }
-PROGRAMS=(ember llama)
+PROGRAMS=(ember)
+[[ $LLAMA_BENCH != none ]] && PROGRAMS+=(llama)
 [[ $IK_BENCH != none ]] && PROGRAMS+=(ik ikrtr)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((r = 1; r <= ROUNDS; r++)); do
