@@ -118,8 +118,9 @@ TEST_CASE("the planned arena of the reference model does not grow") {
   // Threshold: the arena measured when this test was written (f32 KV, batch
   // 512, context 512). Raise it only on purpose, in its own commit. Raised
   // from 2200000 for the tiled attention's per-thread chunk buffers and
-  // block accumulators (scratch 51 -> 85 KB; issue 44, item 2).
-  CHECK(p.arena_bytes <= 2250000);
+  // block accumulators (scratch 51 -> 130 KB with blocks of up to 128 query
+  // vectors per key head; issue 44, item 2).
+  CHECK(p.arena_bytes <= 2300000);
   CHECK(p.kv_bytes == p.estimate_kv_bytes);
   CHECK(p.weights_mapped_bytes == 1040128);
   MESSAGE("stories260K arena " << p.arena_bytes << " bytes (kv " << p.kv_bytes << ", activations "
