@@ -49,8 +49,8 @@ void cpu_kv_store(int64_t kv_dim, const CpuKvLayer& kv, const float* k, const fl
 namespace {
 
 // Query vectors of one key head a block aims at, and of all heads at most.
-constexpr int32_t kBlockQueries = 64;
-constexpr int32_t kBlockVectors = 512;
+constexpr int32_t kBlockQueries = 128;
+constexpr int32_t kBlockVectors = 1024;
 // Rows ahead of the one converted that gather() pulls toward the core.
 constexpr int32_t kPrefetchRows = 64;
 
