@@ -51,8 +51,6 @@ namespace {
 // Query vectors of one key head a block aims at, and of all heads at most.
 constexpr int32_t kBlockQueries = 128;
 constexpr int32_t kBlockVectors = 1024;
-// Rows ahead of the one converted that gather() pulls toward the core.
-constexpr int32_t kPrefetchRows = 64;
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
@@ -127,19 +125,11 @@ struct Job {
   float* partials;     // split: [row][head][span] (d + 2 floats)
 };
 
-// Pulls cache rows of positions [t0, t1) toward the core.
-void prefetch_rows(const Job& j, const uint8_t* base, uint64_t row_bytes, int32_t seq, int32_t t0, int32_t t1) {
-  for (int32_t t = t0; t < t1; ++t) {
-    const uint8_t* p = base + cpu_kv_slot(j.kv, seq, t) * row_bytes;
-    for (uint64_t x = 0; x < row_bytes; x += 64) __builtin_prefetch(p + x);
-  }
-}
-
 // An f16 cache's rows of positions [pa, pb) in place when their slots run
-// contiguously and the kernels read f16 (null otherwise); the next rows up
-// to pf_end are pulled toward the core.
+// contiguously and the kernels read f16 (null otherwise). The AVX-512
+// kernels prefetch the next chunk's rows as they read these (kernels.h).
 const uint16_t* in_place_f16(const Job& j, const uint8_t* base, KvType type, uint64_t row_bytes, int32_t seq,
-                             int32_t pa, int32_t pb, int32_t pf_end) {
+                             int32_t pa, int32_t pb) {
   if (type != KvType::F16 || j.k.scores_f16 == nullptr || j.k.scores == nullptr) return nullptr;
   const int64_t s0 = cpu_kv_slot(j.kv, seq, pa);
   if (cpu_kv_slot(j.kv, seq, pb - 1) - s0 != pb - 1 - pa) return nullptr;
@@ -152,9 +142,8 @@ const uint16_t* in_place_f16(const Job& j, const uint8_t* base, KvType type, uin
 // buf, in one call where the slots run contiguously (whole cache rows are
 // read in order: a key head's slice alone, rows apart, ran at a third of
 // the read speed; a call per row and head cost more than the conversion).
-// Rows up to pf_end are pulled toward the core kPrefetchRows ahead.
 const float* gather(const Job& j, const uint8_t* base, KvType type, uint64_t row_bytes, int32_t seq, int32_t pa,
-                    int32_t pb, int32_t pf_end, float* buf, int64_t* stride) {
+                    int32_t pb, float* buf, int64_t* stride) {
   const int64_t s0 = cpu_kv_slot(j.kv, seq, pa);
   const bool contiguous = cpu_kv_slot(j.kv, seq, pb - 1) - s0 == pb - 1 - pa;
   if (type == KvType::F32 && contiguous) {
@@ -210,11 +199,11 @@ void run_rows(const Job& j, int32_t i0, int32_t i1, int32_t sp0, int32_t sp1, co
       const int32_t pa = std::max(span_lo, c0), pb = std::min(span_hi, c0 + kAttnChunk);
       if (pa >= pb) continue;
       int64_t ks = 0, vs = 0;
-      const uint16_t* k16 = in_place_f16(j, j.kv.k, j.kv.k_type, j.kv.k_row_bytes, seq, pa, pb, span_hi);
-      const uint16_t* v16 = j.k.axpy_rows_f16 ? in_place_f16(j, j.kv.v, j.kv.v_type, j.kv.v_row_bytes, seq, pa, pb, span_hi)
+      const uint16_t* k16 = in_place_f16(j, j.kv.k, j.kv.k_type, j.kv.k_row_bytes, seq, pa, pb);
+      const uint16_t* v16 = j.k.axpy_rows_f16 ? in_place_f16(j, j.kv.v, j.kv.v_type, j.kv.v_row_bytes, seq, pa, pb)
                                              : nullptr;
-      const float* kc = k16 ? nullptr : gather(j, j.kv.k, j.kv.k_type, j.kv.k_row_bytes, seq, pa, pb, span_hi, b.kbuf, &ks);
-      const float* vc = v16 ? nullptr : gather(j, j.kv.v, j.kv.v_type, j.kv.v_row_bytes, seq, pa, pb, span_hi, b.vbuf, &vs);
+      const float* kc = k16 ? nullptr : gather(j, j.kv.k, j.kv.k_type, j.kv.k_row_bytes, seq, pa, pb, b.kbuf, &ks);
+      const float* vc = v16 ? nullptr : gather(j, j.kv.v, j.kv.v_type, j.kv.v_row_bytes, seq, pa, pb, b.vbuf, &vs);
       const int64_t ks16 = static_cast<int64_t>(j.kv.k_row_bytes / 2), vs16 = static_cast<int64_t>(j.kv.v_row_bytes / 2);
       for (int64_t kh = 0; kh < j.n_kv; ++kh) {
         const float* kk = kc ? kc + kh * d : nullptr;

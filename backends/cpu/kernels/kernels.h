@@ -132,7 +132,9 @@ using AttnScoresFn = void (*)(const float* q, int32_t n_q, int64_t d, const floa
 using F16WidenFn = void (*)(const uint16_t* src, float* dst, int64_t n);
 // AttnScoresFn and AxpyRowsFn over an f16 cache's rows (k_stride, x_stride
 // in elements), widened as they are read: bitwise the f32 kernels' results
-// on the widened rows (the widening is exact).
+// on the widened rows (the widening is exact). The AVX-512 attention
+// kernels also prefetch the rows 64 on as they read (the next chunk of a
+// cache read in place; a hint, whatever lies there).
 using AttnScoresF16Fn = void (*)(const float* q, int32_t n_q, int64_t d, const uint16_t* k, int64_t k_stride,
                                  int32_t n_keys, float scale, float* s, int64_t s_stride, float* kt);
 using AxpyRowsF16Fn = void (*)(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
