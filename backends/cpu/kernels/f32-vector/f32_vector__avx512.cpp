@@ -295,16 +295,29 @@ void f32_dot_rows__avx512(const float* q, int32_t n_q, int64_t q_stride, const f
   for (; h < n_q; ++h) dot_rows1(q + h * q_stride, k, k_stride, n_rows, n, scale, out + h * out_stride);
 }
 
-void f32_axpy_rows__avx512(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
-                           const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+namespace {
+
+// The head sizes whose rows stay in registers (64: 4 heads at once, 128:
+// 2); false for any other, which the caller sums its own way.
+template <typename X>
+bool axpy_rows_in_blocks(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                         const X* x, int64_t x_stride, int32_t n_rows, int64_t n) {
   if (n == 64) {
     axpy_rows_blocks<4, 4>(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows);
-    return;
+    return true;
   }
   if (n == 128) {
     axpy_rows_blocks<8, 2>(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows);
-    return;
+    return true;
   }
+  return false;
+}
+
+}  // namespace
+
+void f32_axpy_rows__avx512(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
+                           const float* x, int64_t x_stride, int32_t n_rows, int64_t n) {
+  if (axpy_rows_in_blocks(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows, n)) return;
   for (int32_t h = 0; h < n_y; ++h) {
     for (int32_t t = 0; t < n_rows; ++t) {
       f32_axpy__avx512(y + h * y_stride, alpha[h * alpha_stride + t], x + t * x_stride, n);
@@ -470,14 +483,7 @@ void f16_attn_scores__avx512(const float* q, int32_t n_q, int64_t d, const uint1
 // the widened rows, bit for bit.
 void f16_axpy_rows__avx512(float* y, int32_t n_y, int64_t y_stride, const float* alpha, int64_t alpha_stride,
                            const uint16_t* x, int64_t x_stride, int32_t n_rows, int64_t n) {
-  if (n == 64) {
-    axpy_rows_blocks<4, 4>(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows);
-    return;
-  }
-  if (n == 128) {
-    axpy_rows_blocks<8, 2>(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows);
-    return;
-  }
+  if (axpy_rows_in_blocks(y, n_y, y_stride, alpha, alpha_stride, x, x_stride, n_rows, n)) return;
   alignas(64) float row[512];
   for (int32_t t = 0; t < n_rows; ++t) {
     for (int64_t j0 = 0; j0 < n; j0 += 512) {
