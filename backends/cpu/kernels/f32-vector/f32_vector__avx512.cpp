@@ -221,17 +221,21 @@ inline __m512 maskz_load16(__mmask16 m, const uint16_t* x) { return _mm512_cvtph
 
 // y kept in V registers across the rows (head sizes 64 and 128), for H
 // heads at once (H x V <= 16): each row's vectors are loaded once for them.
+// ahead: prefetch the rows kAttnAhead on (the first block of heads only:
+// the others read the same rows).
 template <int V, int H, typename X>
 void axpy_rows_in_registers(float* y, int64_t y_stride, const float* alpha, int64_t alpha_stride, const X* x,
-                            int64_t x_stride, int32_t n_rows) {
+                            int64_t x_stride, int32_t n_rows, bool ahead) {
   __m512 acc[H][V];
   for (int h = 0; h < H; ++h) {
     for (int v = 0; v < V; ++v) acc[h][v] = _mm512_loadu_ps(y + h * y_stride + 16 * v);
   }
   for (int32_t t = 0; t < n_rows; ++t) {
     // The row kAttnAhead on (as transpose16).
-    for (int64_t b = 0; b < static_cast<int64_t>(16 * V * sizeof(X)); b += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(x + (t + kAttnAhead) * x_stride) + b, _MM_HINT_T0);
+    if (ahead) {
+      for (int64_t b = 0; b < static_cast<int64_t>(16 * V * sizeof(X)); b += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(x + (t + kAttnAhead) * x_stride) + b, _MM_HINT_T0);
+      }
     }
     __m512 xv[V];
     for (int v = 0; v < V; ++v) xv[v] = load16(x + t * x_stride + 16 * v);
@@ -253,18 +257,18 @@ void axpy_rows_blocks(float* y, int32_t n_y, int64_t y_stride, const float* alph
   int32_t h = 0;
   for (; h + H <= n_y; h += H) {
     axpy_rows_in_registers<V, H>(y + h * y_stride, y_stride, alpha + h * alpha_stride, alpha_stride, x, x_stride,
-                                 n_rows);
+                                 n_rows, h == 0);
   }
   float* yh = y + h * y_stride;
   const float* ah = alpha + h * alpha_stride;
   switch (n_y - h) {
     case 3:
-      if constexpr (H > 3) axpy_rows_in_registers<V, 3>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows);
+      if constexpr (H > 3) axpy_rows_in_registers<V, 3>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows, h == 0);
       break;
     case 2:
-      if constexpr (H > 2) axpy_rows_in_registers<V, 2>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows);
+      if constexpr (H > 2) axpy_rows_in_registers<V, 2>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows, h == 0);
       break;
-    case 1: axpy_rows_in_registers<V, 1>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows); break;
+    case 1: axpy_rows_in_registers<V, 1>(yh, y_stride, ah, alpha_stride, x, x_stride, n_rows, h == 0); break;
     default: break;
   }
 }
