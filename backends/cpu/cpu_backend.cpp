@@ -460,6 +460,7 @@ Status CpuBackend::lower(const Graph& g) {
                                    w.name, dtype_name(w.dtype), layout_name(w.layout));
           }
           attach_providers(mm, mo.weight);
+          mm.weight = mo.weight;
           matmuls_.push_back(mm);
         }
         if (st.uses_q8) {
@@ -770,6 +771,12 @@ Status CpuBackend::execute(const StepArgs& step) {
         break;
       }
       case CpuStepKind::MatMuls:
+        if (activation_stats_ != nullptr) {
+          const int32_t rows_in = s.one_row ? n_out : n;
+          for (int32_t m = 0; m < s.count; ++m) {
+            activation_stats_->add(matmuls_[s.first + m].weight, s.a, rows_in, s.cols, s.cols);
+          }
+        }
         run_matmuls(s, s.one_row ? n_out : n);
         break;
       case CpuStepKind::Rope:

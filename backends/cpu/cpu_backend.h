@@ -54,6 +54,7 @@ struct CpuMatmul {
   // XNNPACK (kernel_providers.h): its first operator (slice 0), or -1, and
   // how many (slices of rows) there are.
   int32_t xnn = -1, xnn_slices = 0;
+  int32_t weight = -1;  // Graph::weights index (activation statistics)
 };
 
 struct CpuStep {
@@ -110,6 +111,10 @@ class CpuBackend final : public Backend {
   Status copy_seq(int32_t src, int32_t dst, int32_t n_pos, int32_t src_positions) override;  // cpu_kv_shift.cpp
   Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out) override;       // cpu_kv_rows.cpp
   Status write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in) override;  // cpu_kv_rows.cpp
+  Status set_activation_stats(ActivationStats* stats) override {
+    activation_stats_ = stats;
+    return Status::ok();
+  }
   std::string describe() const override;
 
   // Threads this backend runs on (the host pool's size, else
@@ -188,6 +193,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<XnnpackMatmuls> xnn_;  // XNNPACK's operators, when it runs any (lifetime: the backend)
   std::vector<int32_t> xnn_first_; // per graph weight: its first operator, or -1
   std::vector<int32_t> xnn_count_; // per graph weight: its operators
+  ActivationStats* activation_stats_ = nullptr;  // filled by each matmul step while set
 };
 
 }  // namespace ember

@@ -308,6 +308,45 @@ ember_status ember_session_reset(ember_session* session) {
   return EMBER_OK;
 }
 
+ember_status ember_session_collect_activations(ember_session* session, int enable, int include_output) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  return done(session->session->collect_activations(enable != 0, include_output != 0));
+}
+
+size_t ember_session_activation_count(const ember_session* session) {
+  if (!session || !session->session->activation_stats()) return 0;
+  return session->session->activation_stats()->entries.size();
+}
+
+ember_status ember_session_activation_stats(const ember_session* session, size_t index, ember_activation_stats* info,
+                                            float* sum_sq, size_t capacity) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!info) return fail(EMBER_ERR_INVALID_ARGUMENT, "info is NULL");
+  const ember::ActivationStats* stats = session->session->activation_stats();
+  if (!stats) {
+    return fail(EMBER_ERR_INVALID_ARGUMENT,
+                "the session is not collecting activation statistics (ember_session_collect_activations)");
+  }
+  if (index >= stats->entries.size()) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "index = %zu: the session has %zu matrices with statistics",
+                                     index, stats->entries.size()));
+  }
+  const ember::ActivationStats::Entry& e = stats->entries[index];
+  if (sum_sq && capacity < static_cast<size_t>(e.cols)) {
+    return done(ember::Status::error(EMBER_ERR_BUFFER_TOO_SMALL, "capacity = %zu: '%s' has %lld columns", capacity,
+                                     e.name.c_str(), static_cast<long long>(e.cols)));
+  }
+  info->weight = e.name.c_str();
+  info->cols = e.cols;
+  info->rows = e.rows;
+  if (sum_sq) {
+    for (int64_t c = 0; c < e.cols; ++c) sum_sq[c] = static_cast<float>(e.sum_sq[c]);
+  }
+  return EMBER_OK;
+}
+
 ember_status ember_session_tokens(const ember_session* session, int32_t* tokens, size_t capacity,
                                   size_t* out_count) {
   EMBER_API_ENTRY();

@@ -135,4 +135,9 @@ Status Backend::write_kv(int32_t, bool, int32_t, const uint8_t*) {
   return Status::error(EMBER_ERR_UNSUPPORTED, "the %s backend cannot write its KV cache (saved sessions)", name());
 }
 
+Status Backend::set_activation_stats(ActivationStats*) {
+  return Status::error(EMBER_ERR_UNSUPPORTED,
+                       "the %s backend does not collect activation statistics (imatrix): use the cpu backend", name());
+}
+
 }  // namespace ember

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/backend_options.h"
+#include "core/activation_stats.h"
 #include "core/arena_layout.h"
 #include "core/dtype.h"
 #include "core/graph.h"
@@ -56,6 +57,11 @@ class Backend {
   // Default: EMBER_ERR_UNSUPPORTED.
   virtual Status read_kv(int32_t layer, bool values, int32_t rows, uint8_t* out);
   virtual Status write_kv(int32_t layer, bool values, int32_t rows, const uint8_t* in);
+  // Activation statistics (core/activation_stats.h): while `stats` is set,
+  // each step adds every matmul's input rows to it; null stops. The stats
+  // outlive the steps that fill them (the session owns them). Default:
+  // EMBER_ERR_UNSUPPORTED, naming the backend.
+  virtual Status set_activation_stats(ActivationStats* stats);
   // One line on what runs where: "cpu (avx512vnni, 2 threads)".
   virtual std::string describe() const { return name(); }
 };

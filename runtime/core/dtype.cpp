@@ -273,4 +273,40 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
   }
 }
 
+void quantize_row_weighted(DType t, const float* src, void* dst, int64_t n, const float* w) {
+  if (w == nullptr) return quantize_row(t, src, dst, n);
+  switch (t) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q8_0:
+      return quantize_row(t, src, dst, n);
+    case DType::Q4_0: {
+      BlockQ4_0* b = static_cast<BlockQ4_0*>(dst);
+      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
+        const float* x = src + i * kQuantBlock;
+        b[i].scale = f32_to_f16(fit_symmetric_weighted(x, kQuantBlock, -8, 7, w + i * kQuantBlock));
+        const float d = f16_to_f32(b[i].scale);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        for (int j = 0; j < kQuantBlock / 2; ++j) {
+          const int lo = std::clamp(static_cast<int>(std::lround(x[j] * id)), -8, 7) + 8;
+          const int hi = std::clamp(static_cast<int>(std::lround(x[j + 16] * id)), -8, 7) + 8;
+          b[i].q[j] = static_cast<uint8_t>(lo | (hi << 4));
+        }
+      }
+      return;
+    }
+    case DType::Q4_1: return quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), n / kQuantBlock, w);
+    case DType::Q5_0: return quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n / kQuantBlock, w);
+    case DType::Q5_1: return quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), n / kQuantBlock, w);
+    case DType::Q2_K: return quantize_q2_k(src, static_cast<BlockQ2_K*>(dst), n / kSuperBlock, w);
+    case DType::Q3_K: return quantize_q3_k(src, static_cast<BlockQ3_K*>(dst), n / kSuperBlock, w);
+    case DType::Q4_K: return quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), n / kSuperBlock, w);
+    case DType::Q5_K: return quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), n / kSuperBlock, w);
+    case DType::Q6_K: return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n / kSuperBlock, w);
+    case DType::IQ4_NL: return quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n / kQuantBlock, w);
+    case DType::IQ4_XS: return quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n / kSuperBlock, w);
+  }
+}
+
 }  // namespace ember

@@ -167,5 +167,11 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // is chosen among a few candidates by least squares; docs/decisions.md
 // ("Weight types: GGUF's blocks, bit for bit") says what each type does.
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
+// quantize_row with a weight per element (n floats, >= 0): each
+// (sub-)block's scale search minimizes sum w (x - q)^2. An importance matrix
+// gives each weight its input column's mean square, the expected square of
+// what the rounding error is multiplied by (issue 45). Q8_0 and the float
+// types have no search and ignore it; null w is quantize_row.
+void quantize_row_weighted(DType t, const float* src, void* dst, int64_t n, const float* w);
 
 }  // namespace ember

@@ -67,10 +67,14 @@ float signed_max(const float* x, int n) {
   return m;
 }
 
-// The scale s minimizing sum (x - s q)^2 with q = round(x / s) clamped to
-// qmin..qmax: candidates map the largest element onto qmin or qmax (and
-// +-1 around them, in tenths); for each, the least-squares s of its q.
-float fit_symmetric(const float* x, int n, int qmin, int qmax) {
+// An element's weight in a fit: 1, or its importance (quantize_row_weighted).
+inline double weight_at(const float* w, int i) { return w ? static_cast<double>(w[i]) : 1.0; }
+
+// The scale s minimizing sum w (x - s q)^2 with q = round(x / s) clamped to
+// qmin..qmax (w: 1 without weights): candidates map the largest element onto
+// qmin or qmax (and +-1 around them, in tenths); for each, the
+// least-squares s of its q.
+float fit_symmetric(const float* x, int n, int qmin, int qmax, const float* w = nullptr) {
   const float xm = signed_max(x, n);
   if (xm == 0) return 0;
   float best_s = 0, best = -1;
@@ -80,8 +84,9 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax) {
       double sxq = 0, sqq = 0;
       for (int i = 0; i < n; ++i) {
         const int q = clampi(round_away(x[i] * iscale), qmin, qmax);
-        sxq += static_cast<double>(x[i]) * q;
-        sqq += static_cast<double>(q) * q;
+        const double wi = weight_at(w, i);
+        sxq += wi * x[i] * q;
+        sqq += wi * q * q;
       }
       if (sqq > 0 && sxq * sxq / sqq > best) {
         best = sxq * sxq / sqq;
@@ -94,8 +99,9 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax) {
 
 // x ~ scale * q - min with q in 0..qmax, scale >= 0 and min >= 0 (what the
 // K-quants store). Candidates spread [min(x, 0), max(x)] over qmax +- 1
-// levels; for each, (scale, min) by least squares on its q, min kept >= 0.
-void fit_affine(const float* x, int n, int qmax, float* scale, float* min) {
+// levels; for each, (scale, min) by (weighted) least squares on its q, min
+// kept >= 0.
+void fit_affine(const float* x, int n, int qmax, float* scale, float* min, const float* w = nullptr) {
   float lo = 0, hi = x[0];
   for (int i = 0; i < n; ++i) {
     lo = std::min(lo, x[i]);
@@ -107,18 +113,20 @@ void fit_affine(const float* x, int n, int qmax, float* scale, float* min) {
   double best_err = INFINITY;
   for (int k = -10; k <= 10; k += 2) {
     const float iscale = (qmax + 0.1f * k) / (hi - lo);
-    double sx = 0, sq = 0, sxq = 0, sqq = 0;
+    double sw = 0, sx = 0, sq = 0, sxq = 0, sqq = 0;
     int q[256];
     for (int i = 0; i < n; ++i) {
       q[i] = clampi(round_away((x[i] - lo) * iscale), 0, qmax);
-      sx += x[i];
-      sq += q[i];
-      sxq += static_cast<double>(x[i]) * q[i];
-      sqq += static_cast<double>(q[i]) * q[i];
+      const double wi = weight_at(w, i);
+      sw += wi;
+      sx += wi * x[i];
+      sq += wi * q[i];
+      sxq += wi * x[i] * q[i];
+      sqq += wi * q[i] * q[i];
     }
-    const double den = n * sqq - sq * sq;
-    double a = den > 0 ? (n * sxq - sx * sq) / den : 0;
-    double b = den > 0 ? (sx - a * sq) / n : 1;
+    const double den = sw * sqq - sq * sq;
+    double a = den > 0 ? (sw * sxq - sx * sq) / den : 0;
+    double b = den > 0 ? (sx - a * sq) / sw : 1;
     if (b > 0) {  // the offset must be <= 0 (and all q equal: scale alone)
       b = 0;
       a = sqq > 0 ? sxq / sqq : 0;
@@ -127,7 +135,7 @@ void fit_affine(const float* x, int n, int qmax, float* scale, float* min) {
     double err = 0;
     for (int i = 0; i < n; ++i) {
       const double e = x[i] - a * q[i] - b;
-      err += e * e;
+      err += weight_at(w, i) * e * e;
     }
     if (err < best_err) {
       best_err = err;
@@ -180,10 +188,10 @@ int nearest_level(float v) {
   return std::fabs(v - kIq4Levels[hi]) < std::fabs(v - kIq4Levels[lo]) ? hi : lo;
 }
 
-// The scale s minimizing sum (x - s L[q])^2 over the IQ4 levels L, q the
+// The scale s minimizing sum w (x - s L[q])^2 over the IQ4 levels L, q the
 // nearest level to x / s: candidates map the largest element onto -127 or
 // 113 (+-10 around them); for each, the least-squares s of its levels.
-float fit_levels(const float* x, int n) {
+float fit_levels(const float* x, int n, const float* w = nullptr) {
   const float xm = signed_max(x, n);
   if (xm == 0) return 0;
   float best_s = 0, best = -1;
@@ -193,8 +201,9 @@ float fit_levels(const float* x, int n) {
       double sxl = 0, sll = 0;
       for (int i = 0; i < n; ++i) {
         const int l = kIq4Levels[nearest_level(x[i] * iscale)];
-        sxl += static_cast<double>(x[i]) * l;
-        sll += static_cast<double>(l) * l;
+        const double wi = weight_at(w, i);
+        sxl += wi * x[i] * l;
+        sll += wi * l * l;
       }
       if (sll > 0 && sxl * sxl / sll > best) {
         best = sxl * sxl / sll;
@@ -248,6 +257,10 @@ void pack5(const int* q, uint8_t* qs, uint8_t* qh) {
 int unpack5(const uint8_t* qs, uint32_t qh, int j) { return nibble(qs, j) | static_cast<int>(((qh >> j) & 1) << 4); }
 
 }  // namespace
+
+float fit_symmetric_weighted(const float* x, int n, int qmin, int qmax, const float* w) {
+  return fit_symmetric(x, n, qmin, qmax, w);
+}
 
 void k4_scale_min(const uint8_t* sc, int s, int* scale, int* min) {
   if (s < 4) {
@@ -377,17 +390,63 @@ void dequantize_iq4_xs(const BlockIQ4_XS* b, float* y, int64_t nb) {
 
 // ---- quantization ---------------------------------------------------------
 
-// Q4_1 / Q5_1: the block's range [min, max] in 2^bits - 1 steps.
+// x ~ d q + m with q in 0..qmax and m of either sign (Q4_1, Q5_1), by
+// weighted least squares: candidates spread [min(x), max(x)] over qmax +- 1
+// levels; for each, (d, m) fitted to its q.
+static void fit_offset(const float* x, int n, int qmax, const float* w, float* d, float* m) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  *d = (hi - lo) / qmax;
+  *m = lo;
+  if (hi <= lo) return;
+  double best_err = INFINITY;
+  for (int k = -10; k <= 10; k += 2) {
+    const float iscale = (qmax + 0.1f * k) / (hi - lo);
+    double sw = 0, sx = 0, sq = 0, sxq = 0, sqq = 0;
+    int q[32];
+    for (int i = 0; i < n; ++i) {
+      q[i] = clampi(round_away((x[i] - lo) * iscale), 0, qmax);
+      const double wi = w[i];
+      sw += wi;
+      sx += wi * x[i];
+      sq += wi * q[i];
+      sxq += wi * x[i] * q[i];
+      sqq += wi * q[i] * q[i];
+    }
+    const double den = sw * sqq - sq * sq;
+    if (!(den > 0)) continue;
+    const double a = (sw * sxq - sx * sq) / den, b = (sx - a * sq) / sw;
+    if (a <= 0) continue;
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      const double e = x[i] - a * q[i] - b;
+      err += w[i] * e * e;
+    }
+    if (err < best_err) {
+      best_err = err;
+      *d = static_cast<float>(a);
+      *m = static_cast<float>(b);
+    }
+  }
+}
+
+// Q4_1 / Q5_1: the block's range [min, max] in 2^bits - 1 steps; with
+// weights, the (d, m) of least weighted error.
 template <typename Block, int kMax>
-void quantize_minmax(const float* x, Block* b, int64_t nb, void (*pack)(const int*, Block*)) {
-  for (int64_t i = 0; i < nb; ++i, x += 32) {
+void quantize_minmax(const float* x, Block* b, int64_t nb, const float* w, void (*pack)(const int*, Block*)) {
+  for (int64_t i = 0; i < nb; ++i, x += 32, w = w ? w + 32 : nullptr) {
     float lo = x[0], hi = x[0];
     for (int j = 1; j < 32; ++j) {
       lo = std::min(lo, x[j]);
       hi = std::max(hi, x[j]);
     }
-    b[i].d = f32_to_f16((hi - lo) / kMax);
-    b[i].m = f32_to_f16(lo);
+    float dm = (hi - lo) / kMax, mm = lo;
+    if (w) fit_offset(x, 32, kMax, w, &dm, &mm);
+    b[i].d = f32_to_f16(dm);
+    b[i].m = f32_to_f16(mm);
     const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
     int q[32];
     round_affine(x, 32, d, -m, kMax, q);
@@ -395,18 +454,19 @@ void quantize_minmax(const float* x, Block* b, int64_t nb, void (*pack)(const in
   }
 }
 
-void quantize_q4_1(const float* x, BlockQ4_1* b, int64_t nb) {
-  quantize_minmax<BlockQ4_1, 15>(x, b, nb, [](const int* q, BlockQ4_1* blk) { pack_nibbles(q, blk->q); });
+void quantize_q4_1(const float* x, BlockQ4_1* b, int64_t nb, const float* w) {
+  quantize_minmax<BlockQ4_1, 15>(x, b, nb, w, [](const int* q, BlockQ4_1* blk) { pack_nibbles(q, blk->q); });
 }
 
-void quantize_q5_1(const float* x, BlockQ5_1* b, int64_t nb) {
-  quantize_minmax<BlockQ5_1, 31>(x, b, nb, [](const int* q, BlockQ5_1* blk) { pack5(q, blk->q, blk->qh); });
+void quantize_q5_1(const float* x, BlockQ5_1* b, int64_t nb, const float* w) {
+  quantize_minmax<BlockQ5_1, 31>(x, b, nb, w, [](const int* q, BlockQ5_1* blk) { pack5(q, blk->q, blk->qh); });
 }
 
-// Q5_0 as Q4_0: the element of largest magnitude maps onto -16.
-void quantize_q5_0(const float* x, BlockQ5_0* b, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 32) {
-    b[i].d = f32_to_f16(signed_max(x, 32) / -16.0f);
+// Q5_0 as Q4_0: the element of largest magnitude maps onto -16; with
+// weights, the scale of least weighted error.
+void quantize_q5_0(const float* x, BlockQ5_0* b, int64_t nb, const float* w) {
+  for (int64_t i = 0; i < nb; ++i, x += 32, w = w ? w + 32 : nullptr) {
+    b[i].d = f32_to_f16(w ? fit_symmetric(x, 32, -16, 15, w) : signed_max(x, 32) / -16.0f);
     const float d = f16_to_f32(b[i].d);
     int q[32];
     round_symmetric(x, 32, d, -16, 15, q);
@@ -415,10 +475,10 @@ void quantize_q5_0(const float* x, BlockQ5_0* b, int64_t nb) {
   }
 }
 
-void quantize_q2_k(const float* x, BlockQ2_K* b, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 256) {
+void quantize_q2_k(const float* x, BlockQ2_K* b, int64_t nb, const float* w) {
+  for (int64_t i = 0; i < nb; ++i, x += 256, w = w ? w + 256 : nullptr) {
     float scale[16], min[16];
-    for (int s = 0; s < 16; ++s) fit_affine(x + 16 * s, 16, 3, &scale[s], &min[s]);
+    for (int s = 0; s < 16; ++s) fit_affine(x + 16 * s, 16, 3, &scale[s], &min[s], w ? w + 16 * s : nullptr);
     const float d = super_scale(scale, 16, 15, &b[i].d);
     const float dmin = super_scale(min, 16, 15, &b[i].dmin);
     std::memset(b[i].q, 0, sizeof b[i].q);
@@ -435,10 +495,10 @@ void quantize_q2_k(const float* x, BlockQ2_K* b, int64_t nb) {
   }
 }
 
-void quantize_q3_k(const float* x, BlockQ3_K* b, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 256) {
+void quantize_q3_k(const float* x, BlockQ3_K* b, int64_t nb, const float* w) {
+  for (int64_t i = 0; i < nb; ++i, x += 256, w = w ? w + 256 : nullptr) {
     float scale[16];
-    for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(x + 16 * s, 16, -4, 3);
+    for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(x + 16 * s, 16, -4, 3, w ? w + 16 * s : nullptr);
     const float d = signed_super_scale(scale, 16, -32, &b[i].d);
     std::memset(b[i].q, 0, sizeof b[i].q);
     std::memset(b[i].hmask, 0, sizeof b[i].hmask);
@@ -460,9 +520,9 @@ void quantize_q3_k(const float* x, BlockQ3_K* b, int64_t nb) {
 
 // Q4_K and Q5_K: 8 affine sub-blocks of 32 with 6-bit scales and mins.
 template <int kMax>
-void quantize_k4(const float* x, uint16_t* d16, uint16_t* dmin16, uint8_t* scales, int* q) {
+void quantize_k4(const float* x, uint16_t* d16, uint16_t* dmin16, uint8_t* scales, int* q, const float* w) {
   float scale[8], min[8];
-  for (int s = 0; s < 8; ++s) fit_affine(x + 32 * s, 32, kMax, &scale[s], &min[s]);
+  for (int s = 0; s < 8; ++s) fit_affine(x + 32 * s, 32, kMax, &scale[s], &min[s], w ? w + 32 * s : nullptr);
   const float d = super_scale(scale, 8, 63, d16);
   const float dmin = super_scale(min, 8, 63, dmin16);
   int sc[8], mn[8];
@@ -474,20 +534,20 @@ void quantize_k4(const float* x, uint16_t* d16, uint16_t* dmin16, uint8_t* scale
   k4_pack_scales(sc, mn, scales);
 }
 
-void quantize_q4_k(const float* x, BlockQ4_K* b, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 256) {
+void quantize_q4_k(const float* x, BlockQ4_K* b, int64_t nb, const float* w) {
+  for (int64_t i = 0; i < nb; ++i, x += 256, w = w ? w + 256 : nullptr) {
     int q[256];
-    quantize_k4<15>(x, &b[i].d, &b[i].dmin, b[i].scales, q);
+    quantize_k4<15>(x, &b[i].d, &b[i].dmin, b[i].scales, q, w);
     for (int c = 0; c < 4; ++c) {
       for (int l = 0; l < 32; ++l) b[i].q[32 * c + l] = static_cast<uint8_t>(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
     }
   }
 }
 
-void quantize_q5_k(const float* x, BlockQ5_K* b, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 256) {
+void quantize_q5_k(const float* x, BlockQ5_K* b, int64_t nb, const float* w) {
+  for (int64_t i = 0; i < nb; ++i, x += 256, w = w ? w + 256 : nullptr) {
     int q[256];
-    quantize_k4<31>(x, &b[i].d, &b[i].dmin, b[i].scales, q);
+    quantize_k4<31>(x, &b[i].d, &b[i].dmin, b[i].scales, q, w);
     std::memset(b[i].qh, 0, sizeof b[i].qh);
     for (int c = 0; c < 4; ++c) {
       for (int l = 0; l < 32; ++l) {
@@ -498,10 +558,10 @@ void quantize_q5_k(const float* x, BlockQ5_K* b, int64_t nb) {
   }
 }
 
-void quantize_q6_k(const float* x, BlockQ6_K* b, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 256) {
+void quantize_q6_k(const float* x, BlockQ6_K* b, int64_t nb, const float* w) {
+  for (int64_t i = 0; i < nb; ++i, x += 256, w = w ? w + 256 : nullptr) {
     float scale[16];
-    for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(x + 16 * s, 16, -32, 31);
+    for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(x + 16 * s, 16, -32, 31, w ? w + 16 * s : nullptr);
     const float d = signed_super_scale(scale, 16, -128, &b[i].d);
     std::memset(b[i].ql, 0, sizeof b[i].ql);
     std::memset(b[i].qh, 0, sizeof b[i].qh);
@@ -520,9 +580,9 @@ void quantize_q6_k(const float* x, BlockQ6_K* b, int64_t nb) {
   }
 }
 
-void quantize_iq4_nl(const float* x, BlockIQ4_NL* b, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 32) {
-    b[i].d = f32_to_f16(fit_levels(x, 32));
+void quantize_iq4_nl(const float* x, BlockIQ4_NL* b, int64_t nb, const float* w) {
+  for (int64_t i = 0; i < nb; ++i, x += 32, w = w ? w + 32 : nullptr) {
+    b[i].d = f32_to_f16(fit_levels(x, 32, w));
     const float d = f16_to_f32(b[i].d);
     int q[32];
     for (int j = 0; j < 32; ++j) q[j] = d != 0 ? nearest_level(x[j] / d) : 8;
@@ -530,10 +590,10 @@ void quantize_iq4_nl(const float* x, BlockIQ4_NL* b, int64_t nb) {
   }
 }
 
-void quantize_iq4_xs(const float* x, BlockIQ4_XS* b, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += 256) {
+void quantize_iq4_xs(const float* x, BlockIQ4_XS* b, int64_t nb, const float* w) {
+  for (int64_t i = 0; i < nb; ++i, x += 256, w = w ? w + 256 : nullptr) {
     float scale[8];
-    for (int s = 0; s < 8; ++s) scale[s] = fit_levels(x + 32 * s, 32);
+    for (int s = 0; s < 8; ++s) scale[s] = fit_levels(x + 32 * s, 32, w ? w + 32 * s : nullptr);
     const float d = signed_super_scale(scale, 8, -32, &b[i].d);
     b[i].scales_h = 0;
     std::memset(b[i].scales_l, 0, sizeof b[i].scales_l);

@@ -543,6 +543,34 @@ EMBER_API ember_status ember_session_remove(ember_session* session, int32_t star
 EMBER_API ember_status ember_session_tokens(const ember_session* session, int32_t* tokens, size_t capacity,
                                             size_t* out_count);
 
+/* ---- Activation statistics (an importance matrix for quantizing) --------
+ * While collecting, every step adds, for each weight matrix the model
+ * multiplies an activation by, the sum over the step's rows of each input
+ * column's square, and the rows counted: what `ember imatrix` writes and
+ * `ember quantize --imatrix` weighs rounding errors by. The logits head
+ * (output.weight, or the tied token_embd.weight) only with include_output.
+ * Turning it on (again) starts from zero; ember_session_reset keeps the
+ * sums. Errors: EMBER_ERR_INVALID_ARGUMENT (NULL),
+ * EMBER_ERR_UNSUPPORTED from a backend that does not collect them (today
+ * every backend but the CPU's). */
+EMBER_API ember_status ember_session_collect_activations(ember_session* session, int enable, int include_output);
+
+typedef struct ember_activation_stats {
+  const char* weight;  /* the tensor's name, GGUF's ("blk.0.attn_q.weight"); valid while collecting */
+  int64_t cols;        /* input columns: sum_sq's length */
+  int64_t rows;        /* input rows counted */
+} ember_activation_stats;
+
+/* Matrices with statistics (0 when not collecting or for NULL). */
+EMBER_API size_t ember_session_activation_count(const ember_session* session);
+/* Entry `index` (0 .. count - 1, in the graph's order): *info, and when
+ * sum_sq is not NULL its cols sums (capacity floats at least, else
+ * EMBER_ERR_BUFFER_TOO_SMALL naming both). Errors: EMBER_ERR_INVALID_ARGUMENT
+ * (NULL session or info, index out of range, not collecting). */
+EMBER_API ember_status ember_session_activation_stats(const ember_session* session, size_t index,
+                                                      ember_activation_stats* info, float* sum_sq,
+                                                      size_t capacity);
+
 /* ---- Batched decoding ----------------------------------------------------
  * A session made with n_seqs > 1 holds that many sequences; one call runs
  * new tokens of several of them as one step (or several steps of up to

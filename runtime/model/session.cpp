@@ -371,6 +371,18 @@ Status Session::remove_seq(int32_t seq, int32_t start, int32_t end) {
   return Status::ok();
 }
 
+Status Session::collect_activations(bool on, bool include_output) {
+  if (!on) {
+    EMBER_TRY(backend_->set_activation_stats(nullptr));
+    activation_stats_.reset();
+    return Status::ok();
+  }
+  auto stats = std::make_unique<ActivationStats>(ActivationStats::for_graph(graph_, include_output));
+  EMBER_TRY(backend_->set_activation_stats(stats.get()));
+  activation_stats_ = std::move(stats);
+  return Status::ok();
+}
+
 Status Session::reset_seq(int32_t seq) {
   EMBER_TRY(check_seq(seq, "reset"));
   positions_[seq] = 0;

@@ -157,6 +157,13 @@ class Session {
   // before its data segment (the metadata, which records the data's digest).
   Sha256Digest model_identity() const;
 
+  // Activation statistics for an importance matrix (core/
+  // activation_stats.h): on (again) starts them from zero, kept across
+  // reset(); off drops them. EMBER_ERR_UNSUPPORTED from a backend that does
+  // not collect them (the session is unchanged).
+  Status collect_activations(bool on, bool include_output);
+  const ActivationStats* activation_stats() const { return activation_stats_.get(); }
+
   int32_t position() const { return positions_[0]; }
   int32_t context() const { return graph_.context; }
   // The most rows one step runs (longer prefills and batches are split).
@@ -179,6 +186,7 @@ class Session {
   Graph graph_;
   SessionPlan plan_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ActivationStats> activation_stats_;  // while collecting
   uint8_t* arena_ = nullptr;  // plan_.arena_bytes, owned unless the caller gave it
   bool owns_arena_ = false;
   Status check_seq(int32_t seq, const char* what) const;

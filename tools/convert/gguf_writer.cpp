@@ -390,4 +390,15 @@ Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWrit
   return stream_gguf(path, head, tensors, offsets, data_size);
 }
 
+Status write_gguf_plain(const std::string& path, const GgufPlainFile& file) {
+  Out kv;
+  for (const auto& [k, x] : file.str) kv.kv_str(k.c_str(), x);
+  for (const auto& [k, x] : file.strs) kv.kv_strs(k.c_str(), x);
+  for (const auto& [k, x] : file.u32) kv.kv_u32(k.c_str(), x);
+  std::vector<uint64_t> offsets;
+  uint64_t data_size = 0;
+  const Out head = gguf_head(kv, file.tensors, &offsets, &data_size);
+  return stream_gguf(path, head, file.tensors, offsets, data_size);
+}
+
 }  // namespace ember

@@ -31,4 +31,15 @@ struct GgufWriteOptions {
 // EMBER_ERR_BAD_TENSOR (a tensor that is not 1-D or 2-D), EMBER_ERR_IO.
 Status write_gguf(const ModelSpec& spec, const std::string& path, const GgufWriteOptions& options = {});
 
+// A GGUF v3 file that is not a model (an importance matrix): these keys, in
+// this order (strings, string arrays, u32), and the tensors as given.
+struct GgufPlainFile {
+  std::vector<std::pair<std::string, std::string>> str;
+  std::vector<std::pair<std::string, std::vector<std::string>>> strs;
+  std::vector<std::pair<std::string, uint32_t>> u32;
+  std::vector<TensorSource> tensors;
+};
+// Errors: EMBER_ERR_IO.
+Status write_gguf_plain(const std::string& path, const GgufPlainFile& file);
+
 }  // namespace ember

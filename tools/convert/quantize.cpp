@@ -51,7 +51,57 @@ Result<std::unique_ptr<ImportedModel>> import_ember(const std::string& path) {
   return model;
 }
 
-Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report) {
+namespace {
+
+// What the importance matrix did, for stderr ("" without one).
+std::string describe_weighting(bool used, int weighted, const std::vector<std::string>& unweighted) {
+  if (!used) return "";
+  std::string s = "quantize: importance matrix: " + std::to_string(weighted) + " matrices weighted";
+  if (!unweighted.empty()) {
+    s += "; " + std::to_string(unweighted.size()) + " without an entry (unweighted):";
+    for (const std::string& n : unweighted) s += " " + n;
+  }
+  return s + "\n";
+}
+
+// Tensor t's column importance from the imatrix (empty: no imatrix, no
+// entry, or a type without a scale search).
+Result<std::vector<float>> tensor_importance(const Imatrix* m, const TensorSource& t, int64_t cols, DType to) {
+  if (m == nullptr || t.shape.size() < 2 || !dtype_is_quantized(to) || to == DType::Q8_0) return std::vector<float>{};
+  const ImatrixEntry* e = m->find(t.name);
+  if (e == nullptr) return std::vector<float>{};
+  if (static_cast<int64_t>(e->sum_sq.size()) != cols) {
+    return Status::error(EMBER_ERR_INVALID_ARGUMENT,
+                         "the importance matrix's entry '%s' has %zu columns, the tensor %lld (another model's file?)",
+                         t.name.c_str(), e->sum_sq.size(), static_cast<long long>(cols));
+  }
+  return imatrix_importance(*e);
+}
+
+// Rows of t re-typed to `to` into out (dst_row_bytes each), weighted by the
+// importance when it is not empty.
+void requantize_rows(const TensorSource& t, int64_t rows, int64_t cols, uint64_t src_row_bytes, DType to,
+                     uint64_t dst_row_bytes, const std::vector<float>& importance, std::vector<float>* row,
+                     uint8_t* out) {
+  row->resize(static_cast<size_t>(cols));
+  const uint8_t* src = static_cast<const uint8_t*>(t.data);
+  const float* w = importance.empty() ? nullptr : importance.data();
+  for (int64_t i = 0; i < rows; ++i) {
+    dequantize_row(t.dtype, src + i * src_row_bytes, row->data(), cols);
+    quantize_row_weighted(to, row->data(), out + i * dst_row_bytes, cols, w);
+  }
+}
+
+std::string imatrix_recipe(const Imatrix* m, int weighted) {
+  if (m == nullptr) return "";
+  std::string s = "; importance matrix for " + std::to_string(weighted) + " matrices";
+  if (!m->datasets.empty()) s += " (" + m->datasets.back() + ", " + std::to_string(m->chunk_count) + " chunks)";
+  return s;
+}
+
+}  // namespace
+
+Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report, const Imatrix* imatrix) {
   QuantizeReport r;
   r.target = target;
   ModelSpec& spec = model->spec;
@@ -89,12 +139,13 @@ Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report
     uint64_t dst_row_bytes = 0;
     dtype_bytes(want, static_cast<uint64_t>(cols), &dst_row_bytes);
     std::vector<uint8_t> out(dst_row_bytes * static_cast<uint64_t>(rows));
-    row.resize(static_cast<size_t>(cols));
-    const uint8_t* src = static_cast<const uint8_t*>(t.data);
-    for (int64_t i = 0; i < rows; ++i) {
-      dequantize_row(t.dtype, src + i * src_row_bytes, row.data(), cols);
-      quantize_row(want, row.data(), out.data() + i * dst_row_bytes, cols);
+    EMBER_ASSIGN_OR_RETURN(const std::vector<float> importance, tensor_importance(imatrix, t, cols, want));
+    if (!importance.empty()) {
+      r.weighted++;
+    } else if (imatrix && t.shape.size() > 1 && dtype_is_quantized(want) && want != DType::Q8_0) {
+      r.unweighted.push_back(t.name);
     }
+    requantize_rows(t, rows, cols, src_row_bytes, want, dst_row_bytes, importance, &row, out.data());
     if (t.shape.size() > 1 && want == target) r.converted++;
     t.dtype = want;
     t.data = out.data();
@@ -114,6 +165,7 @@ Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report
       }
     }
   }
+  recipe += imatrix_recipe(imatrix, r.weighted);
   recipe += ") by ember quantize " EMBER_VERSION_STRING;
   if (!spec.provenance.quantization.empty()) recipe += ", from " + spec.provenance.quantization;
   spec.provenance.quantization = recipe;
@@ -131,7 +183,7 @@ std::string describe_quantize_report(const QuantizeReport& r) {
                 "quantize: %d matrices -> %s, %d already %s, %zu kept wider, %d norms f32; %.2f MB -> %.2f MB\n",
                 r.converted, dtype_name(r.target), r.unchanged, dtype_name(r.target), r.kept.size(), r.norms,
                 r.bytes_before / 1e6, r.bytes_after / 1e6);
-  return s + line;
+  return s + describe_weighting(r.weighted > 0 || !r.unweighted.empty(), r.weighted, r.unweighted) + line;
 }
 
 namespace {
@@ -218,7 +270,7 @@ DType preset_fallback(DType want, int64_t cols) {
 }
 
 Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, PresetReport* report,
-                             void (*progress)(int, int, const PresetChoice&)) {
+                             void (*progress)(int, int, const PresetChoice&), const Imatrix* imatrix) {
   PresetReport r;
   ModelSpec& spec = model->spec;
   const int n_layers = static_cast<int>(spec.hparams.n_layers);
@@ -243,18 +295,23 @@ Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, Pr
     c.want = t.shape.size() == 1 ? D::F32 : preset_type(preset, t.name, n_layers);
     c.chosen = t.shape.size() == 1 ? D::F32 : preset_fallback(c.want, cols);
     if (dtype_is_quantized(t.dtype) && c.chosen != t.dtype) r.dequantized++;
+    std::vector<float> importance;
+    if (c.chosen != t.dtype) {
+      EMBER_ASSIGN_OR_RETURN(importance, tensor_importance(imatrix, t, cols, c.chosen));
+      c.weighted = !importance.empty();
+      if (c.weighted) {
+        r.weighted++;
+      } else if (imatrix && t.shape.size() > 1 && dtype_is_quantized(c.chosen) && c.chosen != D::Q8_0) {
+        r.unweighted.push_back(t.name);
+      }
+    }
     if (progress) progress(ti, n, c);
     r.elements += static_cast<uint64_t>(rows * cols);
     if (c.chosen != t.dtype) {
       uint64_t dst_row_bytes = 0;
       dtype_bytes(c.chosen, static_cast<uint64_t>(cols), &dst_row_bytes);
       std::vector<uint8_t> out(dst_row_bytes * static_cast<uint64_t>(rows));
-      row.resize(static_cast<size_t>(cols));
-      const uint8_t* src = static_cast<const uint8_t*>(t.data);
-      for (int64_t i = 0; i < rows; ++i) {
-        dequantize_row(t.dtype, src + i * src_row_bytes, row.data(), cols);
-        quantize_row(c.chosen, row.data(), out.data() + i * dst_row_bytes, cols);
-      }
+      requantize_rows(t, rows, cols, src_row_bytes, c.chosen, dst_row_bytes, importance, &row, out.data());
       t.dtype = c.chosen;
       t.data = out.data();
       t.size = out.size();
@@ -267,6 +324,7 @@ Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, Pr
   for (const auto& c : r.choices) fallbacks += c.want != c.chosen;
   std::string recipe = std::string(preset.name) + " preset (norms f32";
   if (fallbacks) recipe += "; " + std::to_string(fallbacks) + " matrices fell back, rows not whole blocks";
+  recipe += imatrix_recipe(imatrix, r.weighted);
   recipe += ") by ember quantize " EMBER_VERSION_STRING;
   if (!spec.provenance.quantization.empty()) recipe += ", from " + spec.provenance.quantization;
   spec.provenance.quantization = recipe;
@@ -298,6 +356,7 @@ std::string describe_preset_report(const QuantPreset& preset, const PresetReport
                   r.elements ? 100.0 * elems[i] / r.elements : 0.0, elems[i] ? 8.0 * bytes[i] / elems[i] : 0.0);
     s += line;
   }
+  s += describe_weighting(r.weighted > 0 || !r.unweighted.empty(), r.weighted, r.unweighted);
   std::snprintf(line, sizeof line, "quantize: %.3f bits per weight overall; %.2f MB -> %.2f MB\n",
                 r.elements ? 8.0 * r.bytes_after / r.elements : 0.0, r.bytes_before / 1e6, r.bytes_after / 1e6);
   return s + line;

@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "tools/convert/imatrix.h"
 #include "tools/convert/importers.h"
 
 namespace ember {
@@ -30,6 +31,10 @@ struct QuantizeReport {
   std::vector<QuantizeNote> kept;   // matrices kept wider, with the reason
   uint64_t bytes_before = 0;
   uint64_t bytes_after = 0;
+  // With an importance matrix: matrices whose scale searches it weighted,
+  // and the quantized ones it has no entry for (searched unweighted).
+  int weighted = 0;
+  std::vector<std::string> unweighted;
 };
 
 // The targets `ember quantize --dtype` accepts: f32, f16, bf16, q8_0, q4_0.
@@ -51,7 +56,11 @@ Result<std::unique_ptr<ImportedModel>> import_ember(const std::string& path);
 // source is converted through f32 (a quantized source is dequantized first,
 // so re-quantizing Q8_0 to Q4_0 loses what both lose). Errors:
 // EMBER_ERR_BAD_TENSOR for a tensor whose size does not match its shape.
-Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report);
+// imatrix (may be null): each matrix it has an entry for is quantized with
+// its columns' importance (core/dtype.h quantize_row_weighted); an entry
+// whose width is not the matrix's is EMBER_ERR_INVALID_ARGUMENT (another
+// model's file).
+Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report, const Imatrix* imatrix = nullptr);
 
 // One line per kept tensor plus a summary, for stderr.
 std::string describe_quantize_report(const QuantizeReport& report);
@@ -83,17 +92,21 @@ struct PresetChoice {
   std::string tensor;
   std::vector<int64_t> shape;
   DType from = DType::F32, want = DType::F32, chosen = DType::F32;
+  bool weighted = false;  // quantized with the importance matrix's entry
 };
 struct PresetReport {
   std::vector<PresetChoice> choices;  // every tensor, in file order
   uint64_t bytes_before = 0, bytes_after = 0;
   uint64_t elements = 0;
   int dequantized = 0;  // tensors whose source was quantized
+  int weighted = 0;     // with an importance matrix: as QuantizeReport's
+  std::vector<std::string> unweighted;
 };
 // progress(i, n, choice) is called before each tensor is converted (may be
 // empty). Norms (1-D) stay f32.
 Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, PresetReport* report,
-                             void (*progress)(int i, int n, const PresetChoice& c) = nullptr);
+                             void (*progress)(int i, int n, const PresetChoice& c) = nullptr,
+                             const Imatrix* imatrix = nullptr);
 // The mixture: per type, tensors, elements and share; the bits per weight.
 std::string describe_preset_report(const QuantPreset& preset, const PresetReport& report);
 

@@ -23,6 +23,7 @@
 #include "tools/convert/gguf.h"
 #include "tools/convert/gguf_writer.h"
 #include "tools/convert/importers.h"
+#include "tools/convert/imatrix.h"
 #include "tools/convert/quantize.h"
 #include "tools/convert/signing.h"
 #include "tools/convert/synthetic.h"
@@ -157,6 +158,7 @@ bool is_gguf_file(const std::string& path) { return ember::is_gguf_file(path); }
 
 struct ModelDraft::Impl {
   std::unique_ptr<ImportedModel> model;
+  std::unique_ptr<Imatrix> imatrix;  // use_imatrix's, for retype and apply_preset
 };
 
 ModelDraft::ModelDraft() : impl_(std::make_unique<Impl>()) {}
@@ -202,7 +204,7 @@ ember_status ModelDraft::retype(const std::string& type, std::string* report, st
   auto target = parse_target_dtype(type);
   if (!target.is_ok()) return failed(target.status(), error);
   QuantizeReport rep;
-  const Status s = quantize_model(impl_->model.get(), target.value(), &rep);
+  const Status s = quantize_model(impl_->model.get(), target.value(), &rep, impl_->imatrix.get());
   if (!s.is_ok()) return failed(s, error);
   *report = describe_quantize_report(rep);
   return EMBER_OK;
@@ -221,6 +223,7 @@ void preset_progress(int i, int n, const PresetChoice& c) {
   step.from = dtype_name(c.from);
   step.want = dtype_name(c.want);
   step.chosen = dtype_name(c.chosen);
+  step.weighted = c.weighted;
   g_preset_progress(step);
 }
 }  // namespace
@@ -233,10 +236,42 @@ ember_status ModelDraft::apply_preset(const std::string& preset, void (*progress
   // The library's progress is a plain function pointer: the tool's goes
   // through this file's (the tool quantizes one model at a time).
   g_preset_progress = progress;
-  const Status s = quantize_model_preset(impl_->model.get(), p.value(), &rep, progress ? preset_progress : nullptr);
+  const Status s = quantize_model_preset(impl_->model.get(), p.value(), &rep, progress ? preset_progress : nullptr,
+                                         impl_->imatrix.get());
   g_preset_progress = nullptr;
   if (!s.is_ok()) return failed(s, error);
   *report = describe_preset_report(p.value(), rep);
+  return EMBER_OK;
+}
+
+ember_status ModelDraft::use_imatrix(const std::string& path, std::string* summary, std::string* error) {
+  auto m = read_imatrix(path);
+  if (!m.is_ok()) return failed(m.status(), error);
+  impl_->imatrix = std::make_unique<Imatrix>(std::move(m).value());
+  const Imatrix& x = *impl_->imatrix;
+  *summary = "importance matrix '" + path + "': " + std::to_string(x.entries.size()) + " matrices, " +
+             std::to_string(x.chunk_count) + " chunks of " + std::to_string(x.chunk_size) + " tokens" +
+             (x.datasets.empty() ? "" : " from '" + x.datasets.back() + "'");
+  return EMBER_OK;
+}
+
+ember_status write_imatrix_file(const std::string& path, const ImatrixData& data, std::string* error) {
+  Imatrix m;
+  m.datasets = data.datasets;
+  m.chunk_count = data.chunk_count;
+  m.chunk_size = data.chunk_size;
+  for (const ImatrixData::Entry& e : data.entries) m.entries.push_back({e.name, e.sum_sq, e.rows});
+  return failed(write_imatrix(path, m), error);
+}
+
+ember_status read_imatrix_file(const std::string& path, ImatrixData* data, std::string* error) {
+  auto m = read_imatrix(path);
+  if (!m.is_ok()) return failed(m.status(), error);
+  *data = ImatrixData{};
+  data->datasets = m.value().datasets;
+  data->chunk_count = m.value().chunk_count;
+  data->chunk_size = m.value().chunk_size;
+  for (const ImatrixEntry& e : m.value().entries) data->entries.push_back({e.name, e.sum_sq, e.rows});
   return EMBER_OK;
 }
 

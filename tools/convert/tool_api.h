@@ -71,7 +71,25 @@ struct PresetStep {
   std::string tensor;
   std::vector<int64_t> shape;
   std::string from, want, chosen;  // weight type names; want != chosen: a fallback
+  bool weighted = false;           // quantized with the importance matrix's entry
 };
+
+// An importance matrix (tools/convert/imatrix.h): per weight matrix, the
+// sum over calibration rows of each input column's square, and the rows.
+struct ImatrixData {
+  struct Entry {
+    std::string name;  // the weight's tensor name
+    std::vector<float> sum_sq;
+    double rows = 0;
+  };
+  std::vector<Entry> entries;
+  std::vector<std::string> datasets;
+  uint32_t chunk_count = 0, chunk_size = 0;
+};
+// llama.cpp's GGUF imatrix format (llama-quantize --imatrix reads it).
+ember_status write_imatrix_file(const std::string& path, const ImatrixData& data, std::string* error);
+// GGUF or legacy .dat.
+ember_status read_imatrix_file(const std::string& path, ImatrixData* data, std::string* error);
 
 // What a draft holds.
 struct DraftFacts {
@@ -106,6 +124,10 @@ class ModelDraft {
   // before each tensor; *report: the mixture, for stderr.
   ember_status apply_preset(const std::string& preset, void (*progress)(const PresetStep& step), std::string* report,
                             std::string* error);
+  // An importance matrix file (GGUF or legacy .dat) that the next retype
+  // or apply_preset weighs each matrix's rounding by; *summary: one line
+  // on what it holds.
+  ember_status use_imatrix(const std::string& path, std::string* summary, std::string* error);
   // How quantized matrices are stored (rows16 or row-major).
   ember_status set_layout(const std::string& layout, std::string* error);
 

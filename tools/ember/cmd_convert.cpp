@@ -90,6 +90,7 @@ struct QuantizeRequest {
   std::string preset;  // --type; "" with --dtype
   std::string type;    // --dtype
   std::string layout;
+  std::string imatrix;  // --imatrix FILE
   bool gguf = false;
 };
 
@@ -100,7 +101,7 @@ struct QuantizeOutcome {
 };
 
 int parse_quantize(int argc, char** argv, QuantizeRequest* r) {
-  Args args(argc, argv, {"-o", "--dtype", "--type", "--layout"});
+  Args args(argc, argv, {"-o", "--dtype", "--type", "--layout", "--imatrix"});
   if (args.has("--help") || args.has("-h")) {
     std::printf("usage: ember quantize IN.ember -o OUT.ember --type PRESET [--layout rows16|row-major]\n"
                 "  PRESET: %s\n"
@@ -115,9 +116,11 @@ int parse_quantize(int argc, char** argv, QuantizeRequest* r) {
               "  The recipe is recorded in the file's provenance (ember info shows it).");
     std::fputs(tools::kLayoutHelp, stdout);
     std::puts("  --gguf       write GGUF v3 (the same weight bytes) instead of .ember, for other runtimes");
+    std::puts("  --imatrix F  an importance matrix (ember imatrix, or llama-imatrix's GGUF or .dat): each matrix's\n"
+              "               scale searches weigh a column's rounding error by its mean squared activation");
     return 0;
   }
-  args.check_known({"-o", "--dtype", "--type", "--layout", "--gguf"});
+  args.check_known({"-o", "--dtype", "--type", "--layout", "--gguf", "--imatrix"});
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember quantize --help)");
   if (args.positionals().size() != 1) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "expected one input .ember file (see ember quantize --help)");
@@ -142,6 +145,7 @@ int parse_quantize(int argc, char** argv, QuantizeRequest* r) {
   r->type = args.get("--dtype");
   r->layout = args.get("--layout", "rows16");
   r->gguf = args.has("--gguf");
+  r->imatrix = args.get("--imatrix");
   return kRun;
 }
 
@@ -157,6 +161,7 @@ void print_progress(const tools::PresetStep& c) {
     std::fprintf(stderr, " (fallback from %s: rows of %lld elements)", c.want.c_str(),
                  static_cast<long long>(c.shape.back()));
   }
+  if (c.weighted) std::fputs(" [imatrix]", stderr);
   std::fputc('\n', stderr);
 }
 
@@ -165,6 +170,12 @@ ember_status run_quantize(const QuantizeRequest& r, QuantizeOutcome* o, std::str
   tools::ModelDraft model;
   ember_status st = model.import_ember(r.input, error);
   if (st != EMBER_OK) return st;
+  if (!r.imatrix.empty()) {
+    std::string summary;
+    st = model.use_imatrix(r.imatrix, &summary, error);
+    if (st != EMBER_OK) return st;
+    std::fprintf(stderr, "quantize: %s\n", summary.c_str());
+  }
   if (!r.preset.empty()) {
     if (const int quantized = model.facts().quantized_tensors) {
       std::fprintf(stderr, "quantize: %d tensors of '%s' are quantized; they are dequantized to f32 first "
@@ -373,6 +384,15 @@ int cmd_convert(int argc, char** argv) {
   // What re-typing did comes first, even when writing then fails.
   std::fputs(o.quantize_report.c_str(), stderr);
   return st == EMBER_OK ? report_convert(r, o) : report(st, error);
+}
+
+ember_status write_imatrix_out(const std::string& path, const ImatrixOut& m, std::string* error) {
+  tools::ImatrixData d;
+  d.datasets.push_back(m.dataset);
+  d.chunk_count = m.chunks;
+  d.chunk_size = m.chunk_size;
+  for (const ImatrixOut::Entry& e : m.entries) d.entries.push_back({e.name, e.sum_sq, e.rows});
+  return tools::write_imatrix_file(path, d, error);
 }
 
 int cmd_quantize(int argc, char** argv) {

@@ -49,6 +49,7 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_backends(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_imatrix(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int bench_lookup(int argc, char** argv);  // ember bench --lookup (bench_speculative.cpp)

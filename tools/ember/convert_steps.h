@@ -61,4 +61,19 @@ struct SynthOutcome {
 
 ember_status run_synth(const SynthRequest& request, SynthOutcome* outcome, std::string* error);
 
+// `ember imatrix`'s file (cmd_imatrix.cpp collects, cmd_convert.cpp writes
+// the GGUF llama-quantize --imatrix reads): per matrix the sums of squares
+// of its input columns and the rows counted.
+struct ImatrixOut {
+  struct Entry {
+    std::string name;
+    std::vector<float> sum_sq;
+    double rows = 0;
+  };
+  std::vector<Entry> entries;
+  std::string dataset;  // the calibration text's path
+  uint32_t chunks = 0, chunk_size = 0;
+};
+ember_status write_imatrix_out(const std::string& path, const ImatrixOut& m, std::string* error);
+
 }  // namespace ember::cli
