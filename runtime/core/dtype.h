@@ -167,11 +167,12 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // is chosen among a few candidates by least squares; docs/decisions.md
 // ("Weight types: GGUF's blocks, bit for bit") says what each type does.
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
-// quantize_row with a weight per element (n floats, >= 0): each
-// (sub-)block's scale search minimizes sum w (x - q)^2. An importance matrix
-// gives each weight its input column's mean square, the expected square of
-// what the rounding error is multiplied by (issue 45). Q8_0 and the float
-// types have no search and ignore it; null w is quantize_row.
-void quantize_row_weighted(DType t, const float* src, void* dst, int64_t n, const float* w);
+// quantize_row with an importance per element (n floats, >= 0: an
+// importance matrix's mean square of each input column, the expected square
+// of what a rounding error is multiplied by; issue 45): each (sub-)block's
+// scale search minimizes sum w (x - q)^2 with w = importance x sqrt(sigma^2
+// + x^2), sigma^2 the row's mean square. Q8_0 and the float types have no
+// search and ignore it; null is quantize_row.
+void quantize_row_weighted(DType t, const float* src, void* dst, int64_t n, const float* importance);
 
 }  // namespace ember

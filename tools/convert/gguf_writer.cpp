@@ -342,6 +342,12 @@ Status stream_gguf(const std::string& path, const Out& head, const std::vector<T
     if (ok && t.size) ok = std::fwrite(t.data, 1, t.size, f) == t.size;
     at = offsets[i] + t.size;
   }
+  // The data section ends padded too: ggml's reader takes every tensor's
+  // size rounded up to the alignment, the last one's included.
+  if (ok && at % kGgufAlignment != 0) {
+    const uint64_t pad = kGgufAlignment - at % kGgufAlignment;
+    ok = std::fwrite(kZeros, 1, pad, f) == pad;
+  }
   ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   const int err = errno;
   std::fclose(f);

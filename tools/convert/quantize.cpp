@@ -189,24 +189,24 @@ std::string describe_quantize_report(const QuantizeReport& r) {
 namespace {
 
 using D = DType;
-// name, base, bumped, all_layers, output, token_embd
+// name, base, bumped, all_layers, output, token_embd, wide (attn_output; attn_v and ffn_down elsewhere)
 constexpr QuantPreset kPresets[] = {
-    {"q2_k", D::Q2_K, D::Q3_K, false, D::Q6_K, D::Q4_K},
-    {"q3_k_s", D::Q3_K, D::Q3_K, false, D::Q6_K, D::Q4_K},
-    {"q3_k_m", D::Q3_K, D::Q4_K, false, D::Q6_K, D::Q4_K},
-    {"q3_k_l", D::Q3_K, D::Q5_K, true, D::Q6_K, D::Q4_K},
-    {"q4_k_s", D::Q4_K, D::Q4_K, false, D::Q6_K, D::Q4_K},
-    {"q4_k_m", D::Q4_K, D::Q6_K, false, D::Q6_K, D::Q4_K},
-    {"q5_k_s", D::Q5_K, D::Q5_K, false, D::Q6_K, D::Q5_K},
-    {"q5_k_m", D::Q5_K, D::Q6_K, false, D::Q6_K, D::Q5_K},
-    {"q6_k", D::Q6_K, D::Q6_K, false, D::Q6_K, D::Q6_K},
-    {"q8_0", D::Q8_0, D::Q8_0, false, D::Q8_0, D::Q8_0},
-    {"q4_0", D::Q4_0, D::Q4_0, false, D::Q6_K, D::Q4_0},
-    {"q4_1", D::Q4_1, D::Q4_1, false, D::Q6_K, D::Q4_1},
-    {"q5_0", D::Q5_0, D::Q5_0, false, D::Q6_K, D::Q5_0},
-    {"q5_1", D::Q5_1, D::Q5_1, false, D::Q6_K, D::Q5_1},
-    {"iq4_nl", D::IQ4_NL, D::IQ4_NL, false, D::Q6_K, D::IQ4_NL},
-    {"iq4_xs", D::IQ4_XS, D::IQ4_XS, false, D::Q6_K, D::IQ4_XS},
+    {"q2_k", D::Q2_K, D::Q3_K, false, D::Q6_K, D::Q4_K, D::Q2_K},
+    {"q3_k_s", D::Q3_K, D::Q3_K, false, D::Q6_K, D::Q4_K, D::Q3_K},
+    {"q3_k_m", D::Q3_K, D::Q4_K, false, D::Q6_K, D::Q3_K, D::Q4_K},
+    {"q3_k_l", D::Q3_K, D::Q5_K, true, D::Q6_K, D::Q4_K, D::Q3_K},
+    {"q4_k_s", D::Q4_K, D::Q4_K, false, D::Q6_K, D::Q4_K, D::Q4_K},
+    {"q4_k_m", D::Q4_K, D::Q6_K, false, D::Q6_K, D::Q4_K, D::Q4_K},
+    {"q5_k_s", D::Q5_K, D::Q5_K, false, D::Q6_K, D::Q5_K, D::Q5_K},
+    {"q5_k_m", D::Q5_K, D::Q6_K, false, D::Q6_K, D::Q5_K, D::Q5_K},
+    {"q6_k", D::Q6_K, D::Q6_K, false, D::Q6_K, D::Q6_K, D::Q6_K},
+    {"q8_0", D::Q8_0, D::Q8_0, false, D::Q8_0, D::Q8_0, D::Q8_0},
+    {"q4_0", D::Q4_0, D::Q4_0, false, D::Q6_K, D::Q4_0, D::Q4_0},
+    {"q4_1", D::Q4_1, D::Q4_1, false, D::Q6_K, D::Q4_1, D::Q4_1},
+    {"q5_0", D::Q5_0, D::Q5_0, false, D::Q6_K, D::Q5_0, D::Q5_0},
+    {"q5_1", D::Q5_1, D::Q5_1, false, D::Q6_K, D::Q5_1, D::Q5_1},
+    {"iq4_nl", D::IQ4_NL, D::IQ4_NL, false, D::Q6_K, D::IQ4_NL, D::IQ4_NL},
+    {"iq4_xs", D::IQ4_XS, D::IQ4_XS, false, D::Q6_K, D::IQ4_XS, D::IQ4_XS},
 };
 
 bool ends_with(const std::string& s, const char* suffix) {
@@ -246,13 +246,16 @@ bool preset_bumped_layer(int layer, int n_layers) {
   return layer < eighth || layer >= n_layers - eighth || layer % 3 == 2;
 }
 
-DType preset_type(const QuantPreset& p, const std::string& name, int n_layers) {
+DType preset_type(const QuantPreset& p, const std::string& name, int n_layers, bool tied) {
   if (name == "output.weight") return p.output;
-  if (name == "token_embd.weight") return p.embd;
+  // A tied embedding is the logits head too: it takes the head's type.
+  if (name == "token_embd.weight") return tied ? p.output : p.embd;
   if (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) {
     const int layer = layer_of(name);
     if (p.all_layers || preset_bumped_layer(layer, n_layers)) return p.bumped;
+    return p.wide;
   }
+  if (ends_with(name, ".attn_output.weight")) return p.wide;
   return p.base;
 }
 
@@ -276,6 +279,8 @@ Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, Pr
   const int n_layers = static_cast<int>(spec.hparams.n_layers);
   std::vector<float> row;
   const int n = static_cast<int>(spec.tensors.size());
+  bool tied = true;  // no output.weight: token_embd is the logits head too
+  for (const TensorSource& t : spec.tensors) tied = tied && t.name != "output.weight";
   for (int ti = 0; ti < n; ++ti) {
     TensorSource& t = spec.tensors[ti];
     r.bytes_before += t.size;
@@ -292,7 +297,7 @@ Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, Pr
     c.tensor = t.name;
     c.shape = t.shape;
     c.from = t.dtype;
-    c.want = t.shape.size() == 1 ? D::F32 : preset_type(preset, t.name, n_layers);
+    c.want = t.shape.size() == 1 ? D::F32 : preset_type(preset, t.name, n_layers, tied);
     c.chosen = t.shape.size() == 1 ? D::F32 : preset_fallback(c.want, cols);
     if (dtype_is_quantized(t.dtype) && c.chosen != t.dtype) r.dequantized++;
     std::vector<float> importance;

@@ -73,7 +73,8 @@ struct QuantPreset {
   DType bumped;   // attn_v / ffn_down of the bumped layers (== base: none)
   bool all_layers;  // bumped applies to every layer (the _l presets)
   DType output;   // output.weight
-  DType embd;     // token_embd.weight
+  DType embd;     // token_embd.weight (untied; a tied one is the head: `output`)
+  DType wide;     // attn_output, and attn_v / ffn_down outside the bumped layers (== base: none)
 };
 // The valid names, space-separated (for errors and --help).
 const char* quant_preset_names();
@@ -82,8 +83,9 @@ Result<QuantPreset> parse_quant_preset(const std::string& name);
 // Whether layer `layer` of `n_layers` gets the bumped type in an _m preset:
 // the first and last eighth (at least one layer each) and every third layer.
 bool preset_bumped_layer(int layer, int n_layers);
-// The type a preset wants for a matrix, before the fallback.
-DType preset_type(const QuantPreset& p, const std::string& tensor, int n_layers);
+// The type a preset wants for a matrix, before the fallback; tied: the
+// model has no output.weight (token_embd is the logits head too).
+DType preset_type(const QuantPreset& p, const std::string& tensor, int n_layers, bool tied = false);
 // The fallback for rows of `cols` elements: K-quants / iq4_xs need 256,
 // the rest 32; what cannot be whole blocks becomes f16.
 DType preset_fallback(DType want, int64_t cols);
