@@ -241,6 +241,73 @@ void round_symmetric(const float* x, int n, float dl, int qmin, int qmax, int* q
   for (int i = 0; i < n; ++i) q[i] = dl != 0 ? clampi(round_away(x[i] / dl), qmin, qmax) : 0;
 }
 
+// The integer scale and min of an affine sub-block: the nearest ones to the
+// fitted (sc0, mn0), or a neighbour of either (+-1, within 0..top) where
+// the elements rounded against it represent the sub-block better (weighted):
+// rounding a small scale to a few bits is coarse, and the neighbour often
+// wins.
+void best_affine_ints(const float* x, const float* w, int n, float d, float dmin, int qmax, int top, int* sc, int* mn) {
+  const int sc0 = *sc, mn0 = *mn;
+  double best = INFINITY;
+  int q[32];
+  for (int a = std::max(0, sc0 - 1); a <= std::min(top, sc0 + 1); ++a) {
+    for (int m = std::max(0, mn0 - 1); m <= std::min(top, mn0 + 1); ++m) {
+      const float dl = d * a, ml = dmin * m;
+      round_affine(x, n, dl, ml, qmax, q);
+      double err = 0;
+      for (int i = 0; i < n; ++i) {
+        const double e = x[i] - (static_cast<double>(dl) * q[i] - ml);
+        err += weight_at(w, i) * e * e;
+      }
+      if (err < best) {
+        best = err;
+        *sc = a;
+        *mn = m;
+      }
+    }
+  }
+}
+
+// The same for a symmetric sub-block's signed integer scale (lo..hi).
+int best_symmetric_int(const float* x, const float* w, int n, float d, int sc0, int lo, int hi, int qmin, int qmax) {
+  double best = INFINITY;
+  int pick = sc0, q[32];
+  for (int a = std::max(lo, sc0 - 1); a <= std::min(hi, sc0 + 1); ++a) {
+    const float dl = d * a;
+    round_symmetric(x, n, dl, qmin, qmax, q);
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      const double e = x[i] - static_cast<double>(dl) * q[i];
+      err += weight_at(w, i) * e * e;
+    }
+    if (err < best) {
+      best = err;
+      pick = a;
+    }
+  }
+  return pick;
+}
+
+// The same for an IQ4_XS sub-block's 6-bit signed scale (elements on the
+// IQ4 levels).
+int best_levels_int(const float* x, const float* w, float d, int ls0) {
+  double best = INFINITY;
+  int pick = ls0;
+  for (int a = std::max(-32, ls0 - 1); a <= std::min(31, ls0 + 1); ++a) {
+    const float dl = d * a;
+    double err = 0;
+    for (int i = 0; i < 32; ++i) {
+      const double e = x[i] - (dl != 0 ? static_cast<double>(dl) * kIq4Levels[nearest_level(x[i] / dl)] : 0.0);
+      err += weight_at(w, i) * e * e;
+    }
+    if (err < best) {
+      best = err;
+      pick = a;
+    }
+  }
+  return pick;
+}
+
 // The five-bit blocks share their placement: 4 low bits as nibbles, bit 4
 // of element j at bit j of qh.
 void pack5(const int* q, uint8_t* qs, uint8_t* qh) {
@@ -483,7 +550,8 @@ void quantize_q2_k(const float* x, BlockQ2_K* b, int64_t nb, const float* w) {
     const float dmin = super_scale(min, 16, 15, &b[i].dmin);
     std::memset(b[i].q, 0, sizeof b[i].q);
     for (int s = 0; s < 16; ++s) {
-      const int sc = round_scale(scale[s], d, 0, 15), mn = round_scale(min[s], dmin, 0, 15);
+      int sc = round_scale(scale[s], d, 0, 15), mn = round_scale(min[s], dmin, 0, 15);
+      best_affine_ints(x + 16 * s, w ? w + 16 * s : nullptr, 16, d, dmin, 3, 15, &sc, &mn);
       b[i].scales[s] = static_cast<uint8_t>(sc | (mn << 4));
       int q[16];
       round_affine(x + 16 * s, 16, d * sc, dmin * mn, 3, q);
@@ -504,7 +572,8 @@ void quantize_q3_k(const float* x, BlockQ3_K* b, int64_t nb, const float* w) {
     std::memset(b[i].hmask, 0, sizeof b[i].hmask);
     std::memset(b[i].scales, 0, sizeof b[i].scales);
     for (int s = 0; s < 16; ++s) {
-      const int sc = round_scale(scale[s], d, -32, 31) + 32;
+      const int sc = best_symmetric_int(x + 16 * s, w ? w + 16 * s : nullptr, 16, d, round_scale(scale[s], d, -32, 31),
+                                        -32, 31, -4, 3) + 32;
       b[i].scales[s % 8] |= static_cast<uint8_t>((sc & 0x0f) << (4 * (s / 8)));
       b[i].scales[8 + s % 4] |= static_cast<uint8_t>((sc >> 4) << (2 * (s / 4)));
       int q[16];
@@ -529,7 +598,9 @@ void quantize_k4(const float* x, uint16_t* d16, uint16_t* dmin16, uint8_t* scale
   for (int s = 0; s < 8; ++s) {
     sc[s] = round_scale(scale[s], d, 0, 63);
     mn[s] = round_scale(min[s], dmin, 0, 63);
-    round_affine(x + 32 * s, 32, d * sc[s], dmin * mn[s], kMax, q + 32 * s);
+    const float* xs = x + 32 * s;
+    best_affine_ints(xs, w ? w + 32 * s : nullptr, 32, d, dmin, kMax, 63, &sc[s], &mn[s]);
+    round_affine(xs, 32, d * sc[s], dmin * mn[s], kMax, q + 32 * s);
   }
   k4_pack_scales(sc, mn, scales);
 }
@@ -566,7 +637,8 @@ void quantize_q6_k(const float* x, BlockQ6_K* b, int64_t nb, const float* w) {
     std::memset(b[i].ql, 0, sizeof b[i].ql);
     std::memset(b[i].qh, 0, sizeof b[i].qh);
     for (int s = 0; s < 16; ++s) {
-      const int sc = round_scale(scale[s], d, -128, 127);
+      const int sc = best_symmetric_int(x + 16 * s, w ? w + 16 * s : nullptr, 16, d, round_scale(scale[s], d, -128, 127),
+                                        -128, 127, -32, 31);
       b[i].scales[s] = static_cast<int8_t>(sc);
       int q[16];
       round_symmetric(x + 16 * s, 16, d * sc, -32, 31, q);
@@ -598,7 +670,7 @@ void quantize_iq4_xs(const float* x, BlockIQ4_XS* b, int64_t nb, const float* w)
     b[i].scales_h = 0;
     std::memset(b[i].scales_l, 0, sizeof b[i].scales_l);
     for (int s = 0; s < 8; ++s) {
-      const int ls = round_scale(scale[s], d, -32, 31) + 32;
+      const int ls = best_levels_int(x + 32 * s, w ? w + 32 * s : nullptr, d, round_scale(scale[s], d, -32, 31)) + 32;
       b[i].scales_l[s / 2] |= static_cast<uint8_t>((ls & 0x0f) << (4 * (s % 2)));
       b[i].scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * s));
       const float dl = d * (ls - 32);
