@@ -485,6 +485,24 @@ ember_status ember_session_decode_batch(ember_session* session, const ember_batc
   return done(s.decode_batch(conv, n_items));
 }
 
+ember_status ember_session_decode_logits(ember_session* session, const int32_t* tokens, size_t count, float* logits,
+                                        int32_t n_logits) {
+  EMBER_API_ENTRY();
+  if (!session) return fail(EMBER_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (!tokens) return fail(EMBER_ERR_INVALID_ARGUMENT, "tokens is NULL");
+  if (!logits) return fail(EMBER_ERR_INVALID_ARGUMENT, "logits is NULL");
+  if (count == 0 || count > static_cast<size_t>(INT32_MAX)) {
+    return done(ember::Status::error(EMBER_ERR_INVALID_ARGUMENT, "count = %zu: must be in 1..%d", count, INT32_MAX));
+  }
+  ember::Session::BatchItem item;
+  item.seq = 0;
+  item.tokens = tokens;
+  item.n_tokens = static_cast<int32_t>(count);
+  item.logits = logits;
+  item.n_logits = n_logits;
+  return done(session->session->decode_batch(&item, 1));
+}
+
 int32_t ember_session_n_seqs(const ember_session* session) { return session ? session->session->n_seqs() : 0; }
 
 int32_t ember_session_seq_position(const ember_session* session, int32_t seq) {

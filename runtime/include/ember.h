@@ -515,6 +515,16 @@ EMBER_API ember_status ember_session_prefill(ember_session* session, const int32
 /* One token at the next position; logits and errors as for prefill. */
 EMBER_API ember_status ember_session_decode(ember_session* session, int32_t token, float* logits);
 
+/* Tokens at the next positions of sequence 0, in steps as for prefill, and
+ * the logits of each of the last n_logits of them: n_logits x vocab_size
+ * floats, oldest first (scoring text, as perplexity does). n_logits is
+ * 1 .. min(count, 1 + the session's max_draft): a session made with
+ * max_draft = 16 gives up to 17 rows per call. A row's logits are bitwise
+ * those of the same token decoded alone. Errors: as prefill, and
+ * EMBER_ERR_INVALID_ARGUMENT naming n_logits and its bound. */
+EMBER_API ember_status ember_session_decode_logits(ember_session* session, const int32_t* tokens, size_t count,
+                                                   float* logits, int32_t n_logits);
+
 /* Positions used so far; 0 for NULL. Does not touch the last error. */
 EMBER_API int32_t ember_session_position(const ember_session* session);
 

@@ -119,12 +119,26 @@ struct Handles {
     if (st == EMBER_OK && base_session) st = ember_session_reset(base_session);
     return st;
   }
-  ember_status decode(int32_t token) {
-    ember_status st = ember_session_decode(session, token, logits.data());
-    if (st == EMBER_OK && base_session) st = ember_session_decode(base_session, token, base_logits.data());
+  // Feeds `n` tokens and takes every one's logits (both models'): steps of
+  // up to kScoreRows rows, each row bitwise what decoding it alone gives.
+  ember_status feed(const int32_t* tokens, int32_t n) {
+    ember_status st = ember_session_decode_logits(session, tokens, static_cast<size_t>(n), logits.data(), n);
+    if (st == EMBER_OK && base_session) {
+      st = ember_session_decode_logits(base_session, tokens, static_cast<size_t>(n), base_logits.data(), n);
+    }
     return st;
   }
+  ember_status prefill(const int32_t* tokens, size_t n) {
+    ember_status st = ember_session_prefill(session, tokens, n, nullptr);
+    if (st == EMBER_OK && base_session) st = ember_session_prefill(base_session, tokens, n, nullptr);
+    return st;
+  }
+  size_t vocab = 0;
+  int32_t rows = 1;  // logits rows one feed returns: 1 + the sessions' max_draft
 };
+
+// The most logits rows one step returns (1 + ember's largest max_draft).
+constexpr int32_t kScoreRows = 17;
 
 // log softmax of `logits` into `out` (double).
 void log_softmax(const std::vector<float>& logits, std::vector<double>* out) {
@@ -137,24 +151,41 @@ void log_softmax(const std::vector<float>& logits, std::vector<double>* out) {
   for (size_t i = 0; i < logits.size(); ++i) (*out)[i] = static_cast<double>(logits[i]) - mx - log_sum;
 }
 
-// Scores `target` from the last step's logits (both models' under --kl-base).
-void score_token(const Handles& h, int32_t target, Score* sc) {
+// Scores `target` from row `row` of the last feed's logits (both models'
+// under --kl-base).
+void score_token(const Handles& h, size_t row, int32_t target, Score* sc) {
   ++sc->scored;
+  static thread_local std::vector<float> model_row, base_row;
+  model_row.assign(h.logits.begin() + row * h.vocab, h.logits.begin() + (row + 1) * h.vocab);
   if (!h.base_session) {
-    sc->nll += nll_of(h.logits, target);
+    sc->nll += nll_of(model_row, target);
     return;
   }
+  base_row.assign(h.base_logits.begin() + row * h.vocab, h.base_logits.begin() + (row + 1) * h.vocab);
   // Both models' log-probabilities, once: the NLLs and the KL read them.
   static thread_local std::vector<double> lp, lq;
-  log_softmax(h.base_logits, &lp);
-  log_softmax(h.logits, &lq);
+  log_softmax(base_row, &lp);
+  log_softmax(model_row, &lq);
   sc->nll -= lq[static_cast<size_t>(target)];
   sc->nll_base -= lp[static_cast<size_t>(target)];
   double kl = 0;
   for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
   sc->kl.push_back(std::max(kl, 0.0));
   const auto top = [](const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
-  sc->same_top1 += top(h.logits) == top(h.base_logits);
+  sc->same_top1 += top(model_row) == top(base_row);
+}
+
+// Feeds feed[0 .. n) from the session's current position; row j's logits
+// (after feed[j]) score targets[j] for every j >= first. The rows before
+// `first` run as one prefill, the rest in steps of h.rows.
+ember_status feed_and_score(Handles& h, const int32_t* feed, size_t n, size_t first, const int32_t* targets, Score* sc) {
+  ember_status st = first > 0 ? h.prefill(feed, first) : EMBER_OK;
+  for (size_t j = first; st == EMBER_OK && j < n; j += static_cast<size_t>(h.rows)) {
+    const int32_t g = static_cast<int32_t>(std::min<size_t>(static_cast<size_t>(h.rows), n - j));
+    st = h.feed(feed + j, g);
+    for (int32_t r = 0; st == EMBER_OK && r < g; ++r) score_token(h, static_cast<size_t>(r), targets[j + r], sc);
+  }
+  return st;
 }
 
 // The text's ids (no BOS), at most --max-tokens of them. 0, or the exit code
@@ -185,14 +216,17 @@ int text_ids(const PerplexityRequest& r, ember_model* model, const ember_model_i
 ember_status score_windows(Handles& h, const ember_model_info& info, const std::vector<int32_t>& ids, Score* sc) {
   const bool has_bos = info.bos_id >= 0;
   ember_status st = EMBER_OK;
+  std::vector<int32_t> feed;
   for (size_t start = 0; st == EMBER_OK && start < ids.size(); start += sc->window) {
     const size_t end = std::min(ids.size(), start + sc->window);
     st = h.reset();
-    if (st == EMBER_OK && has_bos) st = h.decode(info.bos_id);
-    for (size_t i = start; st == EMBER_OK && i < end; ++i) {
-      if (has_bos || i > start) score_token(h, ids[i], sc);
-      if (i + 1 < end) st = h.decode(ids[i]);
-    }
+    // BOS + ids[start .. end - 1) scores ids[start .. end); without BOS the
+    // first token has no context: ids[start .. end - 1) scores the rest.
+    feed.clear();
+    if (has_bos) feed.push_back(info.bos_id);
+    feed.insert(feed.end(), ids.begin() + static_cast<std::ptrdiff_t>(start), ids.begin() + static_cast<std::ptrdiff_t>(end - 1));
+    const int32_t* targets = ids.data() + start + (has_bos ? 0 : 1);
+    if (st == EMBER_OK && !feed.empty()) st = feed_and_score(h, feed.data(), feed.size(), 0, targets, sc);
     ++sc->windows;
   }
   return st;
@@ -219,13 +253,14 @@ int score_llama_chunks(const PerplexityRequest& r, Handles& h, const ember_model
                                                   std::to_string(n));
   }
   ember_status st = EMBER_OK;
+  std::vector<int32_t> feed(n - 1);
   for (size_t c = 0; st == EMBER_OK && c < all.size() / n; ++c) {
     const int32_t* chunk = all.data() + c * n;
     st = h.reset();
-    for (size_t p = 0; st == EMBER_OK && p + 1 < n; ++p) {
-      st = h.decode(p == 0 && has_bos ? info.bos_id : chunk[p]);
-      if (st == EMBER_OK && p >= first) score_token(h, chunk[p + 1], sc);
-    }
+    // Positions 0 .. n - 2 (the first BOS); the row after position p scores chunk[p + 1], for p >= first.
+    std::copy(chunk, chunk + n - 1, feed.begin());
+    if (has_bos) feed[0] = info.bos_id;
+    if (st == EMBER_OK) st = feed_and_score(h, feed.data(), n - 1, first, chunk + 1, sc);
     ++sc->windows;
   }
   return st == EMBER_OK ? 0 : report_last(st);
@@ -253,7 +288,7 @@ int open_base(const PerplexityRequest& r, const ember_model_info& info, const st
   if (const ember_status st = ember_session_create(h->base, &so, &h->base_session); st != EMBER_OK) {
     return report_last(st);
   }
-  h->base_logits.resize(bi.vocab_size);
+  h->base_logits.resize(static_cast<size_t>(bi.vocab_size) * kScoreRows);
   return 0;
 }
 
@@ -275,9 +310,14 @@ int run_perplexity(const PerplexityRequest& r, Score* sc) {
   ember_session_options_default(&so);
   so.context_length = static_cast<int32_t>(sc->ctx);
   so.n_threads = static_cast<int32_t>(r.threads);
-  so.max_batch = 1;  // one token at a time: every position's logits are needed
+  // Every scored position's logits: steps of up to kScoreRows rows, each
+  // row's logits returned (max_draft), prefill in steps of up to 64.
+  so.max_batch = static_cast<int32_t>(std::min<int64_t>(64, sc->ctx));
+  so.max_draft = std::min(kScoreRows, so.max_batch) - 1;
+  h.rows = so.max_draft + 1;
   if (const ember_status st = ember_session_create(h.model, &so, &h.session); st != EMBER_OK) return report_last(st);
-  h.logits.resize(info.vocab_size);
+  h.vocab = static_cast<size_t>(info.vocab_size);
+  h.logits.resize(h.vocab * kScoreRows);
   if (!r.kl_base.empty()) {
     if (const int code = open_base(r, info, ids, so, &h)) return code;
   }
