@@ -100,14 +100,17 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax, const float* w = 
 // x ~ scale * q - min with q in 0..qmax, scale >= 0 and min >= 0 (what the
 // K-quants store). Candidates spread [min(x, 0), max(x)] over qmax +- 1
 // levels; for each, (scale, min) by (weighted) least squares on its q, min
-// kept >= 0.
-void fit_affine(const float* x, int n, int qmax, float* scale, float* min, const float* w = nullptr) {
-  float lo = 0, hi = x[0];
+// kept >= 0. any_min (Q4_1, Q5_1, which store the offset with its sign):
+// candidates spread [min(x), max(x)], the min of either sign, and without a
+// better candidate the plain range (scale (max - min) / qmax).
+void fit_affine(const float* x, int n, int qmax, float* scale, float* min, const float* w = nullptr,
+                bool any_min = false) {
+  float lo = any_min ? x[0] : 0, hi = x[0];
   for (int i = 0; i < n; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
   }
-  *scale = 0;
+  *scale = any_min ? (hi - lo) / qmax : 0;
   *min = -lo;
   if (hi <= lo) return;
   double best_err = INFINITY;
@@ -125,13 +128,14 @@ void fit_affine(const float* x, int n, int qmax, float* scale, float* min, const
       sqq += wi * q[i] * q[i];
     }
     const double den = sw * sqq - sq * sq;
+    if (any_min && !(den > 0)) continue;
     double a = den > 0 ? (sw * sxq - sx * sq) / den : 0;
     double b = den > 0 ? (sx - a * sq) / sw : 1;
-    if (b > 0) {  // the offset must be <= 0 (and all q equal: scale alone)
+    if (b > 0 && !any_min) {  // the offset must be <= 0 (and all q equal: scale alone)
       b = 0;
       a = sqq > 0 ? sxq / sqq : 0;
     }
-    if (a < 0) continue;
+    if (a < 0 || (any_min && a == 0)) continue;
     double err = 0;
     for (int i = 0; i < n; ++i) {
       const double e = x[i] - a * q[i] - b;
@@ -457,49 +461,6 @@ void dequantize_iq4_xs(const BlockIQ4_XS* b, float* y, int64_t nb) {
 
 // ---- quantization ---------------------------------------------------------
 
-// x ~ d q + m with q in 0..qmax and m of either sign (Q4_1, Q5_1), by
-// weighted least squares: candidates spread [min(x), max(x)] over qmax +- 1
-// levels; for each, (d, m) fitted to its q.
-static void fit_offset(const float* x, int n, int qmax, const float* w, float* d, float* m) {
-  float lo = x[0], hi = x[0];
-  for (int i = 1; i < n; ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-  }
-  *d = (hi - lo) / qmax;
-  *m = lo;
-  if (hi <= lo) return;
-  double best_err = INFINITY;
-  for (int k = -10; k <= 10; k += 2) {
-    const float iscale = (qmax + 0.1f * k) / (hi - lo);
-    double sw = 0, sx = 0, sq = 0, sxq = 0, sqq = 0;
-    int q[32];
-    for (int i = 0; i < n; ++i) {
-      q[i] = clampi(round_away((x[i] - lo) * iscale), 0, qmax);
-      const double wi = w[i];
-      sw += wi;
-      sx += wi * x[i];
-      sq += wi * q[i];
-      sxq += wi * x[i] * q[i];
-      sqq += wi * q[i] * q[i];
-    }
-    const double den = sw * sqq - sq * sq;
-    if (!(den > 0)) continue;
-    const double a = (sw * sxq - sx * sq) / den, b = (sx - a * sq) / sw;
-    if (a <= 0) continue;
-    double err = 0;
-    for (int i = 0; i < n; ++i) {
-      const double e = x[i] - a * q[i] - b;
-      err += w[i] * e * e;
-    }
-    if (err < best_err) {
-      best_err = err;
-      *d = static_cast<float>(a);
-      *m = static_cast<float>(b);
-    }
-  }
-}
-
 // Q4_1 / Q5_1: the block's range [min, max] in 2^bits - 1 steps; with
 // weights, the (d, m) of least weighted error.
 template <typename Block, int kMax>
@@ -511,7 +472,10 @@ void quantize_minmax(const float* x, Block* b, int64_t nb, const float* w, void 
       hi = std::max(hi, x[j]);
     }
     float dm = (hi - lo) / kMax, mm = lo;
-    if (w) fit_offset(x, 32, kMax, w, &dm, &mm);
+    if (w) {
+      fit_affine(x, 32, kMax, &dm, &mm, w, /*any_min=*/true);
+      mm = -mm;  // fit_affine's min is subtracted; Q4_1 / Q5_1 add theirs
+    }
     b[i].d = f32_to_f16(dm);
     b[i].m = f32_to_f16(mm);
     const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
