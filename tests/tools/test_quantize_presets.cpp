@@ -246,7 +246,7 @@ TEST_CASE("quantize presets: --gguf writes the same weight bytes as the .ember o
   REQUIRE_MESSAGE(g.is_ok(), g.status().message());
   std::map<std::string, const TensorSource*> by_name;
   for (const auto& t : g.value()->spec.tensors) by_name[t.name] = &t;
-  int q4k = 0;
+  int q4k = 0, q5k = 0;
   for (const auto& t : e.value()->tensors()) {
     CAPTURE(t.name);
     REQUIRE(by_name.count(t.name) == 1);
@@ -255,8 +255,13 @@ TEST_CASE("quantize presets: --gguf writes the same weight bytes as the .ember o
     REQUIRE(gt.size == t.size);
     CHECK(std::memcmp(gt.data, t.data, t.size) == 0);
     q4k += t.dtype == DType::Q4_K;
+    q5k += t.dtype == DType::Q5_K;
+    if (t.name == "blk.0.attn_v.weight" || t.name == "blk.1.attn_v.weight") CHECK(t.dtype == DType::Q5_K);
   }
-  CHECK(q4k == 24);  // attn_output, attn_v and ffn_down of the 8 layers (token_embd is q3_k)
+  // attn_output, attn_v and ffn_down of the 8 layers, less attn_v of layers
+  // 0 and 1 (q5_k); token_embd is q3_k.
+  CHECK(q4k == 22);
+  CHECK(q5k == 2);
 }
 
 }  // TEST_SUITE

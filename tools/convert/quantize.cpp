@@ -1,5 +1,7 @@
 #include "tools/convert/quantize.h"
 
+#include "tools/convert/awq.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -101,13 +103,62 @@ std::string imatrix_recipe(const Imatrix* m, int weighted) {
 
 }  // namespace
 
+namespace {
+
+// The tensors' sizes before activation-aware scaling turns some into f32.
+std::vector<uint64_t> source_sizes(const ModelSpec& spec) {
+  std::vector<uint64_t> v;
+  for (const TensorSource& t : spec.tensors) v.push_back(t.size);
+  return v;
+}
+
+// AWQ (tools/convert/awq.h) before quantizing, when asked: the weighting
+// imatrix, if any, then describes the scaled matrices' inputs.
+Status run_awq(ImportedModel* model, const QuantizeOptions& o, const AwqTarget& target, AwqReport* report,
+               Imatrix* scaled_weighting, const Imatrix** weighting) {
+  *weighting = o.imatrix;
+  if (o.awq == nullptr) return Status::ok();
+  EMBER_TRY(apply_awq(model, *o.awq, o.imatrix, target, report, o.awq_progress));
+  if (o.imatrix != nullptr) {
+    *scaled_weighting = scale_imatrix(*o.imatrix, *report);
+    *weighting = scaled_weighting;
+  }
+  return Status::ok();
+}
+
+std::string awq_recipe(const QuantizeOptions& o, const AwqReport& r) {
+  if (o.awq == nullptr) return "";
+  return "; activation-aware scales on " + std::to_string(r.scaled) + " of " + std::to_string(r.groups.size()) +
+         " groups";
+}
+
+}  // namespace
+
 Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report, const Imatrix* imatrix) {
+  QuantizeOptions o;
+  o.imatrix = imatrix;
+  return quantize_model(model, target, report, o);
+}
+
+Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report, const QuantizeOptions& opts) {
   QuantizeReport r;
   r.target = target;
   ModelSpec& spec = model->spec;
   std::vector<float> row;
-  for (TensorSource& t : spec.tensors) {
-    r.bytes_before += t.size;
+  const std::vector<uint64_t> sizes = source_sizes(spec);
+  // The type each tensor gets (the loop below decides the same way).
+  auto want_of = [target](const TensorSource& t) {
+    const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
+    if (t.shape.size() == 1) return DType::F32;
+    if (cols % dtype_block_elements(target) != 0) return dtype_is_quantized(t.dtype) ? DType::F32 : t.dtype;
+    return target;
+  };
+  Imatrix scaled_weighting;
+  const Imatrix* imatrix = nullptr;
+  EMBER_TRY(run_awq(model, opts, want_of, &r.awq, &scaled_weighting, &imatrix));
+  for (size_t ti = 0; ti < spec.tensors.size(); ++ti) {
+    TensorSource& t = spec.tensors[ti];
+    r.bytes_before += sizes[ti];
     const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < t.shape.size(); ++d) rows *= t.shape[d];
@@ -166,6 +217,7 @@ Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report
     }
   }
   recipe += imatrix_recipe(imatrix, r.weighted);
+  recipe += awq_recipe(opts, r.awq);
   recipe += ") by ember quantize " EMBER_VERSION_STRING;
   if (!spec.provenance.quantization.empty()) recipe += ", from " + spec.provenance.quantization;
   spec.provenance.quantization = recipe;
@@ -189,24 +241,25 @@ std::string describe_quantize_report(const QuantizeReport& r) {
 namespace {
 
 using D = DType;
-// name, base, bumped, all_layers, output, token_embd, wide (attn_output; attn_v and ffn_down elsewhere)
+// name, base, bumped, all_layers, output, token_embd, wide (attn_output; attn_v and ffn_down elsewhere),
+// first_v (attn_v of layers 0 and 1; F32: no such rule)
 constexpr QuantPreset kPresets[] = {
-    {"q2_k", D::Q2_K, D::Q3_K, false, D::Q6_K, D::Q4_K, D::Q2_K},
-    {"q3_k_s", D::Q3_K, D::Q3_K, false, D::Q6_K, D::Q4_K, D::Q3_K},
-    {"q3_k_m", D::Q3_K, D::Q4_K, false, D::Q6_K, D::Q3_K, D::Q4_K},
-    {"q3_k_l", D::Q3_K, D::Q5_K, true, D::Q6_K, D::Q4_K, D::Q3_K},
-    {"q4_k_s", D::Q4_K, D::Q4_K, false, D::Q6_K, D::Q4_K, D::Q4_K},
-    {"q4_k_m", D::Q4_K, D::Q6_K, false, D::Q6_K, D::Q4_K, D::Q4_K},
-    {"q5_k_s", D::Q5_K, D::Q5_K, false, D::Q6_K, D::Q5_K, D::Q5_K},
-    {"q5_k_m", D::Q5_K, D::Q6_K, false, D::Q6_K, D::Q5_K, D::Q5_K},
-    {"q6_k", D::Q6_K, D::Q6_K, false, D::Q6_K, D::Q6_K, D::Q6_K},
-    {"q8_0", D::Q8_0, D::Q8_0, false, D::Q8_0, D::Q8_0, D::Q8_0},
-    {"q4_0", D::Q4_0, D::Q4_0, false, D::Q6_K, D::Q4_0, D::Q4_0},
-    {"q4_1", D::Q4_1, D::Q4_1, false, D::Q6_K, D::Q4_1, D::Q4_1},
-    {"q5_0", D::Q5_0, D::Q5_0, false, D::Q6_K, D::Q5_0, D::Q5_0},
-    {"q5_1", D::Q5_1, D::Q5_1, false, D::Q6_K, D::Q5_1, D::Q5_1},
-    {"iq4_nl", D::IQ4_NL, D::IQ4_NL, false, D::Q6_K, D::IQ4_NL, D::IQ4_NL},
-    {"iq4_xs", D::IQ4_XS, D::IQ4_XS, false, D::Q6_K, D::IQ4_XS, D::IQ4_XS},
+    {"q2_k", D::Q2_K, D::Q3_K, false, D::Q6_K, D::Q4_K, D::Q2_K, D::F32},
+    {"q3_k_s", D::Q3_K, D::Q3_K, false, D::Q6_K, D::Q4_K, D::Q3_K, D::F32},
+    {"q3_k_m", D::Q3_K, D::Q4_K, false, D::Q6_K, D::Q3_K, D::Q4_K, D::Q5_K},
+    {"q3_k_l", D::Q3_K, D::Q5_K, true, D::Q6_K, D::Q4_K, D::Q3_K, D::F32},
+    {"q4_k_s", D::Q4_K, D::Q4_K, false, D::Q6_K, D::Q4_K, D::Q4_K, D::F32},
+    {"q4_k_m", D::Q4_K, D::Q6_K, false, D::Q6_K, D::Q4_K, D::Q4_K, D::F32},
+    {"q5_k_s", D::Q5_K, D::Q5_K, false, D::Q6_K, D::Q5_K, D::Q5_K, D::F32},
+    {"q5_k_m", D::Q5_K, D::Q6_K, false, D::Q6_K, D::Q5_K, D::Q5_K, D::F32},
+    {"q6_k", D::Q6_K, D::Q6_K, false, D::Q6_K, D::Q6_K, D::Q6_K, D::F32},
+    {"q8_0", D::Q8_0, D::Q8_0, false, D::Q8_0, D::Q8_0, D::Q8_0, D::F32},
+    {"q4_0", D::Q4_0, D::Q4_0, false, D::Q6_K, D::Q4_0, D::Q4_0, D::F32},
+    {"q4_1", D::Q4_1, D::Q4_1, false, D::Q6_K, D::Q4_1, D::Q4_1, D::F32},
+    {"q5_0", D::Q5_0, D::Q5_0, false, D::Q6_K, D::Q5_0, D::Q5_0, D::F32},
+    {"q5_1", D::Q5_1, D::Q5_1, false, D::Q6_K, D::Q5_1, D::Q5_1, D::F32},
+    {"iq4_nl", D::IQ4_NL, D::IQ4_NL, false, D::Q6_K, D::IQ4_NL, D::IQ4_NL, D::F32},
+    {"iq4_xs", D::IQ4_XS, D::IQ4_XS, false, D::Q6_K, D::IQ4_XS, D::IQ4_XS, D::F32},
 };
 
 bool ends_with(const std::string& s, const char* suffix) {
@@ -252,6 +305,7 @@ DType preset_type(const QuantPreset& p, const std::string& name, int n_layers, b
   if (name == "token_embd.weight") return tied ? p.output : p.embd;
   if (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) {
     const int layer = layer_of(name);
+    if (p.first_v != D::F32 && ends_with(name, ".attn_v.weight") && layer >= 0 && layer < 2) return p.first_v;
     if (p.all_layers || preset_bumped_layer(layer, n_layers)) return p.bumped;
     return p.wide;
   }
@@ -274,6 +328,13 @@ DType preset_fallback(DType want, int64_t cols) {
 
 Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, PresetReport* report,
                              void (*progress)(int, int, const PresetChoice&), const Imatrix* imatrix) {
+  QuantizeOptions o;
+  o.imatrix = imatrix;
+  return quantize_model_preset(model, preset, report, progress, o);
+}
+
+Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, PresetReport* report,
+                             void (*progress)(int, int, const PresetChoice&), const QuantizeOptions& opts) {
   PresetReport r;
   ModelSpec& spec = model->spec;
   const int n_layers = static_cast<int>(spec.hparams.n_layers);
@@ -281,9 +342,21 @@ Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, Pr
   const int n = static_cast<int>(spec.tensors.size());
   bool tied = true;  // no output.weight: token_embd is the logits head too
   for (const TensorSource& t : spec.tensors) tied = tied && t.name != "output.weight";
+  auto want_of = [&](const TensorSource& t) {
+    return t.shape.size() == 1 ? D::F32 : preset_type(preset, t.name, n_layers, tied);
+  };
+  auto chosen_of = [&](const TensorSource& t) {
+    return t.shape.size() == 1 ? D::F32 : preset_fallback(want_of(t), t.shape.back());
+  };
+  const std::vector<uint64_t> sizes = source_sizes(spec);
+  std::vector<DType> from;
+  for (const TensorSource& t : spec.tensors) from.push_back(t.dtype);
+  Imatrix scaled_weighting;
+  const Imatrix* imatrix = nullptr;
+  EMBER_TRY(run_awq(model, opts, chosen_of, &r.awq, &scaled_weighting, &imatrix));
   for (int ti = 0; ti < n; ++ti) {
     TensorSource& t = spec.tensors[ti];
-    r.bytes_before += t.size;
+    r.bytes_before += sizes[ti];
     const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < t.shape.size(); ++d) rows *= t.shape[d];
@@ -296,10 +369,10 @@ Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, Pr
     PresetChoice c;
     c.tensor = t.name;
     c.shape = t.shape;
-    c.from = t.dtype;
-    c.want = t.shape.size() == 1 ? D::F32 : preset_type(preset, t.name, n_layers, tied);
-    c.chosen = t.shape.size() == 1 ? D::F32 : preset_fallback(c.want, cols);
-    if (dtype_is_quantized(t.dtype) && c.chosen != t.dtype) r.dequantized++;
+    c.from = from[ti];
+    c.want = want_of(t);
+    c.chosen = chosen_of(t);
+    if (dtype_is_quantized(from[ti]) && c.chosen != from[ti]) r.dequantized++;
     std::vector<float> importance;
     if (c.chosen != t.dtype) {
       EMBER_ASSIGN_OR_RETURN(importance, tensor_importance(imatrix, t, cols, c.chosen));
@@ -330,6 +403,7 @@ Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, Pr
   std::string recipe = std::string(preset.name) + " preset (norms f32";
   if (fallbacks) recipe += "; " + std::to_string(fallbacks) + " matrices fell back, rows not whole blocks";
   recipe += imatrix_recipe(imatrix, r.weighted);
+  recipe += awq_recipe(opts, r.awq);
   recipe += ") by ember quantize " EMBER_VERSION_STRING;
   if (!spec.provenance.quantization.empty()) recipe += ", from " + spec.provenance.quantization;
   spec.provenance.quantization = recipe;

@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "tools/convert/awq.h"
 #include "tools/convert/imatrix.h"
 #include "tools/convert/importers.h"
 
@@ -35,6 +36,7 @@ struct QuantizeReport {
   // and the quantized ones it has no entry for (searched unweighted).
   int weighted = 0;
   std::vector<std::string> unweighted;
+  AwqReport awq;  // with --awq: each group's scaling
 };
 
 // The targets `ember quantize --dtype` accepts: f32, f16, bf16, q8_0, q4_0.
@@ -62,6 +64,17 @@ Result<std::unique_ptr<ImportedModel>> import_ember(const std::string& path);
 // model's file).
 Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report, const Imatrix* imatrix = nullptr);
 
+// What quantizing may use beside the type: an importance matrix weighing
+// the scale searches, and activation statistics for AWQ-style scaling
+// (tools/convert/awq.h: the matrices are scaled, the preceding norms or
+// matrices divided, before quantizing). Either may be null.
+struct QuantizeOptions {
+  const Imatrix* imatrix = nullptr;
+  const Imatrix* awq = nullptr;
+  void (*awq_progress)(int i, int n, const AwqGroup& g) = nullptr;
+};
+Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report, const QuantizeOptions& opts);
+
 // One line per kept tensor plus a summary, for stderr.
 std::string describe_quantize_report(const QuantizeReport& report);
 
@@ -75,6 +88,7 @@ struct QuantPreset {
   DType output;   // output.weight
   DType embd;     // token_embd.weight (untied; a tied one is the head: `output`)
   DType wide;     // attn_output, and attn_v / ffn_down outside the bumped layers (== base: none)
+  DType first_v;  // attn_v of layers 0 and 1 (F32: no such rule; q3_k_m: q5_k)
 };
 // The valid names, space-separated (for errors and --help).
 const char* quant_preset_names();
@@ -103,12 +117,15 @@ struct PresetReport {
   int dequantized = 0;  // tensors whose source was quantized
   int weighted = 0;     // with an importance matrix: as QuantizeReport's
   std::vector<std::string> unweighted;
+  AwqReport awq;        // as QuantizeReport's
 };
 // progress(i, n, choice) is called before each tensor is converted (may be
 // empty). Norms (1-D) stay f32.
 Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, PresetReport* report,
                              void (*progress)(int i, int n, const PresetChoice& c) = nullptr,
                              const Imatrix* imatrix = nullptr);
+Status quantize_model_preset(ImportedModel* model, const QuantPreset& preset, PresetReport* report,
+                             void (*progress)(int i, int n, const PresetChoice& c), const QuantizeOptions& opts);
 // The mixture: per type, tensors, elements and share; the bits per weight.
 std::string describe_preset_report(const QuantPreset& preset, const PresetReport& report);
 

@@ -159,6 +159,10 @@ bool is_gguf_file(const std::string& path) { return ember::is_gguf_file(path); }
 struct ModelDraft::Impl {
   std::unique_ptr<ImportedModel> model;
   std::unique_ptr<Imatrix> imatrix;  // use_imatrix's, for retype and apply_preset
+  std::unique_ptr<Imatrix> awq;      // use_awq's
+  void (*awq_progress)(const std::string& line) = nullptr;
+
+  QuantizeOptions options() const;
 };
 
 ModelDraft::ModelDraft() : impl_(std::make_unique<Impl>()) {}
@@ -200,11 +204,26 @@ ember_status ModelDraft::make_synthetic(const SynthRequest& r, std::string* erro
   return EMBER_OK;
 }
 
+namespace {
+void (*g_awq_progress)(const std::string& line) = nullptr;
+void awq_group_progress(int, int, const AwqGroup& g) { g_awq_progress(describe_awq_group(g)); }
+}  // namespace
+
+QuantizeOptions ModelDraft::Impl::options() const {
+  QuantizeOptions o;
+  o.imatrix = imatrix.get();
+  o.awq = awq.get();
+  // The library's progress is a plain function pointer (one model at a time).
+  g_awq_progress = awq_progress;
+  o.awq_progress = awq_progress ? awq_group_progress : nullptr;
+  return o;
+}
+
 ember_status ModelDraft::retype(const std::string& type, std::string* report, std::string* error) {
   auto target = parse_target_dtype(type);
   if (!target.is_ok()) return failed(target.status(), error);
   QuantizeReport rep;
-  const Status s = quantize_model(impl_->model.get(), target.value(), &rep, impl_->imatrix.get());
+  const Status s = quantize_model(impl_->model.get(), target.value(), &rep, impl_->options());
   if (!s.is_ok()) return failed(s, error);
   *report = describe_quantize_report(rep);
   return EMBER_OK;
@@ -237,7 +256,7 @@ ember_status ModelDraft::apply_preset(const std::string& preset, void (*progress
   // through this file's (the tool quantizes one model at a time).
   g_preset_progress = progress;
   const Status s = quantize_model_preset(impl_->model.get(), p.value(), &rep, progress ? preset_progress : nullptr,
-                                         impl_->imatrix.get());
+                                         impl_->options());
   g_preset_progress = nullptr;
   if (!s.is_ok()) return failed(s, error);
   *report = describe_preset_report(p.value(), rep);
@@ -252,6 +271,18 @@ ember_status ModelDraft::use_imatrix(const std::string& path, std::string* summa
   *summary = "importance matrix '" + path + "': " + std::to_string(x.entries.size()) + " matrices, " +
              std::to_string(x.chunk_count) + " chunks of " + std::to_string(x.chunk_size) + " tokens" +
              (x.datasets.empty() ? "" : " from '" + x.datasets.back() + "'");
+  return EMBER_OK;
+}
+
+ember_status ModelDraft::use_awq(const std::string& path, void (*progress)(const std::string& line),
+                                 std::string* summary, std::string* error) {
+  auto m = read_imatrix(path);
+  if (!m.is_ok()) return failed(m.status(), error);
+  impl_->awq = std::make_unique<Imatrix>(std::move(m).value());
+  impl_->awq_progress = progress;
+  const Imatrix& x = *impl_->awq;
+  *summary = "activation statistics for --awq '" + path + "': " + std::to_string(x.entries.size()) +
+             " matrices, " + std::to_string(x.chunk_count) + " chunks of " + std::to_string(x.chunk_size) + " tokens";
   return EMBER_OK;
 }
 

@@ -128,6 +128,11 @@ class ModelDraft {
   // or apply_preset weighs each matrix's rounding by; *summary: one line
   // on what it holds.
   ember_status use_imatrix(const std::string& path, std::string* summary, std::string* error);
+  // Activation statistics (an importance matrix file) for AWQ-style scaling
+  // in the next retype or apply_preset (tools/convert/awq.h); progress (may
+  // be null) gets one line per group as it is searched.
+  ember_status use_awq(const std::string& path, void (*progress)(const std::string& line), std::string* summary,
+                       std::string* error);
   // How quantized matrices are stored (rows16 or row-major).
   ember_status set_layout(const std::string& layout, std::string* error);
 

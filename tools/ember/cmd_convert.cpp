@@ -91,6 +91,7 @@ struct QuantizeRequest {
   std::string type;    // --dtype
   std::string layout;
   std::string imatrix;  // --imatrix FILE
+  std::string awq;      // --awq FILE
   bool gguf = false;
 };
 
@@ -101,7 +102,7 @@ struct QuantizeOutcome {
 };
 
 int parse_quantize(int argc, char** argv, QuantizeRequest* r) {
-  Args args(argc, argv, {"-o", "--dtype", "--type", "--layout", "--imatrix"});
+  Args args(argc, argv, {"-o", "--dtype", "--type", "--layout", "--imatrix", "--awq"});
   if (args.has("--help") || args.has("-h")) {
     std::printf("usage: ember quantize IN.ember -o OUT.ember --type PRESET [--layout rows16|row-major]\n"
                 "  PRESET: %s\n"
@@ -118,9 +119,13 @@ int parse_quantize(int argc, char** argv, QuantizeRequest* r) {
     std::puts("  --gguf       write GGUF v3 (the same weight bytes) instead of .ember, for other runtimes");
     std::puts("  --imatrix F  an importance matrix (ember imatrix, or llama-imatrix's GGUF or .dat): each matrix's\n"
               "               scale searches weigh a column's rounding error by its mean squared activation");
+    std::puts("  --awq F      activation-aware scaling from an importance matrix's statistics (it may be the\n"
+              "               --imatrix file): per group (norm -> q/k/v, norm -> gate/up, v -> output, up -> down)\n"
+              "               input columns are scaled by mean-square^(a/2), a searched on the quantized error,\n"
+              "               and the preceding norm or matrix divided; one line per group on stderr");
     return 0;
   }
-  args.check_known({"-o", "--dtype", "--type", "--layout", "--gguf", "--imatrix"});
+  args.check_known({"-o", "--dtype", "--type", "--layout", "--gguf", "--imatrix", "--awq"});
   if (!args.ok()) return report(EMBER_ERR_INVALID_ARGUMENT, args.error() + " (see ember quantize --help)");
   if (args.positionals().size() != 1) {
     return report(EMBER_ERR_INVALID_ARGUMENT, "expected one input .ember file (see ember quantize --help)");
@@ -146,6 +151,7 @@ int parse_quantize(int argc, char** argv, QuantizeRequest* r) {
   r->layout = args.get("--layout", "rows16");
   r->gguf = args.has("--gguf");
   r->imatrix = args.get("--imatrix");
+  r->awq = args.get("--awq");
   return kRun;
 }
 
@@ -165,6 +171,8 @@ void print_progress(const tools::PresetStep& c) {
   std::fputc('\n', stderr);
 }
 
+void print_awq_line(const std::string& line) { std::fprintf(stderr, "quantize: %s", line.c_str()); }
+
 ember_status run_quantize(const QuantizeRequest& r, QuantizeOutcome* o, std::string* error) {
   const auto t0 = std::chrono::steady_clock::now();
   tools::ModelDraft model;
@@ -173,6 +181,12 @@ ember_status run_quantize(const QuantizeRequest& r, QuantizeOutcome* o, std::str
   if (!r.imatrix.empty()) {
     std::string summary;
     st = model.use_imatrix(r.imatrix, &summary, error);
+    if (st != EMBER_OK) return st;
+    std::fprintf(stderr, "quantize: %s\n", summary.c_str());
+  }
+  if (!r.awq.empty()) {
+    std::string summary;
+    st = model.use_awq(r.awq, print_awq_line, &summary, error);
     if (st != EMBER_OK) return st;
     std::fprintf(stderr, "quantize: %s\n", summary.c_str());
   }

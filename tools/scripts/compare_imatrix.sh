@@ -10,7 +10,8 @@
 #   LLAMA_BIN: llama.cpp's build/bin (default ../peer/llama.cpp/build/bin)
 #   OUT: where the files go (default a temporary directory, removed)
 # Per preset, rows: no imatrix; each side's own imatrix; each side's
-# quantizer with the other side's imatrix (the files are shared). Prints a
+# quantizer with the other side's imatrix (the files are shared); ember with
+# --awq from its imatrix, alone and with --imatrix. Prints a
 # Markdown table: mean KL (± 95%), same top-1 %, file size.
 set -euo pipefail
 F32=$1
@@ -53,4 +54,12 @@ for p in $PRESETS; do
     echo "| $p | ember | $im | $(score "$OUT/e-$p-$im.gguf") |"
     echo "| $p | llama.cpp | $im | $(score "$OUT/l-$p-$im.gguf") |"
   done
+  # Activation-aware scaling (ember quantize --awq) from ember's statistics,
+  # alone and with the same file weighting the searches.
+  "$EMBER" quantize "$OUT/f32.ember" -o "$OUT/e-$p-awq.gguf" --type "$p" --gguf --awq "$OUT/ember.imatrix.gguf" \
+    > "$OUT/e-$p-awq.log" 2>&1
+  echo "| $p | ember | awq (ember's) | $(score "$OUT/e-$p-awq.gguf") |"
+  "$EMBER" quantize "$OUT/f32.ember" -o "$OUT/e-$p-awq-im.gguf" --type "$p" --gguf --awq "$OUT/ember.imatrix.gguf" \
+    --imatrix "$OUT/ember.imatrix.gguf" > "$OUT/e-$p-awq-im.log" 2>&1
+  echo "| $p | ember | awq + ember | $(score "$OUT/e-$p-awq-im.gguf") |"
 done
