@@ -152,7 +152,21 @@ const ImatrixEntry* Imatrix::find(const std::string& name) const {
   for (const ImatrixEntry& e : entries) {
     if (e.name == name) return &e;
   }
-  return nullptr;
+  // llama.cpp's phi3 fuses Q/K/V into attn_qkv and gate/up into ffn_up,
+  // which ember's importer splits (tools/convert/importers.h): the fused
+  // matrix's input is each part's, so its entry serves them.
+  const auto swap_suffix = [&](const std::string& from, const std::string& to) -> const ImatrixEntry* {
+    if (name.size() <= from.size() || name.compare(name.size() - from.size(), from.size(), from) != 0) return nullptr;
+    const std::string alias = name.substr(0, name.size() - from.size()) + to;
+    for (const ImatrixEntry& e : entries) {
+      if (e.name == alias) return &e;
+    }
+    return nullptr;
+  };
+  for (const char* part : {".attn_q.weight", ".attn_k.weight", ".attn_v.weight"}) {
+    if (const ImatrixEntry* e = swap_suffix(part, ".attn_qkv.weight")) return e;
+  }
+  return swap_suffix(".ffn_gate.weight", ".ffn_up.weight");
 }
 
 std::vector<float> imatrix_importance(const ImatrixEntry& e) {

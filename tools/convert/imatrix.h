@@ -37,6 +37,9 @@ struct Imatrix {
   uint32_t chunk_count = 0;           // chunks of text run
   uint32_t chunk_size = 0;            // tokens per chunk
 
+  // The entry for a weight; a split part of a fused matrix (attn_q/k/v,
+  // ffn_gate) falls back to the fused one's (attn_qkv, ffn_up), whose
+  // input it shares (llama-imatrix's phi3 files).
   const ImatrixEntry* find(const std::string& name) const;
 };
 
