@@ -68,14 +68,19 @@ std::vector<float> logits_of(const std::string& path) {
 
 DType q4_0_target(const TensorSource& t) { return t.shape.size() == 1 ? DType::F32 : DType::Q4_0; }
 
+SynthShape tiny_shape() {
+  SynthShape tiny;
+  REQUIRE(synth_shape("tiny", &tiny));
+  return tiny;
+}
+
 }  // namespace
 
 TEST_SUITE("tools") {
 
 TEST_CASE("awq: the scaled f32 model computes what the unscaled one does, every family") {
   const std::string dir = test::temp_dir("awq-fold");
-  SynthShape tiny;
-  REQUIRE(synth_shape("tiny", &tiny));
+  const SynthShape tiny = tiny_shape();
   REQUIRE(tiny.n_kv_heads < tiny.n_heads);  // grouped queries: attn_v -> attn_output shares scales
   for (const std::string arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"}) {
     CAPTURE(arch);
@@ -113,8 +118,7 @@ TEST_CASE("awq: the scaled f32 model computes what the unscaled one does, every 
 
 TEST_CASE("awq: the search keeps the least error, α 0 when scaling does not help, weighting follows the scales") {
   const std::string dir = test::temp_dir("awq-search");
-  SynthShape tiny;
-  REQUIRE(synth_shape("tiny", &tiny));
+  const SynthShape tiny = tiny_shape();
   const std::string plain = test::synth_ember(dir, tiny, DType::F32, 12, "tiny.ember");
   const Imatrix stats = collect_stats(plain);
   auto model = make_synthetic(tiny, DType::F32, 12, "");
@@ -154,8 +158,7 @@ TEST_CASE("awq: the search keeps the least error, α 0 when scaling does not hel
 
 TEST_CASE("awq: misuse is refused by name: another model's statistics, none that apply, an encoder") {
   const std::string dir = test::temp_dir("awq-misuse");
-  SynthShape tiny;
-  REQUIRE(synth_shape("tiny", &tiny));
+  const SynthShape tiny = tiny_shape();
   const Imatrix stats = collect_stats(test::synth_ember(dir, tiny, DType::F32, 13, "tiny.ember"));
   SynthShape wide = tiny;
   wide.dim *= 2;
@@ -184,8 +187,7 @@ TEST_CASE("awq: misuse is refused by name: another model's statistics, none that
 
 TEST_CASE("ember quantize --awq: one line per group, the recipe, with --imatrix, and refusals") {
   const std::string dir = test::temp_dir("awq-cli");
-  SynthShape tiny;
-  REQUIRE(synth_shape("tiny", &tiny));
+  const SynthShape tiny = tiny_shape();
   const std::string f32 = test::synth_ember(dir, tiny, DType::F32, 14, "tiny.ember");
   const std::string text = dir + "/calib.txt";
   {

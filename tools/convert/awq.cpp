@@ -324,7 +324,7 @@ Status fold(ImportedModel* model, const GroupPlan& p, std::vector<Consumer>* cs,
 }  // namespace
 
 Status apply_awq(ImportedModel* model, const Imatrix& stats, const Imatrix* weighting, const AwqTarget& target,
-                 AwqReport* report, void (*progress)(int, int, const AwqGroup&), float fixed_alpha) {
+                 AwqReport* report, const AwqProgress& progress, float fixed_alpha) {
   const ModelSpec& spec = model->spec;
   if (spec.hparams.arch == ModelArch::Bert || spec.hparams.arch == ModelArch::NomicBert) {
     return Status::error(EMBER_ERR_UNSUPPORTED,

@@ -68,9 +68,9 @@ using AwqTarget = std::function<DType(const TensorSource&)>;
 // EMBER_ERR_UNSUPPORTED for an encoder (post-norm: no operation to fold into).
 // fixed_alpha in [0, 1] skips the search and scales every group with it
 // (the tests' way to scale groups the search would leave alone).
+using AwqProgress = std::function<void(int i, int n, const AwqGroup& g)>;
 Status apply_awq(ImportedModel* model, const Imatrix& stats, const Imatrix* weighting, const AwqTarget& target,
-                 AwqReport* report, void (*progress)(int i, int n, const AwqGroup& g) = nullptr,
-                 float fixed_alpha = -1.0f);
+                 AwqReport* report, const AwqProgress& progress = nullptr, float fixed_alpha = -1.0f);
 
 // weighting with each scaled consumer's column j divided by s_j^2 (the
 // scaled matrix's inputs are x_j / s_j).

@@ -101,10 +101,6 @@ std::string imatrix_recipe(const Imatrix* m, int weighted) {
   return s;
 }
 
-}  // namespace
-
-namespace {
-
 // The tensors' sizes before activation-aware scaling turns some into f32.
 std::vector<uint64_t> source_sizes(const ModelSpec& spec) {
   std::vector<uint64_t> v;
@@ -124,6 +120,16 @@ Status run_awq(ImportedModel* model, const QuantizeOptions& o, const AwqTarget& 
     *weighting = scaled_weighting;
   }
   return Status::ok();
+}
+
+// What --dtype makes of t: norms f32; a matrix whose rows are not whole
+// blocks of the target keeps its float type (f32 for a quantized source,
+// which cannot have such rows; the block cannot straddle rows); else the target.
+DType retype_target(const TensorSource& t, DType target) {
+  const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
+  if (t.shape.size() == 1) return DType::F32;
+  if (cols % dtype_block_elements(target) != 0) return dtype_is_quantized(t.dtype) ? DType::F32 : t.dtype;
+  return target;
 }
 
 std::string awq_recipe(const QuantizeOptions& o, const AwqReport& r) {
@@ -146,16 +152,13 @@ Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report
   ModelSpec& spec = model->spec;
   std::vector<float> row;
   const std::vector<uint64_t> sizes = source_sizes(spec);
-  // The type each tensor gets (the loop below decides the same way).
-  auto want_of = [target](const TensorSource& t) {
-    const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
-    if (t.shape.size() == 1) return DType::F32;
-    if (cols % dtype_block_elements(target) != 0) return dtype_is_quantized(t.dtype) ? DType::F32 : t.dtype;
-    return target;
-  };
+  // Each tensor's type, decided on the source (before AWQ makes scaled ones f32).
+  std::vector<DType> wants;
+  for (const TensorSource& t : spec.tensors) wants.push_back(retype_target(t, target));
   Imatrix scaled_weighting;
   const Imatrix* imatrix = nullptr;
-  EMBER_TRY(run_awq(model, opts, want_of, &r.awq, &scaled_weighting, &imatrix));
+  EMBER_TRY(run_awq(model, opts, [target](const TensorSource& t) { return retype_target(t, target); }, &r.awq,
+                    &scaled_weighting, &imatrix));
   for (size_t ti = 0; ti < spec.tensors.size(); ++ti) {
     TensorSource& t = spec.tensors[ti];
     r.bytes_before += sizes[ti];
@@ -168,15 +171,10 @@ Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report
       return Status::error(EMBER_ERR_BAD_TENSOR, "tensor '%s': %llu bytes do not hold its shape as %s",
                            t.name.c_str(), static_cast<unsigned long long>(t.size), dtype_name(t.dtype));
     }
-    DType want = target;
+    const DType want = wants[ti];
     if (t.shape.size() == 1) {
-      want = DType::F32;  // norms: tiny, read as f32 by every kernel
-      r.norms++;
-    } else if (cols % dtype_block_elements(target) != 0) {
-      // The block cannot straddle rows: keep the source type when it is a
-      // float type, else (a quantized source, which cannot have such rows)
-      // f32.
-      want = dtype_is_quantized(t.dtype) ? DType::F32 : t.dtype;
+      r.norms++;  // norms: tiny, read as f32 by every kernel
+    } else if (want != target) {
       char why[96];
       std::snprintf(why, sizeof why, "rows of %lld elements are not a multiple of %d", static_cast<long long>(cols),
                     dtype_block_elements(target));

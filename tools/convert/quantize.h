@@ -71,7 +71,7 @@ Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report
 struct QuantizeOptions {
   const Imatrix* imatrix = nullptr;
   const Imatrix* awq = nullptr;
-  void (*awq_progress)(int i, int n, const AwqGroup& g) = nullptr;
+  AwqProgress awq_progress;  // may be empty
 };
 Status quantize_model(ImportedModel* model, DType target, QuantizeReport* report, const QuantizeOptions& opts);
 

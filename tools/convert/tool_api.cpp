@@ -204,18 +204,11 @@ ember_status ModelDraft::make_synthetic(const SynthRequest& r, std::string* erro
   return EMBER_OK;
 }
 
-namespace {
-void (*g_awq_progress)(const std::string& line) = nullptr;
-void awq_group_progress(int, int, const AwqGroup& g) { g_awq_progress(describe_awq_group(g)); }
-}  // namespace
-
 QuantizeOptions ModelDraft::Impl::options() const {
   QuantizeOptions o;
   o.imatrix = imatrix.get();
   o.awq = awq.get();
-  // The library's progress is a plain function pointer (one model at a time).
-  g_awq_progress = awq_progress;
-  o.awq_progress = awq_progress ? awq_group_progress : nullptr;
+  if (auto* line = awq_progress) o.awq_progress = [line](int, int, const AwqGroup& g) { line(describe_awq_group(g)); };
   return o;
 }
 
