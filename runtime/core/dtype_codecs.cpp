@@ -97,12 +97,46 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax, const float* w = 
   return best_s;
 }
 
+// The (weighted) least-squares scale a and offset b of x ~ a q + b for
+// given levels q; b kept <= 0 unless any_min. Returns the error, or -1 when
+// the levels admit no such fit (all equal with any_min; a < 0).
+double refit_affine(const float* x, const int* q, int n, const float* w, bool any_min, double* a, double* b) {
+  double sw = 0, sx = 0, sq = 0, sxq = 0, sqq = 0;
+  for (int i = 0; i < n; ++i) {
+    const double wi = weight_at(w, i);
+    sw += wi;
+    sx += wi * x[i];
+    sq += wi * q[i];
+    sxq += wi * x[i] * q[i];
+    sqq += wi * q[i] * q[i];
+  }
+  const double den = sw * sqq - sq * sq;
+  if (any_min && !(den > 0)) return -1;
+  *a = den > 0 ? (sw * sxq - sx * sq) / den : 0;
+  *b = den > 0 ? (sx - *a * sq) / sw : 1;
+  if (*b > 0 && !any_min) {  // the offset must be <= 0 (and all q equal: scale alone)
+    *b = 0;
+    *a = sqq > 0 ? sxq / sqq : 0;
+  }
+  if (*a < 0 || (any_min && *a == 0)) return -1;
+  double err = 0;
+  for (int i = 0; i < n; ++i) {
+    const double e = x[i] - *a * q[i] - *b;
+    err += weight_at(w, i) * e * e;
+  }
+  return err;
+}
+
 // x ~ scale * q - min with q in 0..qmax, scale >= 0 and min >= 0 (what the
 // K-quants store). Candidates spread [min(x, 0), max(x)] over qmax +- 1
 // levels; for each, (scale, min) by (weighted) least squares on its q, min
 // kept >= 0. any_min (Q4_1, Q5_1, which store the offset with its sign):
-// candidates spread [min(x), max(x)], the min of either sign, and without a
-// better candidate the plain range (scale (max - min) / qmax).
+// candidates spread [min(x), max(x)] over qmax +- 1 in 0.05 steps, the min
+// of either sign, each refined before they are compared: its elements
+// re-rounded against its own (scale, min) and refit, while the error falls
+// (a candidate's levels come from the raw range, not from its fit;
+// docs/decisions.md "Q4_1 and Q5_1 with an importance matrix"); without a
+// candidate, the plain range (scale (max - min) / qmax).
 void fit_affine(const float* x, int n, int qmax, float* scale, float* min, const float* w = nullptr,
                 bool any_min = false) {
   float lo = any_min ? x[0] : 0, hi = x[0];
@@ -113,40 +147,38 @@ void fit_affine(const float* x, int n, int qmax, float* scale, float* min, const
   *scale = any_min ? (hi - lo) / qmax : 0;
   *min = -lo;
   if (hi <= lo) return;
-  double best_err = INFINITY;
-  for (int k = -10; k <= 10; k += 2) {
-    const float iscale = (qmax + 0.1f * k) / (hi - lo);
-    double sw = 0, sx = 0, sq = 0, sxq = 0, sqq = 0;
-    int q[256];
-    for (int i = 0; i < n; ++i) {
-      q[i] = clampi(round_away((x[i] - lo) * iscale), 0, qmax);
-      const double wi = weight_at(w, i);
-      sw += wi;
-      sx += wi * x[i];
-      sq += wi * q[i];
-      sxq += wi * x[i] * q[i];
-      sqq += wi * q[i] * q[i];
-    }
-    const double den = sw * sqq - sq * sq;
-    if (any_min && !(den > 0)) continue;
-    double a = den > 0 ? (sw * sxq - sx * sq) / den : 0;
-    double b = den > 0 ? (sx - a * sq) / sw : 1;
-    if (b > 0 && !any_min) {  // the offset must be <= 0 (and all q equal: scale alone)
-      b = 0;
-      a = sqq > 0 ? sxq / sqq : 0;
-    }
-    if (a < 0 || (any_min && a == 0)) continue;
-    double err = 0;
-    for (int i = 0; i < n; ++i) {
-      const double e = x[i] - a * q[i] - b;
-      err += weight_at(w, i) * e * e;
+  double best_err = INFINITY, best_a = 0, best_b = 0;
+  const int reach = any_min ? 20 : 10, stride = any_min ? 1 : 2;
+  const float step = any_min ? 0.05f : 0.1f;
+  int q[256];
+  for (int k = -reach; k <= reach; k += stride) {
+    const float iscale = (qmax + step * k) / (hi - lo);
+    for (int i = 0; i < n; ++i) q[i] = clampi(round_away((x[i] - lo) * iscale), 0, qmax);
+    double a = 0, b = 0;
+    double err = refit_affine(x, q, n, w, any_min, &a, &b);
+    if (err < 0) continue;
+    // any_min: the candidate refined (its elements re-rounded against its
+    // own fit, and refit, while the error falls).
+    for (int round = 0; any_min && round < 8; ++round) {
+      for (int i = 0; i < n; ++i) {
+        q[i] = clampi(round_away((x[i] - static_cast<float>(b)) / static_cast<float>(a)), 0, qmax);
+      }
+      double ra = 0, rb = 0;
+      const double rerr = refit_affine(x, q, n, w, any_min, &ra, &rb);
+      if (!(rerr >= 0 && rerr < err)) break;
+      err = rerr;
+      a = ra;
+      b = rb;
     }
     if (err < best_err) {
       best_err = err;
-      *scale = static_cast<float>(a);
-      *min = static_cast<float>(-b);
+      best_a = a;
+      best_b = b;
     }
   }
+  if (best_err == INFINITY) return;
+  *scale = static_cast<float>(best_a);
+  *min = static_cast<float>(-best_b);
 }
 
 int nearest_level_scan(float v) {

@@ -97,8 +97,8 @@ TEST_CASE("quantize presets: the bumped layers of the _m presets") {
   for (int i = 0; i < 32; ++i) if (preset_bumped_layer(i, 32)) got.insert(i);
   CHECK(got == std::set<int>{0, 1, 2, 3, 5, 8, 11, 14, 17, 20, 23, 26, 28, 29, 30, 31});
   // The fallback table.
-  CHECK(preset_fallback(DType::Q2_K, 896) == DType::IQ4_NL);
-  CHECK(preset_fallback(DType::Q3_K, 896) == DType::IQ4_NL);
+  CHECK(preset_fallback(DType::Q2_K, 896) == DType::Q4_0);
+  CHECK(preset_fallback(DType::Q3_K, 896) == DType::Q4_0);
   CHECK(preset_fallback(DType::Q4_K, 896) == DType::Q5_0);
   CHECK(preset_fallback(DType::Q5_K, 896) == DType::Q5_1);
   CHECK(preset_fallback(DType::Q6_K, 896) == DType::Q8_0);
@@ -107,6 +107,32 @@ TEST_CASE("quantize presets: the bumped layers of the _m presets") {
   CHECK(preset_fallback(DType::Q4_K, 80) == DType::F16);
   CHECK(preset_fallback(DType::Q8_0, 80) == DType::F16);
   CHECK(preset_fallback(DType::Q8_0, 96) == DType::Q8_0);
+  // llama.cpp's rules for grouped queries and q3_k_m's first ffn_down layers.
+  const QuantPreset iq4xs = parse_quant_preset("iq4_xs").value();
+  CHECK(preset_type(iq4xs, "blk.5.attn_v.weight", 24, false, 7) == DType::Q5_K);
+  CHECK(preset_type(iq4xs, "blk.5.attn_v.weight", 24, false, 2) == DType::IQ4_XS);
+  CHECK(preset_type(iq4xs, "blk.5.attn_q.weight", 24, false, 7) == DType::IQ4_XS);
+  // Without an importance matrix, the first eighth of ffn_down q5_k.
+  CHECK(preset_type(iq4xs, "blk.2.ffn_down.weight", 24, false, 7, false) == DType::Q5_K);
+  CHECK(preset_type(iq4xs, "blk.3.ffn_down.weight", 24, false, 7, false) == DType::IQ4_XS);
+  CHECK(preset_type(iq4xs, "blk.2.ffn_down.weight", 24, false, 7, true) == DType::IQ4_XS);
+  // With one, q4_0 and q5_0 take q4_1 / q5_1 there.
+  CHECK(preset_type(parse_quant_preset("q4_0").value(), "blk.2.ffn_down.weight", 24, false, 1, true) == DType::Q4_1);
+  CHECK(preset_type(parse_quant_preset("q5_0").value(), "blk.2.ffn_down.weight", 24, false, 1, true) == DType::Q5_1);
+  CHECK(preset_type(parse_quant_preset("q4_0").value(), "blk.2.ffn_down.weight", 24, false, 1, false) == DType::Q4_0);
+  CHECK(preset_type(parse_quant_preset("q4_0").value(), "blk.3.ffn_down.weight", 24, false, 1, true) == DType::Q4_0);
+  const QuantPreset q3km = parse_quant_preset("q3_k_m").value();
+  CHECK(preset_type(q3km, "blk.0.ffn_down.weight", 24) == DType::Q5_K);   // 24 / 16 = 1 layer
+  CHECK(preset_type(q3km, "blk.1.ffn_down.weight", 24) == DType::Q4_K);
+  CHECK(preset_type(q3km, "blk.1.ffn_down.weight", 32) == DType::Q5_K);   // 32 / 16 = 2 layers
+  CHECK(preset_type(q3km, "blk.0.attn_v.weight", 24, false, 8) == DType::Q5_K);
+  CHECK(preset_type(q3km, "blk.4.attn_v.weight", 24, false, 8) != DType::Q5_K);
+  CHECK(preset_type(parse_quant_preset("q2_k").value(), "blk.3.attn_v.weight", 24, false, 4) == DType::Q4_K);
+  const QuantPreset q4km = parse_quant_preset("q4_k_m").value();
+  for (int layer = 0; layer < 24; ++layer) {  // no grouped-query rule
+    const std::string v = "blk." + std::to_string(layer) + ".attn_v.weight";
+    CHECK(preset_type(q4km, v, 24, false, 8) == preset_type(q4km, v, 24, false, 1));
+  }
   // Every listed name parses; its base type is what the name says.
   std::string names = quant_preset_names();
   size_t pos = 0;
@@ -186,7 +212,7 @@ TEST_CASE("quantize presets: rows that are not whole blocks fall back as documen
       DType base_fb, bumped_fb, output_fb;
     };
     for (const Case& c : {Case{"q4_k_m", DType::Q5_0, DType::F16, DType::Q8_0},
-                          Case{"q2_k", DType::IQ4_NL, DType::F16, DType::Q8_0},
+                          Case{"q2_k", DType::Q4_0, DType::F16, DType::Q8_0},
                           Case{"q5_k_s", DType::Q5_1, DType::F16, DType::Q8_0},
                           Case{"iq4_xs", DType::IQ4_NL, DType::F16, DType::Q8_0},
                           Case{"q4_0", DType::Q4_0, DType::F16, DType::Q8_0}}) {

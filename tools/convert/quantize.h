@@ -89,6 +89,10 @@ struct QuantPreset {
   DType embd;     // token_embd.weight (untied; a tied one is the head: `output`)
   DType wide;     // attn_output, and attn_v / ffn_down outside the bumped layers (== base: none)
   DType first_v;  // attn_v of layers 0 and 1 (F32: no such rule; q3_k_m: q5_k)
+  DType gqa_v;    // attn_v when 4 or more query heads share each key/value head (F32: no such rule)
+  DType first_down;  // ffn_down of the first sixteenth of the layers (F32: no such rule; q3_k_m: q5_k)
+  DType plain_down;  // ffn_down of the first eighth of the layers without an importance matrix (F32: none)
+  DType weighted_down;  // ffn_down of the first eighth of the layers with an importance matrix (F32: none)
 };
 // The valid names, space-separated (for errors and --help).
 const char* quant_preset_names();
@@ -98,10 +102,14 @@ Result<QuantPreset> parse_quant_preset(const std::string& name);
 // the first and last eighth (at least one layer each) and every third layer.
 bool preset_bumped_layer(int layer, int n_layers);
 // The type a preset wants for a matrix, before the fallback; tied: the
-// model has no output.weight (token_embd is the logits head too).
-DType preset_type(const QuantPreset& p, const std::string& tensor, int n_layers, bool tied = false);
+// model has no output.weight (token_embd is the logits head too); gqa:
+// query heads per key/value head; weighted: quantized with an importance
+// matrix.
+DType preset_type(const QuantPreset& p, const std::string& tensor, int n_layers, bool tied = false, int gqa = 1,
+                  bool weighted = false);
 // The fallback for rows of `cols` elements: K-quants / iq4_xs need 256,
-// the rest 32; what cannot be whole blocks becomes f16.
+// the rest 32 (Q2_K, Q3_K -> Q4_0; IQ4_XS -> IQ4_NL; Q4_K -> Q5_0; Q5_K ->
+// Q5_1; Q6_K -> Q8_0); what cannot be whole blocks becomes f16.
 DType preset_fallback(DType want, int64_t cols);
 
 struct PresetChoice {
