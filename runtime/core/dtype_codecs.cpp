@@ -224,6 +224,23 @@ int nearest_level(float v) {
   return std::fabs(v - kIq4Levels[hi]) < std::fabs(v - kIq4Levels[lo]) ? hi : lo;
 }
 
+// One candidate inverse scale of an IQ4 search: its elements' nearest
+// levels L, their least-squares scale (*s) and the squared error that scale
+// removes, (sum w x L)^2 / sum w L^2 (the larger the better; -1 when every
+// level is 0).
+double fit_levels_candidate(const float* x, int n, const float* w, float iscale, float* s) {
+  double sxl = 0, sll = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = kIq4Levels[nearest_level(x[i] * iscale)];
+    const double wi = weight_at(w, i);
+    sxl += wi * x[i] * l;
+    sll += wi * l * l;
+  }
+  if (!(sll > 0)) return -1;
+  *s = static_cast<float>(sxl / sll);
+  return sxl * sxl / sll;
+}
+
 // The scale s minimizing sum w (x - s L[q])^2 over the IQ4 levels L, q the
 // nearest level to x / s: candidates map the largest element onto -127 or
 // 113 (+-10 around them); for each, the least-squares s of its levels.
@@ -233,17 +250,11 @@ float fit_levels(const float* x, int n, const float* w = nullptr) {
   float best_s = 0, best = -1;
   for (int target : {-127, 113}) {
     for (int k = -10; k <= 10; ++k) {
-      const float iscale = (target + k) / xm;
-      double sxl = 0, sll = 0;
-      for (int i = 0; i < n; ++i) {
-        const int l = kIq4Levels[nearest_level(x[i] * iscale)];
-        const double wi = weight_at(w, i);
-        sxl += wi * x[i] * l;
-        sll += wi * l * l;
-      }
-      if (sll > 0 && sxl * sxl / sll > best) {
-        best = sxl * sxl / sll;
-        best_s = static_cast<float>(sxl / sll);
+      float s = 0;
+      const double score = fit_levels_candidate(x, n, w, (target + k) / xm, &s);
+      if (score > best) {
+        best = static_cast<float>(score);
+        best_s = s;
       }
     }
   }
@@ -268,16 +279,11 @@ float fit_levels_block(const float* x, const float* w) {
   for (int k = -8; k <= 7; ++k) {
     // k = -8 stands for the +127 candidate.
     const float iscale = k == -8 ? 127.0f / xm : static_cast<float>(k - 127) / xm;
-    double sxl = 0, sll = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = kIq4Levels[nearest_level(x[i] * iscale)];
-      const double wi = weight_at(w, i);
-      sxl += wi * x[i] * l;
-      sll += wi * l * l;
-    }
-    if (sll > 0 && sxl * sxl / sll > best) {
-      best = sxl * sxl / sll;
-      best_s = static_cast<float>(sxl / sll);
+    float s = 0;
+    const double score = fit_levels_candidate(x, n, w, iscale, &s);
+    if (score > best) {
+      best = score;
+      best_s = s;
     }
   }
   return best_s;
